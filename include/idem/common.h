@@ -1,0 +1,122 @@
+/**
+ * @file common.h
+ * @brief Error codes, error detail, logging hook and memory release shared by every module.
+ *
+ * Every idem function that can fail returns an `int`: 0 on success or a negative
+ * `IDEM_E*` code. Detail (message, SQLSTATE, offending field) goes into an optional
+ * caller-supplied ::idem_error; the library keeps no global error state.
+ */
+#ifndef IDEM_COMMON_H
+#define IDEM_COMMON_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(IDEM_BUILDING) && defined(__GNUC__)
+#define IDEM_API __attribute__((visibility("default")))
+#else
+#define IDEM_API
+#endif
+
+#if defined(__GNUC__)
+#define IDEM_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define IDEM_PRINTF(fmt, args)
+#endif
+
+/**
+ * The error codes: X(name, value, description). `IDEM_<name>` is the constant;
+ * idem_strerror() returns the description.
+ */
+#define IDEM_ERRNO_MAP(X)                                                                          \
+    X(EINVAL, -1, "invalid argument")                                                              \
+    X(ENOMEM, -2, "out of memory")                                                                 \
+    X(EUNAVAIL, -3, "database unavailable")                                                        \
+    X(ETIMEDOUT, -4, "timed out")                                                                  \
+    X(EDB, -5, "database error")                                                               \
+    X(ECONFLICT, -6, "operation ID reused with different arguments")                               \
+    X(EBUSY, -7, "operation in progress elsewhere")                                                \
+    X(EEXPIRED, -8, "operation past its retention window")                                        \
+    X(EUNKNOWN, -9, "outcome unknown")                                                             \
+    X(EEFFECT, -10, "effect failed")                                                               \
+    X(ESCHEMA, -11, "database schema missing, outdated or changed")                                \
+    X(ENOTFOUND, -12, "not found")                                                                 \
+    X(EIO, -13, "input/output error")                                                              \
+    X(ELOCKED, -14, "lock held by another session")
+
+/** Error codes. All are negative; 0 (IDEM_OK) is success. */
+enum idem_errno {
+    IDEM_OK = 0,
+#define IDEM__ERRNO_ENUM(name, value, text) IDEM_##name = (value),
+    IDEM_ERRNO_MAP(IDEM__ERRNO_ENUM)
+#undef IDEM__ERRNO_ENUM
+};
+
+/**
+ * A short, static description of an error code.
+ * @param code IDEM_OK or an IDEM_E* code.
+ * @return a static string; "unknown error" for a code outside the list. Never NULL.
+ */
+IDEM_API const char *idem_strerror(int code);
+
+/**
+ * The symbolic name of an error code ("EINVAL", "OK", ...).
+ * @return a static string; "UNKNOWN" for a code outside the list. Never NULL.
+ */
+IDEM_API const char *idem_err_name(int code);
+
+/** Size of ::idem_error's message buffer, terminator included. */
+#define IDEM_ERROR_MESSAGE_MAX 512
+/** Size of ::idem_error's field buffer, terminator included. */
+#define IDEM_ERROR_FIELD_MAX 48
+
+/**
+ * Detail of a failure, filled by the function that failed. Caller-allocated (on the
+ * stack is fine); functions accept NULL where they take one and then give only the code.
+ */
+typedef struct idem_error {
+    /** The IDEM_E* code the function returned (0 when no error was recorded). */
+    int code;
+    /** PostgreSQL SQLSTATE when the server reported one, else "". */
+    char sqlstate[6];
+    /** For IDEM_EINVAL: the input field at fault ("tenant", "arguments", ...), else "". */
+    char field[IDEM_ERROR_FIELD_MAX];
+    /** Human-readable detail: lower layers' text first, context added in front. */
+    char message[IDEM_ERROR_MESSAGE_MAX];
+} idem_error;
+
+/** Initializer for an empty ::idem_error. */
+#define IDEM_ERROR_INIT {0, "", "", ""}
+
+/** Reset @p err to empty. NULL is accepted. */
+IDEM_API void idem_error_clear(idem_error *err);
+
+/** Log levels passed to ::idem_log_fn. */
+enum idem_log_level {
+    IDEM_LOG_DEBUG = 0,
+    IDEM_LOG_INFO = 1,
+    IDEM_LOG_WARNING = 2,
+    IDEM_LOG_ERROR = 3,
+};
+
+/**
+ * Logging hook. The library never prints by itself; where an options struct has a
+ * `log` member, it calls it instead. @p message is borrowed for the call only. The
+ * hook may be called from any thread that uses the object it was given to.
+ */
+typedef void (*idem_log_fn)(void *ctx, int level, const char *message);
+
+/**
+ * Release memory that an idem function returned for the caller to own (canonical
+ * JSON bytes, receipts). NULL is accepted.
+ */
+IDEM_API void idem_free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

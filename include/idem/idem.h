@@ -1,0 +1,11 @@
+/**
+ * @file idem.h
+ * @brief Umbrella header: includes every public idem module.
+ */
+#ifndef IDEM_IDEM_H
+#define IDEM_IDEM_H
+
+#include "common.h"
+#include "version.h"
+
+#endif

@@ -1,0 +1,181 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+#define IDEM__ERRNO_TEXT(name, value, text)                                                        \
+    case IDEM_##name:                                                                              \
+        return text;
+#define IDEM__ERRNO_NAME(name, value, text)                                                        \
+    case IDEM_##name:                                                                              \
+        return #name;
+
+const char *idem_strerror(int code)
+{
+    switch (code) {
+    case IDEM_OK:
+        return "success";
+        IDEM_ERRNO_MAP(IDEM__ERRNO_TEXT)
+    default:
+        return "unknown error";
+    }
+}
+
+const char *idem_err_name(int code)
+{
+    switch (code) {
+    case IDEM_OK:
+        return "OK";
+        IDEM_ERRNO_MAP(IDEM__ERRNO_NAME)
+    default:
+        return "UNKNOWN";
+    }
+}
+
+void idem_error_clear(idem_error *err)
+{
+    if (err == NULL)
+        return;
+    memset(err, 0, sizeof(*err));
+}
+
+void idem_free(void *ptr)
+{
+    free(ptr);
+}
+
+static void error_vformat(idem_error *err, const char *fmt, va_list ap)
+{
+    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+}
+
+/* dst = "a: b", cut to fit; messages are allowed to be truncated. */
+static void join_message(char *dst, size_t size, const char *a, const char *b)
+{
+    size_t used = 0;
+    const char *parts[3] = {a, ": ", b};
+
+    for (size_t i = 0; i < 3 && used + 1 < size; i++) {
+        size_t n = strlen(parts[i]);
+        if (n > size - 1 - used)
+            n = size - 1 - used;
+        memcpy(dst + used, parts[i], n);
+        used += n;
+    }
+    dst[used] = '\0';
+}
+
+int idem__error_set(idem_error *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL)
+        return code;
+    idem_error_clear(err);
+    err->code = code;
+    va_start(ap, fmt);
+    error_vformat(err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int idem__error_field(idem_error *err, int code, const char *field, const char *fmt, ...)
+{
+    char reason[IDEM_ERROR_MESSAGE_MAX];
+    va_list ap;
+
+    if (code == 0)
+        code = IDEM_EINVAL;
+    if (err == NULL)
+        return code;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    idem_error_clear(err);
+    err->code = code;
+    snprintf(err->field, sizeof(err->field), "%s", field);
+    join_message(err->message, sizeof(err->message), field, reason);
+    return code;
+}
+
+int idem__error_context(idem_error *err, const char *fmt, ...)
+{
+    char context[IDEM_ERROR_MESSAGE_MAX];
+    char lower[IDEM_ERROR_MESSAGE_MAX];
+    va_list ap;
+
+    if (err == NULL)
+        return 0;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof(context), fmt, ap);
+    va_end(ap);
+    memcpy(lower, err->message, sizeof(lower));
+    if (lower[0] != '\0')
+        join_message(err->message, sizeof(err->message), context, lower);
+    else
+        snprintf(err->message, sizeof(err->message), "%s", context);
+    return err->code;
+}
+
+int idem__sqlstate_is_disconnect(const char *s)
+{
+    if (s == NULL || s[0] == '\0')
+        return 0;
+    if (strncmp(s, "08", 2) == 0)
+        return 1;
+    return strcmp(s, "57P01") == 0 || strcmp(s, "57P02") == 0 || strcmp(s, "57P03") == 0;
+}
+
+int idem__sqlstate_is_retryable(const char *s)
+{
+    if (s == NULL)
+        return 0;
+    return strcmp(s, "40001") == 0 || strcmp(s, "40P01") == 0;
+}
+
+/* The server's primary message, or libpq's connection message, without the trailing
+ * newline libpq adds. */
+static void pg_message(char *buf, size_t size, const PGconn *conn, const PGresult *res)
+{
+    const char *msg = NULL;
+    size_t len;
+
+    if (res != NULL)
+        msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    if ((msg == NULL || msg[0] == '\0') && res != NULL)
+        msg = PQresultErrorMessage(res);
+    if ((msg == NULL || msg[0] == '\0') && conn != NULL)
+        msg = PQerrorMessage(conn);
+    if (msg == NULL || msg[0] == '\0')
+        msg = "no detail from the server";
+    snprintf(buf, size, "%s", msg);
+    len = strlen(buf);
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+        buf[--len] = '\0';
+}
+
+int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, const char *fmt, ...)
+{
+    char context[IDEM_ERROR_MESSAGE_MAX / 2];
+    char lower[IDEM_ERROR_MESSAGE_MAX];
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    int code = IDEM_EDB;
+    va_list ap;
+
+    if (idem__sqlstate_is_disconnect(state) || (conn != NULL && PQstatus(conn) != CONNECTION_OK))
+        code = IDEM_EUNAVAIL;
+    if (err == NULL)
+        return code;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof(context), fmt, ap);
+    va_end(ap);
+    pg_message(lower, sizeof(lower), conn, res);
+    idem_error_clear(err);
+    err->code = code;
+    if (state != NULL)
+        snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state);
+    join_message(err->message, sizeof(err->message), context, lower);
+    return code;
+}

@@ -1,0 +1,31 @@
+/* Internal error helpers: filling an idem_error, classifying PostgreSQL failures. */
+#ifndef IDEM_LIB_ERROR_H
+#define IDEM_LIB_ERROR_H
+
+#include <libpq-fe.h>
+
+#include "idem/common.h"
+
+/* Record a fresh error: code, no field, formatted message. Returns code. NULL err is fine. */
+int idem__error_set(idem_error *err, int code, const char *fmt, ...) IDEM_PRINTF(3, 4);
+
+/* Record a bad-input error naming the field; the message reads "<field>: <reason>".
+ * Returns IDEM_EINVAL (or code, when it is given as non-zero). */
+int idem__error_field(idem_error *err, int code, const char *field, const char *fmt, ...)
+    IDEM_PRINTF(4, 5);
+
+/* Add context in front of the message already recorded ("context: lower message").
+ * Returns the recorded code (IDEM_EINVAL... ) or 0 when err is NULL. */
+int idem__error_context(idem_error *err, const char *fmt, ...) IDEM_PRINTF(2, 3);
+
+/* Record a PostgreSQL failure. The code is IDEM_EUNAVAIL when the connection is gone
+ * or the SQLSTATE says so, otherwise IDEM_EDB; the SQLSTATE and the server's primary
+ * message are kept, with the formatted context in front. res and conn may be NULL. */
+int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, const char *fmt,
+                   ...) IDEM_PRINTF(4, 5);
+
+/* SQLSTATE classes. NULL or "" is neither. */
+int idem__sqlstate_is_disconnect(const char *sqlstate); /* class 08, 57P01..57P03 */
+int idem__sqlstate_is_retryable(const char *sqlstate);  /* 40001, 40P01 */
+
+#endif

@@ -1,0 +1,78 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pgtest.h"
+
+const char *pgtest_server_problem(void)
+{
+    static char why[256];
+    PGPing ping = PQping("connect_timeout=5");
+
+    switch (ping) {
+    case PQPING_OK:
+        return NULL;
+    case PQPING_REJECT:
+        snprintf(why, sizeof(why), "server rejects connections (PGHOST=%s)", getenv("PGHOST"));
+        return why;
+    case PQPING_NO_RESPONSE:
+        snprintf(why, sizeof(why), "no response (PGHOST=%s PGPORT=%s)",
+                 getenv("PGHOST") ? getenv("PGHOST") : "unset",
+                 getenv("PGPORT") ? getenv("PGPORT") : "unset");
+        return why;
+    default:
+        return "bad connection parameters";
+    }
+}
+
+PGconn *pgtest_connect(const char *conninfo)
+{
+    PGconn *conn = PQconnectdb(conninfo != NULL ? conninfo : "");
+
+    if (PQstatus(conn) != CONNECTION_OK)
+        cr_assert_fail("connect(%s): %s", conninfo ? conninfo : "", PQerrorMessage(conn));
+    return conn;
+}
+
+PGresult *pgtest_exec(PGconn *conn, const char *sql)
+{
+    PGresult *res = PQexec(conn, sql);
+    ExecStatusType st = PQresultStatus(res);
+
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        cr_assert_fail("%s: %s", sql, PQresultErrorMessage(res));
+    return res;
+}
+
+long pgtest_scalar(PGconn *conn, const char *sql)
+{
+    PGresult *res = pgtest_exec(conn, sql);
+    long v;
+
+    if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+        cr_assert_fail("%s: expected one non-NULL value", sql);
+    v = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return v;
+}
+
+char *pgtest_new_database(const char *tag)
+{
+    static unsigned counter;
+    char name[64], sql[160], *conninfo;
+    PGconn *admin = pgtest_connect("dbname=postgres");
+    PGresult *res;
+    size_t len;
+
+    snprintf(name, sizeof(name), "t_%s_%ld_%u", tag, (long)getpid(), counter++);
+    snprintf(sql, sizeof(sql), "CREATE DATABASE \"%s\" TEMPLATE template0", name);
+    res = pgtest_exec(admin, sql);
+    PQclear(res);
+    PQfinish(admin);
+    len = strlen(name) + 16;
+    conninfo = malloc(len);
+    cr_assert_not_null(conninfo);
+    snprintf(conninfo, len, "dbname=%s", name);
+    return conninfo;
+}
