@@ -7,5 +7,8 @@
 
 #include "common.h"
 #include "version.h"
+#include "validate.h"
+#include "fingerprint.h"
+#include "pool.h"
 
 #endif

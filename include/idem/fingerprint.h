@@ -1,0 +1,117 @@
+/**
+ * @file fingerprint.h
+ * @brief Strict JSON parsing, RFC 8785 (JCS) canonical serialization, and the request
+ *        fingerprint: SHA-256 over the canonical bytes of
+ *        `{"arguments": <arguments>, "tool": <tool>, "version": <payload version>}`.
+ */
+#ifndef IDEM_FINGERPRINT_H
+#define IDEM_FINGERPRINT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Default limit on JSON input size: 1 MiB. */
+#define IDEM_JSON_MAX_BYTES_DEFAULT ((size_t)1 << 20)
+/** Default limit on nesting depth of arrays and objects. */
+#define IDEM_JSON_MAX_DEPTH_DEFAULT 128
+
+/** Options for parsing JSON text. Initialize with ::IDEM_JSON_OPTIONS_INIT. */
+typedef struct idem_json_options {
+    unsigned int version; /**< ::IDEM_JSON_OPTIONS_VERSION */
+    size_t max_bytes;     /**< longest accepted input in bytes; 0 means the default */
+    size_t max_depth;     /**< deepest accepted nesting; 0 means the default */
+} idem_json_options;
+
+#define IDEM_JSON_OPTIONS_VERSION 1
+#define IDEM_JSON_OPTIONS_INIT {IDEM_JSON_OPTIONS_VERSION, IDEM_JSON_MAX_BYTES_DEFAULT, IDEM_JSON_MAX_DEPTH_DEFAULT}
+
+/**
+ * Parse JSON text strictly: one value, no trailing garbage, no duplicate object keys,
+ * valid UTF-8 with no unpaired surrogate escapes, no NaN/Infinity, size and depth within
+ * limits. Every number is read as an IEEE-754 double, as RFC 8785 requires (integers
+ * beyond 2^53 become the nearest double; a number out of double range is rejected).
+ *
+ * @param out   on success, a new reference; caller owns it and releases it with
+ *              json_decref(). Untouched on failure.
+ * @param text  the JSON text; need not be NUL-terminated; may contain no NUL byte.
+ * @param len   its length in bytes.
+ * @param opts  NULL for the defaults.
+ * @param err   on failure, the reason with the line, column and byte position.
+ * @return 0, or IDEM_EINVAL (malformed or over a limit), IDEM_ENOMEM.
+ */
+IDEM_API int idem_json_parse(json_t **out, const char *text, size_t len,
+                             const idem_json_options *opts, idem_error *err);
+
+/**
+ * RFC 8785 canonical bytes of a JSON value: members sorted by UTF-16 code units,
+ * ECMAScript number formatting, minimal string escaping, no whitespace.
+ *
+ * @param out      on success, a NUL-terminated buffer the caller owns; free with
+ *                 idem_free(). Untouched on failure.
+ * @param out_len  on success, its length without the terminator. May be NULL.
+ * @param value    borrowed.
+ * @return 0, or IDEM_EINVAL (a non-finite real, or a string that is not valid UTF-8),
+ *         IDEM_ENOMEM.
+ */
+IDEM_API int idem_jcs_serialize(char **out, size_t *out_len, const json_t *value,
+                                idem_error *err);
+
+/** idem_json_parse() then idem_jcs_serialize(); same ownership and errors. */
+IDEM_API int idem_jcs_canonicalize(char **out, size_t *out_len, const char *text, size_t len,
+                                   const idem_json_options *opts, idem_error *err);
+
+/** Buffer size that always holds idem_jcs_format_double()'s output. */
+#define IDEM_JCS_NUMBER_MAX 32
+
+/**
+ * Format a double as ECMAScript's Number.prototype.toString does (RFC 8785 3.2.2.3):
+ * shortest round-trip digits, `1e+21`, `1e-7`, `0` for -0.
+ * @param out  at least ::IDEM_JCS_NUMBER_MAX bytes.
+ * @return 0, or IDEM_EINVAL for NaN and infinities (out untouched).
+ */
+IDEM_API int idem_jcs_format_double(char out[IDEM_JCS_NUMBER_MAX], double value);
+
+/** Size of a fingerprint in bytes (SHA-256). */
+#define IDEM_FINGERPRINT_SIZE 32
+/** Size of a fingerprint's lower-case hex form, terminator included. */
+#define IDEM_FINGERPRINT_HEX_SIZE 65
+
+/** A request fingerprint. */
+typedef struct idem_fingerprint {
+    unsigned char bytes[IDEM_FINGERPRINT_SIZE];
+} idem_fingerprint;
+
+/**
+ * Fingerprint of a request: SHA-256 of the canonical bytes of
+ * `{"arguments": arguments, "tool": tool, "version": payload_version}`.
+ *
+ * @param out        untouched on failure.
+ * @param tool       validated as by idem_validate_tool().
+ * @param payload_version validated as by idem_validate_payload_version().
+ * @param arguments  borrowed; any JSON value.
+ * @return 0, IDEM_EINVAL (err->field names "tool", "payload_version" or "arguments"),
+ *         IDEM_ENOMEM.
+ */
+IDEM_API int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
+                                      const json_t *arguments, idem_error *err);
+
+/** idem_fingerprint_compute() over arguments given as JSON text (parsed with @p opts). */
+IDEM_API int idem_fingerprint_compute_text(idem_fingerprint *out, const char *tool,
+                                           int payload_version, const char *arguments_json,
+                                           size_t len, const idem_json_options *opts,
+                                           idem_error *err);
+
+/** Lower-case hex of @p fp into @p out (::IDEM_FINGERPRINT_HEX_SIZE bytes, NUL-terminated). */
+IDEM_API void idem_fingerprint_hex(char out[IDEM_FINGERPRINT_HEX_SIZE], const idem_fingerprint *fp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,120 @@
+/**
+ * @file pool.h
+ * @brief A thread-safe pool of libpq connections.
+ *
+ * Any number of threads may call idem_pool_acquire() and idem_pool_release() on one
+ * pool. A connection belongs to one thread between those two calls. A connection that
+ * comes back dirty (open or failed transaction, busy, broken) is rolled back or closed,
+ * never handed out again as it is; connections the server broke (SQLSTATE class 08,
+ * 57P01–57P03) are replaced, so the pool keeps serving across a server restart.
+ *
+ * fork(): a child process must not use its parent's pool, nor free it (the
+ * connections' sockets are shared with the parent). Create a new pool in the child.
+ * Calls on a pool from a process other than the one that created it fail with
+ * IDEM_EINVAL.
+ */
+#ifndef IDEM_POOL_H
+#define IDEM_POOL_H
+
+#include <libpq-fe.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A pool of connections. Opaque. */
+typedef struct idem_pool idem_pool;
+/** One connection, checked out of a pool. Opaque. */
+typedef struct idem_conn idem_conn;
+
+/** Pool settings. Initialize with ::IDEM_POOL_OPTIONS_INIT, then change what you need. */
+typedef struct idem_pool_options {
+    unsigned int version;              /**< ::IDEM_POOL_OPTIONS_VERSION */
+    unsigned int max_size;             /**< most connections open at once; default 10 */
+    unsigned int min_idle;             /**< connections opened at creation and kept; default 0 */
+    unsigned int acquire_timeout_ms;   /**< longest wait for a free connection; default 5000 */
+    unsigned int connect_timeout_ms;   /**< longest wait to open one; default 5000 */
+    unsigned int max_lifetime_ms;      /**< close a connection this old when released (minus
+                                            up to 10 % random jitter); 0 = never; default
+                                            1800000 (30 min) */
+    unsigned int idle_timeout_ms;      /**< close an idle connection above min_idle after
+                                            this long; 0 = never; default 600000 (10 min) */
+    unsigned int health_check_idle_ms; /**< a connection idle longer than this is checked
+                                            with a round trip before it is handed out;
+                                            default 5000 */
+    unsigned int statement_timeout_ms; /**< SET statement_timeout on each connection;
+                                            0 = the server's setting; default 0 */
+    const char *application_name;      /**< reported to the server; default "idem" */
+    idem_log_fn log;                   /**< optional logging hook; default none */
+    void *log_ctx;                     /**< passed to @ref log */
+} idem_pool_options;
+
+#define IDEM_POOL_OPTIONS_VERSION 1
+#define IDEM_POOL_OPTIONS_INIT                                                                     \
+    {IDEM_POOL_OPTIONS_VERSION, 10, 0, 5000, 5000, 1800000, 600000, 5000, 0, "idem", NULL, NULL}
+
+/** A snapshot of a pool's counters. */
+typedef struct idem_pool_stats {
+    unsigned int size;                  /**< connections open now */
+    unsigned int idle;                  /**< of which idle in the pool */
+    unsigned int in_use;                /**< of which checked out */
+    unsigned int waiting;               /**< threads waiting in idem_pool_acquire() */
+    unsigned long long acquires;        /**< successful acquires */
+    unsigned long long timeouts;        /**< acquires that timed out */
+    unsigned long long connect_failures; /**< attempts to open a connection that failed */
+    unsigned long long opened;          /**< connections opened */
+    unsigned long long closed_broken;   /**< closed because broken or dirty beyond repair */
+    unsigned long long closed_lifetime; /**< closed at max_lifetime_ms */
+    unsigned long long closed_idle;     /**< closed at idle_timeout_ms */
+    unsigned long long closed_health;   /**< failed the health check on checkout */
+    unsigned long long rolled_back;     /**< came back inside a transaction, rolled back */
+} idem_pool_stats;
+
+/**
+ * Create a pool. The connection string is checked now (a bad one fails here, not at
+ * first use), and one connection is opened to prove the server answers when
+ * min_idle is 0 (min_idle connections otherwise).
+ *
+ * @param out       on success, the pool; caller owns it, free with idem_pool_free().
+ * @param conninfo  libpq key=value string or URI; NULL or "" uses the PG* environment.
+ * @param opts      NULL for the defaults.
+ * @return 0, IDEM_EINVAL (bad conninfo or options), IDEM_EUNAVAIL (server unreachable),
+ *         IDEM_ENOMEM.
+ */
+IDEM_API int idem_pool_new(idem_pool **out, const char *conninfo, const idem_pool_options *opts,
+                           idem_error *err);
+
+/** Close every connection and free the pool. Every connection must have been released.
+ *  NULL is accepted. */
+IDEM_API void idem_pool_free(idem_pool *pool);
+
+/**
+ * Check out a connection, waiting up to acquire_timeout_ms for one.
+ *
+ * @param out  on success, a connection for this thread's use; give it back with
+ *             idem_pool_release(). Untouched on failure.
+ * @return 0, IDEM_EUNAVAIL (pool exhausted: the message shows the pool's counters; or the
+ *         server cannot be reached), IDEM_EINVAL (pool used after fork()).
+ */
+IDEM_API int idem_pool_acquire(idem_conn **out, idem_pool *pool, idem_error *err);
+
+/** Give a connection back. A dirty one is cleaned or closed. NULL is accepted. */
+IDEM_API void idem_pool_release(idem_conn *conn);
+
+/** The libpq connection. Borrowed: valid until idem_pool_release(). Do not PQfinish()
+ *  it; leave it idle (no open transaction) or call idem_conn_discard(). */
+IDEM_API PGconn *idem_conn_pg(idem_conn *conn);
+
+/** Close this connection when it is released instead of reusing it. */
+IDEM_API void idem_conn_discard(idem_conn *conn);
+
+/** Fill @p out with the pool's counters now. */
+IDEM_API void idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,34 @@
+/* Internal interface of the pool: named statements prepared once per connection. */
+#ifndef IDEM_LIB_POOL_INTERNAL_H
+#define IDEM_LIB_POOL_INTERNAL_H
+
+#include <libpq-fe.h>
+
+#include "idem/pool.h"
+
+/* A named, parameterized statement. Define them as static const objects in the module
+ * that owns the SQL; the pool prepares each lazily, once per connection, recognising it
+ * by its address (and name, which must be unique across the library: "idem_<module>_<x>"). */
+typedef struct idem__stmt {
+    const char *name;
+    const char *sql;
+    int nparams;
+} idem__stmt;
+
+/* Execute a named statement on a checked-out connection, preparing it first if this
+ * connection has not seen it. values/lengths/formats as PQexecPrepared (lengths and
+ * formats may be NULL for text parameters). On success (PGRES_COMMAND_OK or
+ * PGRES_TUPLES_OK) *out is the result, caller PQclear()s it. On failure *out is
+ * untouched, err has the SQLSTATE and server message, and a connection-level failure
+ * marks the connection for discard. Returns 0, IDEM_EDB or IDEM_EUNAVAIL. */
+int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *stmt,
+                             const char *const *values, const int *lengths, const int *formats,
+                             int result_format, idem_error *err);
+
+/* Execute a parameterless command ("BEGIN ...", "COMMIT", "ROLLBACK"); same contract. */
+int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error *err);
+
+/* Forget that statements were prepared on this connection (after DISCARD ALL, say). */
+void idem__conn_forget_prepared(idem_conn *conn);
+
+#endif
