@@ -7,6 +7,11 @@
 
 #include "common.h"
 #include "version.h"
+#include "migrate.h"
+#include "status.h"
+#include "retry.h"
+#include "uuid.h"
+#include "store.h"
 #include "validate.h"
 #include "fingerprint.h"
 #include "pool.h"

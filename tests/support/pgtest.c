@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "idem/migrate.h"
 #include "pgtest.h"
 
 const char *pgtest_server_problem(void)
@@ -74,5 +75,18 @@ char *pgtest_new_database(const char *tag)
     conninfo = malloc(len);
     cr_assert_not_null(conninfo);
     snprintf(conninfo, len, "dbname=%s", name);
+    return conninfo;
+}
+
+char *pgtest_new_migrated_database(const char *tag)
+{
+    char *conninfo = pgtest_new_database(tag);
+    PGconn *conn = pgtest_connect(conninfo);
+    idem_error err = IDEM_ERROR_INIT;
+    int rc = idem_migrate_up(conn, 0, NULL, &err);
+
+    PQfinish(conn);
+    if (rc != 0)
+        cr_assert_fail("idem_migrate_up(%s): %s: %s", conninfo, idem_err_name(rc), err.message);
     return conninfo;
 }

@@ -27,6 +27,11 @@ const char *pgtest_server_problem(void);
  * (malloc'd, caller frees). The database is left behind for the cluster's removal. */
 char *pgtest_new_database(const char *tag);
 
+/* pgtest_new_database(tag), then every embedded migration applied through
+ * idem_migrate_up(), failing the test on error: a database with idem's schema. Returns its
+ * conninfo (malloc'd, caller frees). */
+char *pgtest_new_migrated_database(const char *tag);
+
 /* Connect or fail the test. */
 PGconn *pgtest_connect(const char *conninfo);
 

@@ -1,0 +1,180 @@
+/**
+ * @file migrate.h
+ * @brief Schema versioning: apply idem's migrations to a database, list what is applied
+ *        and pending, and check the schema at start-up.
+ *
+ * The migrations are the files `migrations/NNNN_description.sql`, embedded in the library
+ * at build time (or read from a folder, ::idem_migrate_options.dir). Each applied file is
+ * recorded in the ledger `idem.schema_migrations`: version, file name, SHA-256 of the
+ * exact file bytes, when, how long it took and the role that applied it.
+ *
+ * idem_migrate_up() first takes a session-level advisory lock (::IDEM_MIGRATE_LOCK_KEY),
+ * polled until a timeout, so that two deploys running at once never apply a migration
+ * twice. It creates the schema `idem` and the ledger if they are missing, refuses to run
+ * when an applied file has changed (drift), then applies each pending file in version
+ * order, each in its own transaction together with its ledger row. A file whose leading
+ * comment lines include the marker line
+ *
+ *     -- idem:no-transaction
+ *
+ * runs statement by statement outside a transaction (for CREATE INDEX CONCURRENTLY); its
+ * ledger row is written after its last statement succeeded. Files are UTF-8 and run with
+ * `search_path = idem` and `client_encoding = UTF8`.
+ *
+ * Functions here take the caller's libpq connection, borrowed for the call. It must be
+ * idle (not inside a transaction). Session settings the functions change are restored
+ * before they return.
+ */
+#ifndef IDEM_MIGRATE_H
+#define IDEM_MIGRATE_H
+
+#include <libpq-fe.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The advisory lock idem_migrate_up() holds while it works:
+ *  `pg_try_advisory_lock(IDEM_MIGRATE_LOCK_KEY)` ("idemmigr" in ASCII). */
+#define IDEM_MIGRATE_LOCK_KEY 0x6964656d6d696772LL
+
+/** Where a migration stands in a database. */
+typedef enum idem_migration_state {
+    IDEM_MIGRATION_APPLIED = 0, /**< applied; the file's checksum matches the ledger's */
+    IDEM_MIGRATION_PENDING = 1, /**< a file not applied yet */
+    IDEM_MIGRATION_DRIFTED = 2, /**< applied, but the file's checksum or name now differs */
+    IDEM_MIGRATION_UNKNOWN = 3, /**< in the ledger, but no file has its version: the database
+                                     is newer than these migrations */
+} idem_migration_state;
+
+/** One migration: a file, a ledger row, or both. Read-only; owned by its list. */
+typedef struct idem_migration {
+    int version;      /**< NNNN of the file name */
+    const char *name; /**< file name ("0001_operations.sql"); for UNKNOWN, the
+                           name the ledger recorded */
+    idem_migration_state state;
+    int no_transaction;        /**< 1 when the file carries the no-transaction marker */
+    const char *sql;           /**< the file's exact bytes, NUL-terminated; NULL for UNKNOWN */
+    size_t sql_len;            /**< bytes of @ref sql, terminator excluded */
+    char checksum[65];         /**< hex SHA-256 of the file; "" for UNKNOWN */
+    char applied_name[256];    /**< file name the ledger recorded; "" when PENDING */
+    char applied_checksum[65]; /**< hex SHA-256 the ledger recorded; "" when PENDING */
+    char applied_at[32];       /**< when applied, UTC, "2024-05-01T09:30:00.123Z"; "" when
+                                    PENDING */
+    long long duration_ms;     /**< how long applying took; -1 when PENDING */
+    char applied_by[64];       /**< the role that applied it; "" when PENDING */
+} idem_migration;
+
+/** What idem_migrate_up() reports through ::idem_migrate_progress_fn. */
+typedef enum idem_migrate_event {
+    IDEM_MIGRATE_LOCK_WAIT = 0, /**< the lock is held elsewhere; polling (migration NULL) */
+    IDEM_MIGRATE_STARTING = 1,  /**< about to apply the migration */
+    IDEM_MIGRATE_APPLIED = 2,   /**< applied and recorded (duration_ms set) */
+    IDEM_MIGRATE_FAILED = 3,    /**< failed; rolled back unless it is a no-transaction file.
+                                     The function then returns the error. */
+} idem_migrate_event;
+
+/** Progress hook; @p migration is borrowed for the call only (NULL for LOCK_WAIT). */
+typedef void (*idem_migrate_progress_fn)(void *ctx, idem_migrate_event event,
+                                         const idem_migration *migration);
+
+/** Settings. Initialize with ::IDEM_MIGRATE_OPTIONS_INIT, then change what you need. */
+typedef struct idem_migrate_options {
+    unsigned int version;              /**< ::IDEM_MIGRATE_OPTIONS_VERSION */
+    const char *dir;                   /**< NULL: the embedded migrations; else a folder whose
+                                            NNNN_description.sql files are used instead (other
+                                            *.sql names there are an error) */
+    unsigned int lock_timeout_ms;      /**< longest wait for the advisory lock; 0 = try once;
+                                            default 60000 */
+    idem_log_fn log;                   /**< optional logging hook; default none */
+    void *log_ctx;                     /**< passed to @ref log */
+    idem_migrate_progress_fn progress; /**< optional progress hook; default none */
+    void *progress_ctx;                /**< passed to @ref progress */
+} idem_migrate_options;
+
+#define IDEM_MIGRATE_OPTIONS_VERSION 1
+#define IDEM_MIGRATE_OPTIONS_INIT                                                                  \
+    {                                                                                              \
+        IDEM_MIGRATE_OPTIONS_VERSION, NULL, 60000, NULL, NULL, NULL, NULL                          \
+    }
+
+/** A list of migrations, in version order. Opaque. */
+typedef struct idem_migrate_list idem_migrate_list;
+
+/**
+ * Apply the pending migrations up to @p to_version, in order (see the file comment).
+ * A second call with nothing pending changes nothing. Refused, with nothing applied, when
+ * an applied file drifted or a pending file is older than the newest applied one.
+ *
+ * @param conn        borrowed; idle.
+ * @param to_version  apply versions <= this; 0 = all.
+ * @param opts        NULL for the defaults.
+ * @return 0; IDEM_EINVAL (bad argument; a misnamed, duplicate or NUL-containing file in
+ *         opts->dir: the message names it); IDEM_EIO (opts->dir or a file in it
+ *         unreadable); IDEM_ELOCKED (lock still held elsewhere after lock_timeout_ms);
+ *         IDEM_ESCHEMA (drift or out-of-order: the message names the file); IDEM_EDB or
+ *         IDEM_EUNAVAIL (a statement failed: the message starts with "FILE:LINE: ", the
+ *         progress hook got IDEM_MIGRATE_FAILED, and that file's transaction was rolled
+ *         back, earlier files staying applied); IDEM_EIO; IDEM_ENOMEM.
+ */
+IDEM_API int idem_migrate_up(PGconn *conn, int to_version, const idem_migrate_options *opts,
+                             idem_error *err);
+
+/**
+ * For servers at start-up: is every embedded migration applied, unchanged? Reads only.
+ * Migrations the ledger has and the library does not know (a newer schema) are accepted.
+ *
+ * @return 0; IDEM_ESCHEMA with a message saying what is missing, pending or drifted (and
+ *         "run idem-migrate up"); IDEM_EDB, IDEM_EUNAVAIL, IDEM_EINVAL, IDEM_ENOMEM.
+ */
+IDEM_API int idem_migrate_check(PGconn *conn, idem_error *err);
+
+/**
+ * Every migration, file or ledger row, with its state. Reads only; takes no lock.
+ *
+ * @param out   caller owns; free with idem_migrate_list_free(). Untouched on failure.
+ * @param conn  borrowed.
+ * @param opts  NULL for the defaults (only dir is used).
+ * @return 0, IDEM_EINVAL, IDEM_EIO, IDEM_EDB, IDEM_EUNAVAIL, IDEM_ENOMEM.
+ */
+IDEM_API int idem_migrate_status(idem_migrate_list **out, PGconn *conn,
+                                 const idem_migrate_options *opts, idem_error *err);
+
+/**
+ * What idem_migrate_up(conn, to_version, opts) would apply now, in order, all PENDING.
+ * Reads only; runs none of it.
+ *
+ * @param out  caller owns; free with idem_migrate_list_free(). Untouched on failure.
+ * @return 0; IDEM_ESCHEMA when up would refuse (the message says why); as
+ *         idem_migrate_status() otherwise.
+ */
+IDEM_API int idem_migrate_plan(idem_migrate_list **out, PGconn *conn, int to_version,
+                               const idem_migrate_options *opts, idem_error *err);
+
+/** Number of migrations in @p list (0 for NULL). */
+IDEM_API size_t idem_migrate_list_count(const idem_migrate_list *list);
+
+/** The @p i-th migration, in version order; borrowed, valid until the list is freed.
+ *  NULL when @p i is out of range. */
+IDEM_API const idem_migration *idem_migrate_list_at(const idem_migrate_list *list, size_t i);
+
+/** 1 when the database has the ledger idem.schema_migrations, else 0. */
+IDEM_API int idem_migrate_list_ledger_exists(const idem_migrate_list *list);
+
+/** Free a list. NULL is accepted. */
+IDEM_API void idem_migrate_list_free(idem_migrate_list *list);
+
+/** The highest version among the embedded migrations: the schema version this library
+ *  expects (0 when it embeds none). */
+IDEM_API int idem_migrate_latest_version(void);
+
+/** "applied", "pending", "drifted", "unknown"; never NULL. */
+IDEM_API const char *idem_migrate_state_name(idem_migration_state state);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

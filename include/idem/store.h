@@ -1,0 +1,221 @@
+/**
+ * @file store.h
+ * @brief The idempotent store: run a write tool's effect at most once per
+ *        (tenant, operation_id), committing the effect and its operation record in one
+ *        SERIALIZABLE transaction, and replay the stored receipt to every retry.
+ *
+ * The protocol of idem_store_execute():
+ *  1. validate the request (tenant, operation_id, tool, payload_version, trace_id,
+ *     arguments) and compute its fingerprint (fingerprint.h);
+ *  2. look the key up in one round trip: a completed key answers `replayed` with the
+ *     stored receipt, byte for byte, or `conflict` when the fingerprint differs;
+ *  3. otherwise `BEGIN ISOLATION LEVEL SERIALIZABLE`, claim the key with
+ *     `INSERT ... ON CONFLICT DO NOTHING`, run the effect through the transaction it is
+ *     given, store its response, `COMMIT`;
+ *  4. serialization failures (40001) and deadlocks (40P01) roll back and start again from
+ *     step 2, after an exponential backoff with full jitter, within the deadline: the effect
+ *     may therefore run more than once, but only one run ever commits;
+ *  5. a connection lost during COMMIT is resolved by looking the key up on a fresh
+ *     connection (never by guessing): `created` if this call's claim committed, `replayed`
+ *     or `conflict` if another's did, a clean new attempt if nothing did.
+ *
+ * The caller must have authorized the tenant before the call. An operation ID is not a
+ * credential: the same ID in another tenant is another key, and nothing of tenant A's
+ * operation is observable from tenant B.
+ *
+ * A receipt says what happened to the request, not the resource's current state; read
+ * current state with a separate call.
+ */
+#ifndef IDEM_STORE_H
+#define IDEM_STORE_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "fingerprint.h"
+#include "pool.h"
+#include "retry.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A store over a pool. Opaque; thread-safe: one store serves every thread. */
+typedef struct idem_store idem_store;
+
+/** Store settings. Initialize with ::IDEM_STORE_OPTIONS_INIT. */
+typedef struct idem_store_options {
+    unsigned int version;          /**< ::IDEM_STORE_OPTIONS_VERSION */
+    unsigned int retention_s;      /**< how long a record is kept (its expires_at);
+                                        default 604800 (7 days) */
+    unsigned int deadline_ms;      /**< the longest one idem_store_execute() may spend on
+                                        serialization retries; default 10000 */
+    unsigned int max_attempts;     /**< transaction attempts per call; default 20 */
+    unsigned int backoff_base_ms;  /**< first serialization backoff ceiling; default 2 */
+    unsigned int backoff_max_ms;   /**< backoff cap; default 100 */
+    size_t max_arguments_bytes;    /**< longest arguments JSON; default 1 MiB */
+    size_t max_response_bytes;     /**< longest canonical response; default 1 MiB */
+    idem_log_fn log;               /**< optional logging hook */
+    void *log_ctx;                 /**< passed to @ref log */
+} idem_store_options;
+
+#define IDEM_STORE_OPTIONS_VERSION 1
+#define IDEM_STORE_OPTIONS_INIT                                                                    \
+    {IDEM_STORE_OPTIONS_VERSION, 604800, 10000, 20, 2, 100, (size_t)1 << 20, (size_t)1 << 20,     \
+     NULL, NULL}
+
+/**
+ * Create a store.
+ * @param out   caller owns; free with idem_store_free(). Untouched on failure.
+ * @param pool  borrowed; must outlive the store.
+ * @param opts  NULL for the defaults.
+ * @return 0, IDEM_EINVAL, IDEM_ENOMEM.
+ */
+IDEM_API int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,
+                            idem_error *err);
+
+/** NULL is accepted. */
+IDEM_API void idem_store_free(idem_store *store);
+
+/** One request: the key, what is called, and with which arguments. */
+typedef struct idem_request {
+    unsigned int version;      /**< ::IDEM_REQUEST_VERSION */
+    const char *tenant;        /**< authorized by the caller; see validate.h */
+    const char *operation_id;  /**< allocated once per approved action; see uuid.h */
+    const char *tool;          /**< the write tool's name */
+    int payload_version;       /**< version of the tool's argument schema, >= 1 */
+    const char *arguments;     /**< the arguments as JSON text (any JSON value) */
+    size_t arguments_len;      /**< its length in bytes */
+    const char *trace_id;      /**< optional provider tool-call ID, for tracing only;
+                                    never part of the key */
+} idem_request;
+
+#define IDEM_REQUEST_VERSION 1
+#define IDEM_REQUEST_INIT {IDEM_REQUEST_VERSION, NULL, NULL, NULL, 1, NULL, 0, NULL}
+
+/** The transaction an effect runs in. Opaque; valid only during the effect call. */
+typedef struct idem_tx idem_tx;
+
+/**
+ * Run one parameterized statement in the effect's transaction (text parameters, text
+ * results). Never COMMIT or ROLLBACK here: the store does.
+ * @param out  on success the result; caller PQclear()s it. Untouched on failure.
+ * @return 0, IDEM_EDB (err has the SQLSTATE; the transaction is now aborted: return the
+ *         code from the effect), IDEM_EUNAVAIL (connection lost), IDEM_EINVAL.
+ */
+IDEM_API int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
+                          const char *const *values, idem_error *err);
+
+/** The request's tenant and operation ID, borrowed for the effect's duration, so that the
+ *  effect can scope and label its rows. */
+IDEM_API const char *idem_tx_tenant(const idem_tx *tx);
+IDEM_API const char *idem_tx_operation_id(const idem_tx *tx);
+
+/** Effect results (non-negative); a negative IDEM_E* code is a transient failure. */
+enum idem_effect_result {
+    IDEM_EFFECT_OK = 0,           /**< *response is the receipt; stored as completed */
+    IDEM_EFFECT_FINAL_FAILURE = 1 /**< *response describes a final refusal; stored as failed
+                                       and replayed like a success */
+};
+
+/**
+ * A write tool's effect. It runs inside the store's transaction and touches only the
+ * database, through @p tx, so that it is safe to run again after a rollback.
+ *
+ * @param response   set to a new reference (the store steals it) when returning
+ *                   IDEM_EFFECT_OK or IDEM_EFFECT_FINAL_FAILURE.
+ * @param arguments  the parsed arguments, borrowed.
+ * @param err        where to explain a negative return.
+ * @return IDEM_EFFECT_OK, IDEM_EFFECT_FINAL_FAILURE, or a negative IDEM_E* code: the
+ *         transaction is rolled back and nothing is stored; if it failed on a
+ *         serialization failure or deadlock the store runs it again, otherwise the call
+ *         ends with effect_failed.
+ */
+typedef int (*idem_effect_fn)(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                              idem_error *err);
+
+/** What a call produced. */
+typedef struct idem_outcome {
+    idem_status status;   /**< always set by idem_store_execute() */
+    char *receipt;        /**< created/replayed: the stored receipt's exact bytes,
+                               NUL-terminated; caller owns (idem_outcome_clear()); else NULL */
+    size_t receipt_len;   /**< its length, terminator excluded */
+    int failed;           /**< 1 when the receipt is a stored final failure */
+    unsigned int attempts; /**< transaction attempts this call made (0 for a pure replay) */
+} idem_outcome;
+
+/** Empty initializer for ::idem_outcome. */
+#define IDEM_OUTCOME_INIT {IDEM_STATUS_UNAVAILABLE, NULL, 0, 0, 0}
+
+/** Free the receipt and reset. NULL is accepted. */
+IDEM_API void idem_outcome_clear(idem_outcome *outcome);
+
+/**
+ * Execute a request idempotently (see the protocol at the top of this file).
+ *
+ * @param out  always filled: out->status is the outcome; out->receipt is set for created
+ *             and replayed. Clear it with idem_outcome_clear() (also before reuse).
+ * @return 0 for created and replayed; otherwise the code of the status
+ *         (idem_status_from_error()): IDEM_ECONFLICT, IDEM_EINVAL (err->field names the
+ *         field), IDEM_EBUSY, IDEM_EUNAVAIL, IDEM_EEXPIRED, IDEM_EEFFECT (err has the
+ *         effect's message), with detail in @p err.
+ */
+IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
+                                idem_effect_fn effect, void *ctx, idem_error *err);
+
+/** An operation record, as read by idem_store_get(). Opaque. */
+typedef struct idem_operation idem_operation;
+
+/**
+ * Read the record of one key, scoped to its tenant: another tenant's record with the
+ * same operation ID is never visible.
+ * @param out  caller owns; free with idem_operation_free(). Untouched on failure.
+ * @return 0, IDEM_ENOTFOUND, IDEM_EINVAL, IDEM_EUNAVAIL, IDEM_EDB.
+ */
+IDEM_API int idem_store_get(idem_operation **out, idem_store *store, const char *tenant,
+                            const char *operation_id, idem_error *err);
+
+/** NULL is accepted. */
+IDEM_API void idem_operation_free(idem_operation *op);
+/** Accessors; strings are borrowed until idem_operation_free(). */
+IDEM_API const char *idem_operation_tenant(const idem_operation *op);
+IDEM_API const char *idem_operation_id(const idem_operation *op);
+IDEM_API const char *idem_operation_tool(const idem_operation *op);
+IDEM_API int idem_operation_payload_version(const idem_operation *op);
+/** "pending", "completed" or "failed". */
+IDEM_API const char *idem_operation_state(const idem_operation *op);
+IDEM_API const idem_fingerprint *idem_operation_fingerprint(const idem_operation *op);
+/** The stored receipt (NULL while pending); @p len may be NULL. */
+IDEM_API const char *idem_operation_receipt(const idem_operation *op, size_t *len);
+/** The provider tool-call ID of the first attempt, or NULL. */
+IDEM_API const char *idem_operation_trace_id(const idem_operation *op);
+/** Times in microseconds since the Unix epoch; completed_at is 0 while pending. */
+IDEM_API int64_t idem_operation_created_at(const idem_operation *op);
+IDEM_API int64_t idem_operation_completed_at(const idem_operation *op);
+IDEM_API int64_t idem_operation_expires_at(const idem_operation *op);
+
+/** Counters of a store since creation. */
+typedef struct idem_store_stats {
+    unsigned long long executes;             /**< idem_store_execute() calls */
+    unsigned long long created;              /**< calls that committed an effect */
+    unsigned long long replayed;             /**< calls answered from a stored receipt */
+    unsigned long long conflicts;            /**< calls refused for changed arguments */
+    unsigned long long invalid;              /**< calls refused for bad input */
+    unsigned long long effect_failures;      /**< transient effect failures (nothing stored) */
+    unsigned long long serialization_retries; /**< transactions retried on 40001/40P01 */
+    unsigned long long claim_races;          /**< claims lost to a concurrent commit */
+    unsigned long long ambiguous_commits;    /**< COMMITs whose reply was lost, resolved */
+    unsigned long long unavailable;          /**< calls that ended unavailable */
+} idem_store_stats;
+
+/** Fill @p out with the store's counters now. */
+IDEM_API void idem_store_stats_get(idem_store_stats *out, idem_store *store);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

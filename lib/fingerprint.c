@@ -1,0 +1,118 @@
+/* The request fingerprint: SHA-256 over the RFC 8785 bytes of
+ * {"arguments": <arguments>, "tool": <tool>, "version": <payload version>}. */
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "idem/fingerprint.h"
+#include "idem/validate.h"
+#include "jcs.h"
+
+/* A failure inside the arguments names them as the field at fault. */
+static int blame_arguments(idem_error *err, int rc)
+{
+    if (rc != IDEM_EINVAL || err == NULL)
+        return rc;
+    idem__error_context(err, "arguments");
+    snprintf(err->field, sizeof(err->field), "%s", "arguments");
+    return rc;
+}
+
+/* The wrapper is written directly: its three keys are already in canonical order, and
+ * RFC 8785 output composes, so this equals serializing the wrapper object. */
+static int write_request(idem__buf *buf, const char *tool, int payload_version,
+                         const json_t *arguments, idem_error *err)
+{
+    char version[IDEM_JCS_NUMBER_MAX];
+    int rc;
+
+    idem_jcs_format_double(version, (double)payload_version);
+    if (idem__buf_append(buf, "{\"arguments\":", 13) != 0)
+        return idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
+    rc = blame_arguments(err, idem__jcs_write_value(buf, arguments, err));
+    if (rc == 0 && idem__buf_append(buf, ",\"tool\":", 8) != 0)
+        rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
+    if (rc == 0)
+        rc = idem__jcs_write_string(buf, tool, strlen(tool), err);
+    if (rc == 0 && (idem__buf_append(buf, ",\"version\":", 11) != 0 ||
+                    idem__buf_append(buf, version, strlen(version)) != 0 ||
+                    idem__buf_append(buf, "}", 1) != 0))
+        rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
+    return rc;
+}
+
+static int check_request(const char *tool, int payload_version, idem_error *err)
+{
+    int rc = idem_validate_tool(tool, err);
+
+    if (rc == 0)
+        rc = idem_validate_payload_version(payload_version, err);
+    return rc;
+}
+
+int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
+                             const json_t *arguments, idem_error *err)
+{
+    idem__buf buf = {NULL, 0, 0};
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    int rc;
+
+    if (out == NULL)
+        return idem__error_set(err, IDEM_EINVAL, "fingerprint: out is NULL");
+    rc = check_request(tool, payload_version, err);
+    if (rc != 0)
+        return rc;
+    if (arguments == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "arguments", "is missing (NULL)");
+    rc = write_request(&buf, tool, payload_version, arguments, err);
+    if (rc != 0)
+        goto done;
+    if (EVP_Digest(buf.data, buf.len, md, &md_len, EVP_sha256(), NULL) != 1 ||
+        md_len != IDEM_FINGERPRINT_SIZE) {
+        rc = idem__error_set(err, IDEM_ENOMEM, "SHA-256 of the request failed in libcrypto");
+        goto done;
+    }
+    memcpy(out->bytes, md, IDEM_FINGERPRINT_SIZE);
+done:
+    idem__buf_free(&buf);
+    return rc;
+}
+
+int idem_fingerprint_compute_text(idem_fingerprint *out, const char *tool, int payload_version,
+                                  const char *arguments_json, size_t len,
+                                  const idem_json_options *opts, idem_error *err)
+{
+    json_t *arguments = NULL;
+    int rc;
+
+    if (out == NULL)
+        return idem__error_set(err, IDEM_EINVAL, "fingerprint: out is NULL");
+    rc = check_request(tool, payload_version, err);
+    if (rc != 0)
+        return rc;
+    if (arguments_json == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "arguments", "is missing (NULL)");
+    rc = blame_arguments(err, idem_json_parse(&arguments, arguments_json, len, opts, err));
+    if (rc == 0)
+        rc = idem_fingerprint_compute(out, tool, payload_version, arguments, err);
+    json_decref(arguments);
+    return rc;
+}
+
+void idem_fingerprint_hex(char out[IDEM_FINGERPRINT_HEX_SIZE], const idem_fingerprint *fp)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    if (out == NULL)
+        return;
+    out[0] = '\0';
+    if (fp == NULL)
+        return;
+    for (size_t i = 0; i < IDEM_FINGERPRINT_SIZE; i++) {
+        out[2 * i] = hex[fp->bytes[i] >> 4];
+        out[2 * i + 1] = hex[fp->bytes[i] & 0xf];
+    }
+    out[2 * IDEM_FINGERPRINT_SIZE] = '\0';
+}

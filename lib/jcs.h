@@ -1,0 +1,31 @@
+/* Internal: the RFC 8785 writer, shared by the serializer and the fingerprint. */
+#ifndef IDEM_LIB_JCS_H
+#define IDEM_LIB_JCS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "idem/common.h"
+
+/* Deepest nesting the writer follows; also what stops it on a cyclic value. It equals
+ * jansson's own parser limit, so any value idem_json_parse() accepts can be written. */
+#define IDEM__JCS_MAX_DEPTH 2048
+
+/* A growable byte buffer, always NUL-terminated once anything was appended. Start it
+ * zeroed; release it with idem__buf_free(). */
+typedef struct idem__buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} idem__buf;
+
+/* Append n bytes. Returns 0 or IDEM_ENOMEM (the buffer is then unchanged). */
+int idem__buf_append(idem__buf *buf, const void *bytes, size_t n);
+void idem__buf_free(idem__buf *buf);
+
+/* Append the canonical form of value / of the UTF-8 string s[0..n). Return 0,
+ * IDEM_EINVAL (invalid UTF-8, non-finite number, nesting too deep) or IDEM_ENOMEM. */
+int idem__jcs_write_value(idem__buf *buf, const json_t *value, idem_error *err);
+int idem__jcs_write_string(idem__buf *buf, const char *s, size_t n, idem_error *err);
+
+#endif

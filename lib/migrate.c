@@ -1,0 +1,406 @@
+/* The migrate module's public face: status, plan, up, check. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "migrate_embedded.h"
+#include "migrate_internal.h"
+
+struct idem_migrate_list {
+    idem__migration_set set;
+    idem__ledger ledger;
+    idem_migration *items;
+    const idem__migration_file **files; /* items[i]'s file; NULL for UNKNOWN */
+    size_t count;
+};
+
+static int options_get(idem_migrate_options *out, const idem_migrate_options *opts, idem_error *err)
+{
+    idem_migrate_options defaults = IDEM_MIGRATE_OPTIONS_INIT;
+
+    *out = defaults;
+    if (opts != NULL && opts->version != IDEM_MIGRATE_OPTIONS_VERSION)
+        return idem__error_field(err, 0, "opts",
+                                 "version is %u, expected %d (initialize with "
+                                 "IDEM_MIGRATE_OPTIONS_INIT)",
+                                 opts->version, IDEM_MIGRATE_OPTIONS_VERSION);
+    *out = opts != NULL ? *opts : defaults;
+    return 0;
+}
+
+static int conn_check(PGconn *conn, idem_error *err)
+{
+    if (conn == NULL)
+        return idem__error_field(err, 0, "conn", "is NULL");
+    if (PQstatus(conn) != CONNECTION_OK)
+        return idem__error_pg(err, conn, NULL, "conn");
+    return 0;
+}
+
+void idem_migrate_list_free(idem_migrate_list *list)
+{
+    if (list == NULL)
+        return;
+    idem__migration_set_clear(&list->set);
+    idem__ledger_clear(&list->ledger);
+    free(list->items);
+    free(list->files);
+    free(list);
+}
+
+size_t idem_migrate_list_count(const idem_migrate_list *list)
+{
+    return list != NULL ? list->count : 0;
+}
+
+const idem_migration *idem_migrate_list_at(const idem_migrate_list *list, size_t i)
+{
+    return list != NULL && i < list->count ? &list->items[i] : NULL;
+}
+
+int idem_migrate_list_ledger_exists(const idem_migrate_list *list)
+{
+    return list != NULL && list->ledger.exists;
+}
+
+int idem_migrate_latest_version(void)
+{
+    size_t n = idem__embedded_migrations_count;
+
+    return n > 0 ? idem__embedded_migrations[n - 1].version : 0;
+}
+
+const char *idem_migrate_state_name(idem_migration_state state)
+{
+    switch (state) {
+    case IDEM_MIGRATION_APPLIED:
+        return "applied";
+    case IDEM_MIGRATION_PENDING:
+        return "pending";
+    case IDEM_MIGRATION_DRIFTED:
+        return "drifted";
+    case IDEM_MIGRATION_UNKNOWN:
+        return "unknown";
+    }
+    return "invalid";
+}
+
+static void item_from_file(idem_migration *m, const idem__migration_file *f)
+{
+    m->version = f->version;
+    m->name = f->name;
+    m->state = IDEM_MIGRATION_PENDING;
+    m->no_transaction = f->no_transaction;
+    m->sql = f->sql;
+    m->sql_len = f->len;
+    memcpy(m->checksum, f->checksum_hex, sizeof(m->checksum));
+    m->duration_ms = -1;
+}
+
+static void item_add_row(idem_migration *m, const idem__ledger_row *r)
+{
+    if (m->name == NULL) {
+        m->version = r->version;
+        m->name = r->name;
+        m->state = IDEM_MIGRATION_UNKNOWN;
+    } else if (strcmp(m->checksum, r->checksum_hex) == 0 && strcmp(m->name, r->name) == 0) {
+        m->state = IDEM_MIGRATION_APPLIED;
+    } else {
+        m->state = IDEM_MIGRATION_DRIFTED;
+    }
+    snprintf(m->applied_name, sizeof(m->applied_name), "%s", r->name);
+    memcpy(m->applied_checksum, r->checksum_hex, sizeof(m->applied_checksum));
+    memcpy(m->applied_at, r->applied_at, sizeof(m->applied_at));
+    m->duration_ms = r->duration_ms;
+    memcpy(m->applied_by, r->applied_by, sizeof(m->applied_by));
+}
+
+/* items = files and ledger rows joined on version (both sorted). */
+static int list_merge(idem_migrate_list *list, idem_error *err)
+{
+    const idem__migration_set *set = &list->set;
+    const idem__ledger *ledger = &list->ledger;
+    size_t cap = set->count + ledger->count + 1, i = 0, j = 0, n = 0;
+
+    free(list->items);
+    free(list->files);
+    list->items = calloc(cap, sizeof(*list->items));
+    list->files = calloc(cap, sizeof(*list->files));
+    if (list->items == NULL || list->files == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "out of memory listing migrations");
+    while (i < set->count || j < ledger->count) {
+        int take_file = i < set->count &&
+                        (j == ledger->count || set->files[i].version <= ledger->rows[j].version);
+        int take_row = j < ledger->count &&
+                       (i == set->count || ledger->rows[j].version <= set->files[i].version);
+        if (take_file) {
+            list->files[n] = &set->files[i];
+            item_from_file(&list->items[n], &set->files[i++]);
+        }
+        if (take_row)
+            item_add_row(&list->items[n], &ledger->rows[j++]);
+        n++;
+    }
+    list->count = n;
+    return 0;
+}
+
+static int list_new(idem_migrate_list **out, const char *dir, idem_error *err)
+{
+    idem_migrate_list *list = calloc(1, sizeof(*list));
+    int rc;
+
+    if (list == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "out of memory listing migrations");
+    rc = idem__migration_set_load(&list->set, dir, err);
+    if (rc != 0) {
+        idem_migrate_list_free(list);
+        return rc;
+    }
+    *out = list;
+    return 0;
+}
+
+/* Read the ledger and join it with the files. */
+static int list_read(idem_migrate_list *list, PGconn *conn, idem_error *err)
+{
+    int rc = idem__ledger_read(&list->ledger, conn, err);
+
+    return rc != 0 ? rc : list_merge(list, err);
+}
+
+static int status_list(idem_migrate_list **out, PGconn *conn, const idem_migrate_options *opts,
+                       idem_error *err)
+{
+    idem_migrate_list *list = NULL;
+    int rc = list_new(&list, opts->dir, err);
+
+    if (rc == 0)
+        rc = list_read(list, conn, err);
+    if (rc != 0) {
+        idem_migrate_list_free(list);
+        return rc;
+    }
+    *out = list;
+    return 0;
+}
+
+int idem_migrate_status(idem_migrate_list **out, PGconn *conn, const idem_migrate_options *opts,
+                        idem_error *err)
+{
+    idem_migrate_options o;
+    int rc = options_get(&o, opts, err);
+
+    if (rc == 0 && out == NULL)
+        rc = idem__error_field(err, 0, "out", "is NULL");
+    if (rc == 0)
+        rc = conn_check(conn, err);
+    return rc != 0 ? rc : status_list(out, conn, &o, err);
+}
+
+static int drift_error(const idem_migration *m, idem_error *err)
+{
+    if (m->state == IDEM_MIGRATION_DRIFTED && strcmp(m->name, m->applied_name) != 0)
+        return idem__error_set(err, IDEM_ESCHEMA,
+                               "%s: version %04d was applied as %s; an applied migration must "
+                               "not be renamed or replaced",
+                               m->name, m->version, m->applied_name);
+    return idem__error_set(err, IDEM_ESCHEMA,
+                           "%s: changed since it was applied (sha256 applied %.16s..., file "
+                           "%.16s...); an applied migration must not be edited: put the change "
+                           "in a new migration",
+                           m->name, m->applied_checksum, m->checksum);
+}
+
+/* Keep only what up would apply, in order; refuse (ESCHEMA) what up must not do. */
+static int plan_filter(idem_migrate_list *list, int to_version, idem_error *err)
+{
+    const char *newest = NULL; /* the newest applied migration (names outlive items) */
+    int newest_version = 0;
+    size_t n = 0;
+
+    for (size_t i = 0; i < list->count; i++) {
+        const idem_migration *m = &list->items[i];
+        if (m->state == IDEM_MIGRATION_DRIFTED)
+            return drift_error(m, err);
+        if (m->state != IDEM_MIGRATION_PENDING) {
+            newest = m->name;
+            newest_version = m->version;
+        }
+    }
+    for (size_t i = 0; i < list->count; i++) {
+        const idem_migration *m = &list->items[i];
+        if (m->state != IDEM_MIGRATION_PENDING || (to_version > 0 && m->version > to_version))
+            continue;
+        if (newest != NULL && m->version < newest_version)
+            return idem__error_set(err, IDEM_ESCHEMA,
+                                   "%s is pending but the newer %s is already applied; "
+                                   "migrations apply in version order: renumber it",
+                                   m->name, newest);
+        list->items[n] = *m;
+        list->files[n++] = list->files[i];
+    }
+    list->count = n;
+    return 0;
+}
+
+int idem_migrate_plan(idem_migrate_list **out, PGconn *conn, int to_version,
+                      const idem_migrate_options *opts, idem_error *err)
+{
+    idem_migrate_list *list = NULL;
+    idem_migrate_options o;
+    int rc = options_get(&o, opts, err);
+
+    if (rc == 0 && out == NULL)
+        rc = idem__error_field(err, 0, "out", "is NULL");
+    if (rc == 0 && to_version < 0)
+        rc = idem__error_field(err, 0, "to_version", "is %d; 0 (all) or a version", to_version);
+    if (rc == 0)
+        rc = conn_check(conn, err);
+    if (rc == 0)
+        rc = status_list(&list, conn, &o, err);
+    if (rc == 0)
+        rc = plan_filter(list, to_version, err);
+    if (rc != 0) {
+        idem_migrate_list_free(list);
+        return rc;
+    }
+    *out = list;
+    return 0;
+}
+
+static void progress(const idem_migrate_options *o, idem_migrate_event event,
+                     const idem_migration *m)
+{
+    if (o->progress != NULL)
+        o->progress(o->progress_ctx, event, m);
+}
+
+static int apply_one(PGconn *conn, idem_migration *m, const idem__migration_file *f,
+                     const idem_migrate_options *o, idem_error *err)
+{
+    long long duration_ms = 0;
+    int rc;
+
+    idem__migrate_log(o, IDEM_LOG_INFO, "applying %s%s", m->name,
+                      m->no_transaction ? " (no transaction)" : "");
+    progress(o, IDEM_MIGRATE_STARTING, m);
+    rc = idem__migration_apply(&duration_ms, conn, f, err);
+    if (rc != 0) {
+        progress(o, IDEM_MIGRATE_FAILED, m);
+        return rc;
+    }
+    m->state = IDEM_MIGRATION_APPLIED;
+    m->duration_ms = duration_ms;
+    memcpy(m->applied_checksum, m->checksum, sizeof(m->applied_checksum));
+    snprintf(m->applied_name, sizeof(m->applied_name), "%s", m->name);
+    idem__migrate_log(o, IDEM_LOG_INFO, "applied %s in %lld ms", m->name, duration_ms);
+    progress(o, IDEM_MIGRATE_APPLIED, m);
+    return 0;
+}
+
+/* Under the lock: create the ledger if missing, re-read it (another run may have just
+ * applied everything), then apply what is still pending. */
+static int up_locked(PGconn *conn, idem_migrate_list *list, int to_version,
+                     const idem_migrate_options *o, idem_error *err)
+{
+    int rc = idem__ledger_read(&list->ledger, conn, err);
+
+    if (rc == 0 && !list->ledger.exists) {
+        idem__ledger_clear(&list->ledger);
+        rc = idem__ledger_bootstrap(conn, o, err);
+        if (rc == 0)
+            rc = idem__ledger_read(&list->ledger, conn, err);
+    }
+    if (rc == 0)
+        rc = list_merge(list, err);
+    if (rc == 0)
+        rc = plan_filter(list, to_version, err);
+    if (rc == 0 && list->count == 0)
+        idem__migrate_log(o, IDEM_LOG_INFO, "nothing to apply: the schema is up to date");
+    for (size_t i = 0; rc == 0 && i < list->count; i++)
+        rc = apply_one(conn, &list->items[i], list->files[i], o, err);
+    return rc;
+}
+
+int idem_migrate_up(PGconn *conn, int to_version, const idem_migrate_options *opts, idem_error *err)
+{
+    idem_migrate_list *list = NULL;
+    idem_migrate_options o;
+    int rc = options_get(&o, opts, err);
+
+    if (rc == 0 && to_version < 0)
+        rc = idem__error_field(err, 0, "to_version", "is %d; 0 (all) or a version", to_version);
+    if (rc == 0)
+        rc = conn_check(conn, err);
+    if (rc == 0 && PQtransactionStatus(conn) != PQTRANS_IDLE)
+        rc = idem__error_field(err, 0, "conn",
+                               "is inside a transaction; migrations need an "
+                               "idle connection");
+    if (rc == 0)
+        rc = list_new(&list, o.dir, err); /* a bad file fails before any lock is taken */
+    if (rc == 0)
+        rc = idem__migrate_lock(conn, &o, err);
+    if (rc != 0)
+        goto done;
+    rc = up_locked(conn, list, to_version, &o, err);
+    idem__migrate_unlock(conn);
+done:
+    idem_migrate_list_free(list);
+    return rc;
+}
+
+/* "a.sql, b.sql, ..." of the first pending migrations. */
+static void pending_names(char *buf, size_t size, const idem_migrate_list *list, size_t *count)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    *count = 0;
+    for (size_t i = 0; i < list->count; i++) {
+        if (list->items[i].state != IDEM_MIGRATION_PENDING)
+            continue;
+        if (*count < 3 && used < size)
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", *count ? ", " : "",
+                                     list->items[i].name);
+        else if (*count == 3 && used < size)
+            used += (size_t)snprintf(buf + used, size - used, ", ...");
+        (*count)++;
+    }
+}
+
+static int check_list(const idem_migrate_list *list, idem_error *err)
+{
+    char names[256];
+    size_t pending;
+
+    if (!list->ledger.exists)
+        return idem__error_set(err, IDEM_ESCHEMA,
+                               "the idem schema is not installed in this database (no table "
+                               "idem.schema_migrations): run idem-migrate up");
+    for (size_t i = 0; i < list->count; i++)
+        if (list->items[i].state == IDEM_MIGRATION_DRIFTED)
+            return drift_error(&list->items[i], err);
+    pending_names(names, sizeof(names), list, &pending);
+    if (pending > 0)
+        return idem__error_set(err, IDEM_ESCHEMA,
+                               "the idem schema is outdated: %zu migration%s pending (%s): run "
+                               "idem-migrate up",
+                               pending, pending == 1 ? "" : "s", names);
+    return 0;
+}
+
+int idem_migrate_check(PGconn *conn, idem_error *err)
+{
+    idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
+    idem_migrate_list *list = NULL;
+    int rc = conn_check(conn, err);
+
+    if (rc == 0)
+        rc = status_list(&list, conn, &o, err);
+    if (rc == 0)
+        rc = check_list(list, err);
+    idem_migrate_list_free(list);
+    return rc;
+}

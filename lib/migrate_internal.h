@@ -1,0 +1,94 @@
+/* Internal parts of the migrate module: migration files, the SQL statement splitter, the
+ * ledger and its advisory lock, applying one file. */
+#ifndef IDEM_LIB_MIGRATE_INTERNAL_H
+#define IDEM_LIB_MIGRATE_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#include "idem/migrate.h"
+
+/* Longest file name accepted ("NNNN_description.sql"); the ledger keeps at most this. */
+#define IDEM__MIGRATION_NAME_MAX 200
+
+/* One migration file, loaded from the embedded array or a folder. */
+typedef struct idem__migration_file {
+    int version;
+    char *name;                 /* owned */
+    char *sql;                  /* owned; exact file bytes plus a terminating NUL */
+    size_t len;                 /* file bytes, terminator excluded */
+    unsigned char checksum[32]; /* SHA-256 of the file bytes */
+    char checksum_hex[65];
+    int no_transaction; /* carries the -- idem:no-transaction marker */
+} idem__migration_file;
+
+/* Files sorted by version, versions unique. */
+typedef struct idem__migration_set {
+    idem__migration_file *files; /* owned */
+    size_t count;
+} idem__migration_set;
+
+/* Load the embedded migrations (dir NULL) or a folder's NNNN_description.sql files. */
+int idem__migration_set_load(idem__migration_set *out, const char *dir, idem_error *err);
+void idem__migration_set_clear(idem__migration_set *set);
+
+/* 1 when the lines before the first statement include "-- idem:no-transaction". */
+int idem__sql_no_transaction(const char *sql, size_t len);
+
+/* One statement of a file: bytes [offset, offset + len), ';' included. */
+typedef struct idem__sql_stmt {
+    size_t offset;
+    size_t len;
+} idem__sql_stmt;
+
+/* Split a file into statements the way psql does: ';' ends a statement outside quotes,
+ * comments, dollar quotes, parentheses and CREATE FUNCTION ... BEGIN ATOMIC ... END.
+ * Comment-only stretches are not statements. *out is malloc'd (NULL when none). */
+int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, size_t len);
+
+/* 1-based line of byte offset in sql. */
+unsigned idem__sql_line(const char *sql, size_t offset);
+
+/* Byte offset of the 1-based character position pos in s (as PostgreSQL counts them:
+ * UTF-8 characters when utf8, else bytes); len when pos is past the end. */
+size_t idem__sql_char_offset(const char *s, size_t len, long pos, int utf8);
+
+/* One row of idem.schema_migrations. */
+typedef struct idem__ledger_row {
+    int version;
+    char name[IDEM__MIGRATION_NAME_MAX + 1];
+    char checksum_hex[65];
+    char applied_at[32];
+    long long duration_ms;
+    char applied_by[64];
+} idem__ledger_row;
+
+typedef struct idem__ledger {
+    int exists;             /* the table idem.schema_migrations exists */
+    idem__ledger_row *rows; /* owned; by version */
+    size_t count;
+} idem__ledger;
+
+int idem__ledger_read(idem__ledger *out, PGconn *conn, idem_error *err);
+void idem__ledger_clear(idem__ledger *ledger);
+/* Create schema idem and the ledger when missing. Run under the lock. */
+int idem__ledger_bootstrap(PGconn *conn, const idem_migrate_options *opts, idem_error *err);
+/* Insert the ledger row of a file just applied (in the caller's transaction, if any). */
+int idem__ledger_record(PGconn *conn, const idem__migration_file *file, long long duration_ms,
+                        idem_error *err);
+
+/* Take the advisory lock IDEM_MIGRATE_LOCK_KEY, polling until opts->lock_timeout_ms. */
+int idem__migrate_lock(PGconn *conn, const idem_migrate_options *opts, idem_error *err);
+/* Release it; errors are ignored (a lost connection has released it already). */
+void idem__migrate_unlock(PGconn *conn);
+
+/* Apply one file and record it: in one transaction, or statement by statement for a
+ * no-transaction file. *out gets the milliseconds its statements took. */
+int idem__migration_apply(long long *out, PGconn *conn, const idem__migration_file *file,
+                          idem_error *err);
+
+/* printf into the log hook, when there is one. */
+void idem__migrate_log(const idem_migrate_options *opts, int level, const char *fmt, ...)
+    IDEM_PRINTF(3, 4);
+
+#endif

@@ -1,0 +1,244 @@
+/* Splitting a migration file into statements, so that each runs on its own (CREATE INDEX
+ * CONCURRENTLY refuses a multi-statement query string) and an error maps to a file line.
+ * The rules follow psql's lexer: quotes, comments and dollar quotes hide ';', and so do
+ * parentheses and the BEGIN ... END body of CREATE FUNCTION/PROCEDURE. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "error.h"
+#include "migrate_internal.h"
+
+typedef struct scanner {
+    const char *s;
+    size_t len;
+    int paren_depth;
+    int begin_depth;
+    char heads[4];       /* first letters of the statement's leading keywords, for CREATE
+                            [OR REPLACE] FUNCTION|PROCEDURE */
+    unsigned word_count; /* identifiers seen in this statement */
+} scanner;
+
+static int is_word_start(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+}
+
+static int is_word_char(unsigned char c)
+{
+    return is_word_start(c) || (c >= '0' && c <= '9') || c == '$';
+}
+
+/* End of a quoted stretch opening at i with quote q ('' doubles it; backslash escapes
+ * when backslashes is set, for E'...'). */
+static size_t skip_quoted(const scanner *sc, size_t i, char q, int backslashes)
+{
+    size_t j = i + 1;
+
+    while (j < sc->len) {
+        if (backslashes && sc->s[j] == '\\') {
+            j += 2;
+        } else if (sc->s[j] == q) {
+            if (j + 1 < sc->len && sc->s[j + 1] == q)
+                j += 2;
+            else
+                return j + 1;
+        } else {
+            j++;
+        }
+    }
+    return sc->len;
+}
+
+/* Comments nest in PostgreSQL. */
+static size_t skip_block_comment(const scanner *sc, size_t i)
+{
+    size_t j = i + 2;
+    int depth = 1;
+
+    while (j + 1 < sc->len) {
+        if (sc->s[j] == '/' && sc->s[j + 1] == '*') {
+            depth++;
+            j += 2;
+        } else if (sc->s[j] == '*' && sc->s[j + 1] == '/') {
+            j += 2;
+            if (--depth == 0)
+                return j;
+        } else {
+            j++;
+        }
+    }
+    return sc->len;
+}
+
+static size_t skip_line_comment(const scanner *sc, size_t i)
+{
+    const char *nl = memchr(sc->s + i, '\n', sc->len - i);
+
+    return nl != NULL ? (size_t)(nl - sc->s) + 1 : sc->len;
+}
+
+/* Length of the dollar-quote tag ("$$", "$body$") opening at i, or 0 when there is none
+ * ("$1" is a parameter). */
+static size_t dollar_tag_len(const scanner *sc, size_t i)
+{
+    size_t j = i + 1;
+
+    if (j < sc->len && sc->s[j] == '$')
+        return 2;
+    if (j >= sc->len || !is_word_start((unsigned char)sc->s[j]))
+        return 0;
+    while (j < sc->len && is_word_char((unsigned char)sc->s[j]) && sc->s[j] != '$')
+        j++;
+    return j < sc->len && sc->s[j] == '$' ? j - i + 1 : 0;
+}
+
+static size_t skip_dollar_quoted(const scanner *sc, size_t i, size_t tag_len)
+{
+    for (size_t j = i + tag_len; j + tag_len <= sc->len; j++)
+        if (memcmp(sc->s + j, sc->s + i, tag_len) == 0)
+            return j + tag_len;
+    return sc->len;
+}
+
+static int word_is(const char *w, size_t n, const char *keyword)
+{
+    return strlen(keyword) == n && strncasecmp(w, keyword, n) == 0;
+}
+
+/* psql's heuristic: inside CREATE [OR REPLACE] FUNCTION|PROCEDURE, BEGIN (and CASE within
+ * it) opens a block that END closes; ';' inside that block does not end the statement. */
+static void track_word(scanner *sc, const char *w, size_t n)
+{
+    static const char *const heads[] = {"create", "function", "procedure", "or", "replace"};
+    const char *h = sc->heads;
+
+    for (size_t k = 0; k < sizeof(heads) / sizeof(heads[0]); k++)
+        if (word_is(w, n, heads[k]) && sc->word_count < sizeof(sc->heads))
+            sc->heads[sc->word_count] = heads[k][0];
+    sc->word_count++;
+    if (!(h[0] == 'c' && (h[1] == 'f' || h[1] == 'p' ||
+                          (h[1] == 'o' && h[2] == 'r' && (h[3] == 'f' || h[3] == 'p')))) ||
+        sc->paren_depth != 0)
+        return;
+    if (word_is(w, n, "begin"))
+        sc->begin_depth++;
+    else if (word_is(w, n, "case") && sc->begin_depth > 0)
+        sc->begin_depth++;
+    else if (word_is(w, n, "end") && sc->begin_depth > 0)
+        sc->begin_depth--;
+}
+
+/* Scan one token of a statement at i (not whitespace, not a comment); returns its end. */
+static size_t scan_token(scanner *sc, size_t i)
+{
+    unsigned char c = (unsigned char)sc->s[i];
+    size_t j = i;
+
+    if (c == '\'')
+        return skip_quoted(sc, i, '\'', 0);
+    if (c == '"')
+        return skip_quoted(sc, i, '"', 0);
+    if (c == '$' && dollar_tag_len(sc, i) > 0)
+        return skip_dollar_quoted(sc, i, dollar_tag_len(sc, i));
+    if (c == '(')
+        sc->paren_depth++;
+    if (c == ')' && sc->paren_depth > 0)
+        sc->paren_depth--;
+    if (!is_word_char(c) || c == '$')
+        return i + 1;
+    while (j < sc->len && is_word_char((unsigned char)sc->s[j]))
+        j++;
+    if (j - i == 1 && (c == 'e' || c == 'E') && j < sc->len && sc->s[j] == '\'')
+        return skip_quoted(sc, j, '\'', 1);
+    if (is_word_start(c))
+        track_word(sc, sc->s + i, j - i);
+    return j;
+}
+
+static int push_stmt(idem__sql_stmt **list, size_t *count, size_t *cap, size_t start, size_t end)
+{
+    if (*count == *cap) {
+        size_t grown_cap = *cap == 0 ? 16 : *cap * 2;
+        idem__sql_stmt *grown = realloc(*list, grown_cap * sizeof(*grown));
+        if (grown == NULL)
+            return IDEM_ENOMEM;
+        *list = grown;
+        *cap = grown_cap;
+    }
+    (*list)[*count].offset = start;
+    (*list)[*count].len = end - start;
+    (*count)++;
+    return 0;
+}
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, size_t len)
+{
+    scanner sc;
+    idem__sql_stmt *list = NULL;
+    size_t count = 0, cap = 0, i = 0, start = 0;
+    int in_stmt = 0, rc = 0;
+
+    memset(&sc, 0, sizeof(sc));
+    sc.s = sql;
+    sc.len = len;
+    while (rc == 0 && i < len) {
+        if (is_space(sql[i])) {
+            i++;
+        } else if (sql[i] == '-' && i + 1 < len && sql[i + 1] == '-') {
+            i = skip_line_comment(&sc, i);
+        } else if (sql[i] == '/' && i + 1 < len && sql[i + 1] == '*') {
+            i = skip_block_comment(&sc, i);
+        } else if (sql[i] == ';' && sc.paren_depth == 0 && sc.begin_depth == 0) {
+            if (in_stmt)
+                rc = push_stmt(&list, &count, &cap, start, i + 1);
+            in_stmt = 0;
+            i++;
+        } else {
+            if (!in_stmt) {
+                memset(&sc.heads, 0, sizeof(sc.heads));
+                sc.word_count = 0;
+                sc.paren_depth = sc.begin_depth = 0;
+                start = i;
+                in_stmt = 1;
+            }
+            i = scan_token(&sc, i);
+        }
+    }
+    if (rc == 0 && in_stmt)
+        rc = push_stmt(&list, &count, &cap, start, len);
+    if (rc != 0) {
+        free(list);
+        return rc;
+    }
+    *out = list;
+    *out_count = count;
+    return 0;
+}
+
+unsigned idem__sql_line(const char *sql, size_t offset)
+{
+    unsigned line = 1;
+
+    for (size_t i = 0; i < offset; i++)
+        if (sql[i] == '\n')
+            line++;
+    return line;
+}
+
+size_t idem__sql_char_offset(const char *s, size_t len, long pos, int utf8)
+{
+    size_t i = 0;
+
+    for (long n = 1; n < pos && i < len; n++) {
+        i++;
+        while (utf8 && i < len && ((unsigned char)s[i] & 0xC0) == 0x80)
+            i++;
+    }
+    return i;
+}

@@ -1,0 +1,246 @@
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "pool_conn.h"
+
+/* Pool bookkeeping counts milliseconds: the coarse clock, where there is one, is precise
+ * enough (a few ms) and costs a few nanoseconds instead of tens on each acquire. */
+#ifdef CLOCK_MONOTONIC_COARSE
+#define BOOKKEEPING_CLOCK CLOCK_MONOTONIC_COARSE
+#else
+#define BOOKKEEPING_CLOCK CLOCK_MONOTONIC
+#endif
+
+long long idem__monotonic_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(BOOKKEEPING_CLOCK, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until fd is ready for events or the deadline passes; 1 when ready (or in error,
+ * which the caller's next libpq call reports), 0 at the deadline. */
+static int wait_socket(int fd, short events, long long deadline_ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = events, .revents = 0};
+    int n;
+
+    if (fd < 0)
+        return 1; /* nothing to wait for: let libpq say what is wrong */
+    for (;;) {
+        long long left = deadline_ms - idem__monotonic_ms();
+        int timeout = deadline_ms == LLONG_MAX ? -1
+                      : left <= 0              ? 0
+                      : left > INT_MAX         ? INT_MAX
+                                               : (int)left;
+
+        n = poll(&pfd, 1, timeout);
+        if (n > 0)
+            return 1;
+        if (n == 0 && timeout >= 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return 1;
+    }
+}
+
+int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *values,
+                     unsigned int timeout_ms, PQnoticeProcessor notices, void *notices_arg,
+                     idem_error *err)
+{
+    PGconn *pg = PQconnectStartParams(keys, values, 1);
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    long long deadline = timeout_ms > 0 ? idem__monotonic_ms() + timeout_ms : LLONG_MAX;
+    int rc = 0;
+
+    if (pg == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "out of memory opening a connection");
+    PQsetNoticeProcessor(pg, notices, notices_arg);
+    /* The loop libpq documents for PQconnectPoll(), with our own deadline around it. */
+    while (rc == 0 && st != PGRES_POLLING_OK) {
+        if (st == PGRES_POLLING_FAILED || PQstatus(pg) == CONNECTION_BAD)
+            rc = idem__error_pg(err, pg, NULL, "cannot connect");
+        else if (!wait_socket(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+                              deadline))
+            rc = idem__error_set(err, IDEM_EUNAVAIL,
+                                 "cannot connect: no answer within %u ms (connect_timeout_ms)",
+                                 timeout_ms);
+        else
+            st = PQconnectPoll(pg);
+    }
+    if (rc < 0) {
+        PQfinish(pg);
+        return rc;
+    }
+    *out = pg;
+    return 0;
+}
+
+static int input_waiting(PGconn *pg)
+{
+    struct pollfd pfd = {.fd = PQsocket(pg), .events = POLLIN, .revents = 0};
+
+    return poll(&pfd, 1, 0) != 0;
+}
+
+int idem__conn_alive(idem_conn *conn, int round_trip)
+{
+    PGresult *res;
+    int ok;
+
+    if (PQstatus(conn->pg) != CONNECTION_OK)
+        return 0;
+    /* An idle connection has nothing to read. Input means a notification, or more likely
+     * the server saying goodbye (a terminated backend, a shutdown): ask to be sure. */
+    if (!round_trip && !input_waiting(conn->pg))
+        return 1;
+    res = PQexec(conn->pg, "");
+    ok = PQresultStatus(res) == PGRES_EMPTY_QUERY && PQtransactionStatus(conn->pg) == PQTRANS_IDLE;
+    PQclear(res);
+    return ok;
+}
+
+enum idem__conn_state idem__conn_clean(idem_conn *conn)
+{
+    PGresult *res;
+    int ok;
+
+    if (conn->discard || PQstatus(conn->pg) != CONNECTION_OK ||
+        PQpipelineStatus(conn->pg) != PQ_PIPELINE_OFF)
+        return IDEM__CONN_BROKEN;
+    switch (PQtransactionStatus(conn->pg)) {
+    case PQTRANS_IDLE:
+        return IDEM__CONN_CLEAN;
+    case PQTRANS_INTRANS:
+    case PQTRANS_INERROR:
+        break;
+    default: /* a command still running, or no idea: nothing safe to do but close */
+        return IDEM__CONN_BROKEN;
+    }
+    res = PQexec(conn->pg, "ROLLBACK");
+    ok = PQresultStatus(res) == PGRES_COMMAND_OK && PQtransactionStatus(conn->pg) == PQTRANS_IDLE;
+    PQclear(res);
+    return ok ? IDEM__CONN_ROLLED_BACK : IDEM__CONN_BROKEN;
+}
+
+void idem__conn_close(idem_conn *conn)
+{
+    if (conn == NULL)
+        return;
+    PQfinish(conn->pg);
+    free(conn->prepared);
+    free(conn);
+}
+
+/* Keep a successful result; otherwise record the failure, and mark the connection for
+ * discard when it is gone or left in a state no one can use. */
+static int take_result(PGresult **out, idem_conn *conn, PGresult *res, const char *what,
+                       idem_error *err)
+{
+    ExecStatusType st = PQresultStatus(res);
+    PGTransactionStatusType ts;
+    int rc;
+
+    if (res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)) {
+        *out = res;
+        return 0;
+    }
+    rc = idem__error_pg(err, conn->pg, res, "%s", what);
+    ts = PQtransactionStatus(conn->pg);
+    if (rc == IDEM_EUNAVAIL || ts == PQTRANS_ACTIVE || ts == PQTRANS_UNKNOWN)
+        conn->discard = 1;
+    PQclear(res);
+    return rc;
+}
+
+int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error *err)
+{
+    char what[64];
+
+    assert(out != NULL && conn != NULL && sql != NULL);
+    snprintf(what, sizeof(what), "%.48s", sql);
+    return take_result(out, conn, PQexec(conn->pg, sql), what, err);
+}
+
+static int is_prepared(const idem_conn *conn, const idem__stmt *stmt)
+{
+    for (size_t i = 0; i < conn->nprepared; i++) {
+        if (conn->prepared[i] == stmt)
+            return 1;
+    }
+    return 0;
+}
+
+static int remember_prepared(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
+{
+    if (conn->nprepared == conn->prepared_cap) {
+        size_t cap = conn->prepared_cap ? conn->prepared_cap * 2 : 16;
+        const idem__stmt **grown = realloc(conn->prepared, cap * sizeof(*grown));
+
+        if (grown == NULL)
+            return idem__error_set(err, IDEM_ENOMEM, "out of memory preparing %s", stmt->name);
+        conn->prepared = grown;
+        conn->prepared_cap = cap;
+    }
+    conn->prepared[conn->nprepared++] = stmt;
+    return 0;
+}
+
+/* A statement of that name already there (42P05) is taken as ours: names are unique
+ * across the library. The failed PREPARE still aborts an open transaction, though. */
+static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
+{
+    PGresult *res = PQprepare(conn->pg, stmt->name, stmt->sql, stmt->nparams, NULL);
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    int exists = state != NULL && strcmp(state, "42P05") == 0;
+    PGresult *kept = NULL;
+    int rc = 0;
+
+    if (exists) {
+        rc = remember_prepared(conn, stmt, err);
+        if (rc == 0 && PQtransactionStatus(conn->pg) == PQTRANS_INERROR)
+            rc = idem__error_pg(err, conn->pg, res, "prepare %s", stmt->name);
+        PQclear(res);
+        return rc;
+    }
+    rc = take_result(&kept, conn, res, stmt->name, err);
+    if (rc == 0) {
+        PQclear(kept);
+        rc = remember_prepared(conn, stmt, err);
+    }
+    if (rc < 0)
+        idem__error_context(err, "prepare");
+    return rc;
+}
+
+int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *stmt,
+                             const char *const *values, const int *lengths, const int *formats,
+                             int result_format, idem_error *err)
+{
+    PGresult *res;
+    int rc;
+
+    assert(out != NULL && conn != NULL && stmt != NULL);
+    if (!is_prepared(conn, stmt)) {
+        rc = prepare(conn, stmt, err);
+        if (rc < 0)
+            return rc;
+    }
+    res = PQexecPrepared(conn->pg, stmt->name, stmt->nparams, values, lengths, formats,
+                         result_format);
+    return take_result(out, conn, res, stmt->name, err);
+}
+
+void idem__conn_forget_prepared(idem_conn *conn)
+{
+    if (conn != NULL)
+        conn->nprepared = 0;
+}

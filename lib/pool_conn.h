@@ -1,0 +1,51 @@
+/* Private to the pool: one pooled connection, and what is done to a single connection
+ * (opening it, checking it, cleaning it, running statements on it). */
+#ifndef IDEM_LIB_POOL_CONN_H
+#define IDEM_LIB_POOL_CONN_H
+
+#include <stddef.h>
+
+#include "pool_internal.h"
+
+struct idem_conn {
+    idem_pool *pool;
+    PGconn *pg;
+    idem_conn *next;         /* in the pool's idle list, or a list of connections to close */
+    long long expires_ms;    /* monotonic time after which it is closed (max_lifetime_ms) */
+    long long idle_since_ms; /* when it was last released */
+    const idem__stmt **prepared;
+    size_t nprepared;
+    size_t prepared_cap;
+    int discard;      /* close on release */
+    int close_reason; /* set when it is closed, for the log */
+};
+
+/* What idem__conn_clean() found. */
+enum idem__conn_state {
+    IDEM__CONN_CLEAN,       /* idle, ready for the next user */
+    IDEM__CONN_ROLLED_BACK, /* was inside a transaction, now rolled back and idle */
+    IDEM__CONN_BROKEN,      /* must be closed */
+};
+
+/* Monotonic clock in milliseconds, to within a few (a coarse clock where there is one). */
+long long idem__monotonic_ms(void);
+
+/* Open a connection (PQconnectStartParams with expand_dbname), giving up after
+ * timeout_ms (0 = no limit); libpq's notices go to notices(notices_arg, ...). On success
+ * *out is the caller's. Returns 0, IDEM_EUNAVAIL or IDEM_ENOMEM. */
+int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *values,
+                     unsigned int timeout_ms, PQnoticeProcessor notices, void *notices_arg,
+                     idem_error *err);
+
+/* Whether a connection taken from the idle list can be handed out: round_trip asks the
+ * server; otherwise only a connection with unexpected input waiting is asked. */
+int idem__conn_alive(idem_conn *conn, int round_trip);
+
+/* Bring a released connection back to idle (rolling back an open transaction), or say
+ * that it must be closed. */
+enum idem__conn_state idem__conn_clean(idem_conn *conn);
+
+/* Close the libpq connection and free the structure. NULL is accepted. */
+void idem__conn_close(idem_conn *conn);
+
+#endif

@@ -1,0 +1,653 @@
+/* Schema migrations through the library: up, status, plan, check, the lock, failures. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "idem/migrate.h"
+#include "pgtest.h"
+
+/* tests/data/<name>, malloc'd. */
+static char *data_dir(const char *name)
+{
+    const char *root = getenv("IDEM_TEST_DATA");
+    char *path;
+
+    cr_assert_not_null(root, "IDEM_TEST_DATA is not set (run through meson test)");
+    path = malloc(strlen(root) + strlen(name) + 2);
+    cr_assert_not_null(path);
+    sprintf(path, "%s/%s", root, name);
+    return path;
+}
+
+static idem_migrate_options dir_options(const char *dir)
+{
+    idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
+
+    o.dir = dir;
+    return o;
+}
+
+static long ledger_count(PGconn *conn)
+{
+    return pgtest_scalar(conn, "SELECT count(*) FROM idem.schema_migrations");
+}
+
+static int relation_exists(PGconn *conn, const char *name)
+{
+    const char *values[1] = {name};
+    PGresult *res =
+        PQexecParams(conn, "SELECT to_regclass($1) IS NOT NULL", 1, NULL, values, NULL, NULL, 0);
+    int exists;
+
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQresultErrorMessage(res));
+    exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return exists;
+}
+
+/* A scratch folder of migration files, removed by remove_dir(). */
+static char *make_dir(void)
+{
+    char *dir = strdup("/tmp/idem-migrate-test.XXXXXX");
+
+    cr_assert_not_null(dir);
+    cr_assert_not_null(mkdtemp(dir));
+    return dir;
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    fp = fopen(path, "wb");
+    cr_assert_not_null(fp, "%s", path);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void remove_file(const char *dir, const char *name)
+{
+    char path[512];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    unlink(path);
+}
+
+static void remove_dir(char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+
+    while (d != NULL && (e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            remove_file(dir, e->d_name);
+    if (d != NULL)
+        closedir(d);
+    rmdir(dir);
+    free(dir);
+}
+
+/* Counts progress events. */
+typedef struct events {
+    int lock_waits, starting, applied, failed;
+} events;
+
+static void count_event(void *ctx, idem_migrate_event event, const idem_migration *m)
+{
+    events *e = ctx;
+
+    e->lock_waits += event == IDEM_MIGRATE_LOCK_WAIT;
+    e->starting += event == IDEM_MIGRATE_STARTING;
+    e->applied += event == IDEM_MIGRATE_APPLIED;
+    e->failed += event == IDEM_MIGRATE_FAILED;
+}
+
+static size_t count_state(const idem_migrate_list *list, idem_migration_state state)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < idem_migrate_list_count(list); i++)
+        n += idem_migrate_list_at(list, i)->state == state;
+    return n;
+}
+
+/* The number of embedded migrations, from a fresh database's status. */
+static size_t embedded_count(PGconn *conn)
+{
+    idem_migrate_list *list = NULL;
+    size_t n;
+
+    cr_assert_eq(idem_migrate_status(&list, conn, NULL, NULL), 0);
+    n = idem_migrate_list_count(list);
+    idem_migrate_list_free(list);
+    return n;
+}
+
+Test(migrate, fresh_database_up_then_status_is_clean)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_fresh");
+    PGconn *conn = pgtest_connect(ci);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    size_t n = embedded_count(conn);
+
+    cr_assert_gt(n, 0);
+    cr_assert_eq(idem_migrate_up(conn, 0, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_status(&list, conn, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_list_count(list), n);
+    cr_assert_eq(count_state(list, IDEM_MIGRATION_APPLIED), n);
+    cr_assert(idem_migrate_list_ledger_exists(list));
+    cr_assert_eq(idem_migrate_list_at(list, n - 1)->version, idem_migrate_latest_version());
+    cr_assert_eq(idem_migrate_check(conn, &err), 0, "%s", err.message);
+    cr_assert(relation_exists(conn, "idem.operations"));
+    idem_migrate_list_free(list);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, ledger_records_name_checksum_duration_and_role)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_migrated_database("mig_ledger");
+    PGconn *conn = pgtest_connect(ci);
+    idem_migrate_list *list = NULL;
+    const idem_migration *m;
+
+    cr_assert_eq(idem_migrate_status(&list, conn, NULL, NULL), 0);
+    m = idem_migrate_list_at(list, 0);
+    cr_assert_str_eq(m->name, "0001_operations.sql");
+    cr_assert_str_eq(m->applied_name, m->name);
+    cr_assert_eq(strlen(m->applied_checksum), 64);
+    cr_assert_str_eq(m->applied_checksum, m->checksum);
+    cr_assert_geq(m->duration_ms, 0);
+    cr_assert_str_eq(m->applied_by, PQuser(conn));
+    cr_assert_eq(strlen(m->applied_at), 24, "applied_at: %s", m->applied_at);
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM idem.schema_migrations WHERE "
+                                     "octet_length(checksum) = 32 AND applied_at <= now()"),
+                 (long)idem_migrate_list_count(list));
+    idem_migrate_list_free(list);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, second_up_applies_nothing_and_changes_no_row)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_migrated_database("mig_twice");
+    PGconn *conn = pgtest_connect(ci);
+    idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    events e = {0, 0, 0, 0};
+    long before = pgtest_scalar(conn, "SELECT count(*) FROM idem.schema_migrations");
+
+    PQclear(pgtest_exec(conn, "CREATE TEMP TABLE snap AS SELECT * FROM idem.schema_migrations"));
+    o.progress = count_event;
+    o.progress_ctx = &e;
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(e.starting + e.applied, 0);
+    cr_assert_eq(ledger_count(conn), before);
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM (SELECT * FROM idem.schema_migrations "
+                                     "EXCEPT SELECT * FROM snap) changed"),
+                 0);
+    PQfinish(conn);
+    free(ci);
+}
+
+/* A child process: apply the embedded migrations on its own connection, reporting its
+ * progress events on fd ('W' lock wait, 'A' applied); exits 0 on success. */
+static void child_progress(void *ctx, idem_migrate_event event, const idem_migration *m)
+{
+    int fd = *(int *)ctx;
+
+    if (event == IDEM_MIGRATE_LOCK_WAIT && write(fd, "W", 1) != 1)
+        _exit(90);
+    if (event == IDEM_MIGRATE_APPLIED && write(fd, "A", 1) != 1)
+        _exit(91);
+}
+
+static void child_up(const char *conninfo, int fd)
+{
+    PGconn *conn = PQconnectdb(conninfo);
+    idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
+    int rc;
+
+    o.progress = child_progress;
+    o.progress_ctx = &fd;
+    rc = idem_migrate_up(conn, 0, &o, NULL);
+    PQfinish(conn);
+    _exit(rc == 0 ? 0 : 100 - rc);
+}
+
+static int read_char(int fd)
+{
+    char c;
+
+    return read(fd, &c, 1) == 1 ? c : -1;
+}
+
+Test(migrate, two_processes_at_once_exactly_one_applies_both_succeed)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_race");
+    PGconn *holder = pgtest_connect(ci);
+    int fds[2], status, waits = 0, applied = 0, c;
+    pid_t pids[2];
+    size_t n = embedded_count(holder);
+
+    /* Both children must find the lock taken, so they really run at the same time. */
+    PQclear(pgtest_exec(holder, "SELECT pg_advisory_lock(7594306392314963826)"));
+    cr_assert_eq(IDEM_MIGRATE_LOCK_KEY, 7594306392314963826LL);
+    cr_assert_eq(pipe(fds), 0);
+    for (int i = 0; i < 2; i++) {
+        pids[i] = fork();
+        cr_assert_geq(pids[i], 0);
+        if (pids[i] == 0) {
+            close(fds[0]);
+            child_up(ci, fds[1]);
+        }
+    }
+    close(fds[1]);
+    while (waits < 2 && (c = read_char(fds[0])) != -1)
+        waits += c == 'W';
+    cr_assert_eq(waits, 2, "both children wait for the lock");
+    PQclear(pgtest_exec(holder, "SELECT pg_advisory_unlock(7594306392314963826)"));
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status %d", i, status);
+    }
+    while ((c = read_char(fds[0])) != -1)
+        applied += c == 'A';
+    close(fds[0]);
+    cr_assert_eq(applied, (int)n, "each migration applied once in all: %d", applied);
+    cr_assert_eq(ledger_count(holder), (long)n);
+    cr_assert_eq(
+        pgtest_scalar(holder, "SELECT count(DISTINCT version) FROM idem.schema_migrations"),
+        (long)n);
+    PQfinish(holder);
+    free(ci);
+}
+
+Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_locked");
+    PGconn *holder = pgtest_connect(ci), *conn = pgtest_connect(ci);
+    idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    PQclear(pgtest_exec(holder, "SELECT pg_advisory_lock(7594306392314963826)"));
+    o.lock_timeout_ms = 200;
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_ELOCKED);
+    cr_assert_not_null(strstr(err.message, "held by pid"), "%s", err.message);
+    cr_assert_not(relation_exists(conn, "idem.schema_migrations"));
+    PQfinish(holder);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, failing_migration_rolls_back_completely_and_names_file_and_line)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_syntax");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = data_dir("migrations-syntax-error");
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    events e = {0, 0, 0, 0};
+    int rc;
+
+    o.progress = count_event;
+    o.progress_ctx = &e;
+    rc = idem_migrate_up(conn, 0, &o, &err);
+    cr_assert_eq(rc, IDEM_EDB, "%s", idem_err_name(rc));
+    cr_assert_eq(strncmp(err.message, "0002_broken.sql:7: ", 19), 0, "%s", err.message);
+    cr_assert_str_eq(err.sqlstate, "42601");
+    cr_assert_eq(e.applied, 1);
+    cr_assert_eq(e.failed, 1);
+    cr_assert_not(relation_exists(conn, "idem.half_done"));
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM idem.base"), 0);
+    cr_assert_eq(pgtest_scalar(conn, "SELECT max(version) FROM idem.schema_migrations"), 1);
+    cr_assert_eq(PQtransactionStatus(conn), PQTRANS_IDLE);
+    free(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, runtime_error_names_the_line_of_its_statement)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_runtime");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = data_dir("migrations-runtime-error");
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EDB);
+    cr_assert_eq(strncmp(err.message, "0001_duplicate.sql:6: ", 22), 0, "%s", err.message);
+    cr_assert_str_eq(err.sqlstate, "23505");
+    cr_assert_not(relation_exists(conn, "idem.dup"));
+    cr_assert_eq(ledger_count(conn), 0);
+    free(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, error_after_multibyte_text_names_the_right_line_whatever_the_client_encoding)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_utf8");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = make_dir();
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+
+    /* 24 two-byte characters before the error: taken as a byte offset, the server's
+     * character position would land 24 bytes short, on line 2. */
+    write_file(dir, "0001_utf8.sql",
+               "-- \xc3\xa9t\xc3\xa9\n"
+               "SELECT '\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+               "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+               "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9' AS a,\n"
+               "  nothere.x AS b,\n"
+               "  1234567890123456789012345 AS c;\n");
+    cr_assert_eq(PQsetClientEncoding(conn, "LATIN1"), 0);
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EDB);
+    cr_assert_eq(strncmp(err.message, "0001_utf8.sql:3: ", 17), 0, "%s", err.message);
+    cr_assert_str_eq(PQparameterStatus(conn, "client_encoding"), "LATIN1");
+    remove_dir(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, transactional_file_with_commit_is_refused_before_it_runs)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_commit");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = data_dir("migrations-commit");
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EDB);
+    cr_assert_eq(strncmp(err.message, "0001_commits.sql:3: ", 20), 0, "%s", err.message);
+    cr_assert_not(relation_exists(conn, "idem.before_commit"));
+    cr_assert_eq(ledger_count(conn), 0);
+    free(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, no_transaction_file_runs_create_index_concurrently)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_concurrently");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = data_dir("migrations-no-transaction");
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM pg_index WHERE indisvalid AND "
+                                     "indexrelid IN ('idem.items_tenant_label'::regclass, "
+                                     "'idem.items_tenant_label_desc'::regclass)"),
+                 2);
+    cr_assert_eq(ledger_count(conn), 2);
+    cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0);
+    cr_assert(idem_migrate_list_at(list, 1)->no_transaction);
+    cr_assert_not(idem_migrate_list_at(list, 0)->no_transaction);
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM pg_settings WHERE name = "
+                                     "'search_path' AND setting = '\"$user\", public'"),
+                 1, "the session's search_path is restored");
+    idem_migrate_list_free(list);
+    free(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, up_to_a_version_stops_there_and_plan_lists_the_rest_without_running_it)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_to");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = data_dir("migrations-three");
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *plan = NULL;
+
+    cr_assert_eq(idem_migrate_up(conn, 1, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_plan(&plan, conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_list_count(plan), 2);
+    cr_assert_str_eq(idem_migrate_list_at(plan, 0)->name, "0002_two.sql");
+    cr_assert_eq(idem_migrate_list_at(plan, 1)->state, IDEM_MIGRATION_PENDING);
+    cr_assert_not_null(strstr(idem_migrate_list_at(plan, 1)->sql, "CREATE TABLE idem.three"));
+    cr_assert_eq(ledger_count(conn), 1);
+    cr_assert_not(relation_exists(conn, "idem.two"));
+    cr_assert_not(relation_exists(conn, "idem.three"));
+    idem_migrate_list_free(plan);
+    free(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, plan_on_a_fresh_database_lists_everything_and_creates_nothing)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_plan");
+    PGconn *conn = pgtest_connect(ci);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *plan = NULL;
+
+    cr_assert_eq(idem_migrate_plan(&plan, conn, 0, NULL, &err), 0, "%s", err.message);
+    cr_assert_gt(idem_migrate_list_count(plan), 0);
+    cr_assert_eq(count_state(plan, IDEM_MIGRATION_PENDING), idem_migrate_list_count(plan));
+    cr_assert_not(idem_migrate_list_ledger_exists(plan));
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM pg_namespace WHERE nspname = 'idem'"),
+                 0);
+    idem_migrate_list_free(plan);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, edited_applied_file_is_drift_naming_it_and_up_refuses)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_drift");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = make_dir();
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    write_file(dir, "0001_first.sql", "CREATE TABLE idem.first (id int PRIMARY KEY);\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    write_file(dir, "0001_first.sql", "CREATE TABLE idem.first (id bigint PRIMARY KEY);\n");
+    write_file(dir, "0002_second.sql", "CREATE TABLE idem.second (id int PRIMARY KEY);\n");
+    cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0);
+    cr_assert_eq(idem_migrate_list_at(list, 0)->state, IDEM_MIGRATION_DRIFTED);
+    cr_assert_str_neq(idem_migrate_list_at(list, 0)->checksum,
+                      idem_migrate_list_at(list, 0)->applied_checksum);
+    idem_migrate_list_free(list);
+    list = NULL;
+    cr_assert_eq(idem_migrate_plan(&list, conn, 0, &o, &err), IDEM_ESCHEMA);
+    cr_assert_null(list);
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "0001_first.sql"), "%s", err.message);
+    cr_assert_not(relation_exists(conn, "idem.second"));
+    remove_dir(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, check_names_a_drifted_embedded_migration)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_migrated_database("mig_check_drift");
+    PGconn *conn = pgtest_connect(ci);
+    idem_error err = IDEM_ERROR_INIT;
+
+    PQclear(pgtest_exec(conn, "UPDATE idem.schema_migrations SET checksum = "
+                              "sha256('something else') WHERE version = 1"));
+    cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "0001_operations.sql"), "%s", err.message);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, check_names_pending_migrations)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_migrated_database("mig_check_pending");
+    PGconn *conn = pgtest_connect(ci);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    const idem_migration *last;
+
+    cr_assert_eq(idem_migrate_status(&list, conn, NULL, NULL), 0);
+    last = idem_migrate_list_at(list, idem_migrate_list_count(list) - 1);
+    PQclear(pgtest_exec(conn, "DELETE FROM idem.schema_migrations WHERE version = "
+                              "(SELECT max(version) FROM idem.schema_migrations)"));
+    cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "pending"), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, last->name), "%s", err.message);
+    idem_migrate_list_free(list);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, check_on_an_empty_database_says_the_schema_is_missing)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_check_empty");
+    PGconn *conn = pgtest_connect(ci);
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "not installed"), "%s", err.message);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, pending_file_older_than_an_applied_one_is_refused)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_order");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = make_dir();
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+
+    write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
+    write_file(dir, "0003_c.sql", "CREATE TABLE idem.c (id int PRIMARY KEY);\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    write_file(dir, "0002_b.sql", "CREATE TABLE idem.b (id int PRIMARY KEY);\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "0002_b.sql"), "%s", err.message);
+    cr_assert_not(relation_exists(conn, "idem.b"));
+    remove_dir(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, applied_version_without_a_file_is_unknown_and_tolerated)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_unknown");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = make_dir();
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
+    write_file(dir, "0002_b.sql", "CREATE TABLE idem.b (id int PRIMARY KEY);\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    remove_file(dir, "0002_b.sql");
+    cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0);
+    cr_assert_eq(idem_migrate_list_count(list), 2);
+    cr_assert_eq(idem_migrate_list_at(list, 1)->state, IDEM_MIGRATION_UNKNOWN);
+    cr_assert_str_eq(idem_migrate_list_at(list, 1)->name, "0002_b.sql");
+    cr_assert_null(idem_migrate_list_at(list, 1)->sql);
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    idem_migrate_list_free(list);
+    remove_dir(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, misnamed_file_in_dir_is_einval_naming_it_before_anything_is_written)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_misnamed");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = data_dir("migrations-misnamed");
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "dir");
+    cr_assert_not_null(strstr(err.message, "2_bad.sql"), "%s", err.message);
+    cr_assert_not(relation_exists(conn, "idem.schema_migrations"));
+    free(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, missing_dir_is_eio)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_nodir");
+    PGconn *conn = pgtest_connect(ci);
+    idem_migrate_options o = dir_options("/nonexistent/idem-migrations");
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), IDEM_EIO);
+    cr_assert_null(list);
+    cr_assert_not_null(strstr(err.message, "/nonexistent/idem-migrations"), "%s", err.message);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, connection_inside_a_transaction_is_refused)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_in_tx");
+    PGconn *conn = pgtest_connect(ci);
+    idem_error err = IDEM_ERROR_INIT;
+
+    PQclear(pgtest_exec(conn, "BEGIN"));
+    cr_assert_eq(idem_migrate_up(conn, 0, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "conn");
+    PQclear(pgtest_exec(conn, "ROLLBACK"));
+    cr_assert_not(relation_exists(conn, "idem.schema_migrations"));
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, bad_arguments_are_einval_naming_the_field)
+{
+    idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    cr_assert_eq(idem_migrate_up(NULL, 0, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "conn");
+    cr_assert_eq(idem_migrate_check(NULL, &err), IDEM_EINVAL);
+    o.version = 99;
+    cr_assert_eq(idem_migrate_status(&list, NULL, &o, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "opts");
+    cr_assert_eq(idem_migrate_plan(&list, NULL, -1, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "to_version");
+    cr_assert_null(list);
+    cr_assert_eq(idem_migrate_list_count(NULL), 0);
+    cr_assert_null(idem_migrate_list_at(NULL, 0));
+    idem_migrate_list_free(NULL);
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# test-idem-migrate.sh IDEM-MIGRATE DATA-DIR: the idem-migrate program's commands, output
+# and exit codes, against the server of tools/with-postgres (each case in a fresh database).
+set -uo pipefail
+tool=$1 data=$2
+failures=0 n=0
+
+if ! psql -Atqc 'SELECT 1' dbname=postgres >/dev/null 2>&1; then
+    if [ -n "${IDEM_REQUIRE_PG:-}" ]; then
+        echo "PostgreSQL required but unreachable" >&2
+        exit 1
+    fi
+    echo "SKIPPED: no PostgreSQL server; run under tools/with-postgres" >&2
+    exit 77
+fi
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# A fresh database; prints its name.
+newdb() {
+    local name="mt_$1_$$"
+    psql -Atqc "CREATE DATABASE \"$name\" TEMPLATE template0" dbname=postgres >/dev/null || exit 1
+    echo "$name"
+}
+
+q() { psql -Atq -d "$1" -c "$2"; }
+
+# check NAME EXPECTED-EXIT COMMAND...: runs COMMAND, its output in $out.
+check() {
+    local name=$1 want=$2 got
+    shift 2
+    n=$((n + 1))
+    out=$("$@" 2>&1)
+    got=$?
+    if [ "$got" != "$want" ]; then
+        echo "FAIL: $name: exit $got, expected $want; output:" >&2
+        echo "$out" | sed 's/^/    /' >&2
+        failures=$((failures + 1))
+        return 1
+    fi
+    return 0
+}
+
+expect() { # expect NAME TEST...: TEST (a command) must succeed
+    local name=$1
+    shift
+    n=$((n + 1))
+    if ! "$@"; then
+        echo "FAIL: $name (${*})" >&2
+        [ -n "${out:-}" ] && echo "$out" | sed 's/^/    /' >&2
+        failures=$((failures + 1))
+    fi
+}
+
+contains() { grep -q -- "$1" <<<"$out"; }
+
+# --help documents the exit codes; --version names the schema version.
+check help 0 "$tool" --help
+expect help_lists_exit_codes contains "Exit status:"
+expect help_lists_drift_code contains "4  drift"
+check version 0 "$tool" --version
+expect version_names_schema contains "schema version"
+check usage_no_command 64 "$tool"
+check usage_bad_command 64 "$tool" frobnicate
+check usage_bad_option 64 "$tool" --frob status
+check usage_bad_to 64 "$tool" --to x up
+check no_server 2 "$tool" --dsn "host=/nonexistent port=1" status
+
+# Fresh database: status pending (3), plan prints SQL and runs nothing, up, then clean.
+db=$(newdb fresh)
+check status_fresh 3 "$tool" --dsn "dbname=$db" status
+expect status_fresh_lists_pending contains "0001_operations.sql"
+check plan_fresh 0 "$tool" --dsn "dbname=$db" plan
+expect plan_prints_sql contains "CREATE TABLE idem.operations"
+expect plan_runs_nothing test "$(q "$db" "SELECT count(*) FROM pg_namespace WHERE nspname = 'idem'")" = 0
+check up_fresh 0 "$tool" --dsn "dbname=$db" up
+expect up_reports_applied contains "applied 0001_operations.sql"
+check status_clean 0 "$tool" --dsn "dbname=$db" status
+expect status_clean_says_up_to_date contains "up to date"
+check status_json 0 "$tool" --dsn "dbname=$db" status --json
+expect status_json_parses python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["up_to_date"] and d["pending"] == 0 and d["migrations"][0]["state"] == "applied"' "$out"
+check up_again 0 "$tool" --dsn "postgresql:///$db" up
+expect up_again_is_noop contains "nothing to apply"
+check verify_clean 0 "$tool" --dsn "dbname=$db" verify
+check plan_up_to_date 0 "$tool" --dsn "dbname=$db" plan
+expect plan_up_to_date_empty contains "0 migrations to apply"
+
+# The PG* environment is used without --dsn.
+db=$(newdb env)
+check env_up 0 env PGDATABASE="$db" "$tool" -q up
+expect env_up_quiet test -z "$out"
+expect env_up_applied test "$(q "$db" "SELECT count(*) > 0 FROM idem.schema_migrations")" = t
+
+# Two up processes at once: both exit 0, every version recorded once.
+db=$(newdb race)
+"$tool" --dsn "dbname=$db" up >"$scratch/race1" 2>&1 &
+p1=$!
+"$tool" --dsn "dbname=$db" up >"$scratch/race2" 2>&1 &
+p2=$!
+wait "$p1"; s1=$?
+wait "$p2"; s2=$?
+expect race_first_exit_0 test "$s1" = 0
+expect race_second_exit_0 test "$s2" = 0
+expect race_each_version_once test "$(q "$db" "SELECT count(*) = count(DISTINCT version) AND count(*) > 0 FROM idem.schema_migrations")" = t
+expect race_applied_once test "$(cat "$scratch/race1" "$scratch/race2" | grep -c '^applied 0001_operations.sql')" = 1
+
+# A failing migration: exit 5, FILE:LINE on stderr, that file rolled back entirely.
+db=$(newdb fail)
+check up_failing 5 "$tool" --dsn "dbname=$db" --dir "$data/migrations-syntax-error" up
+expect failing_names_file_line contains "0002_broken.sql:7:"
+expect failing_rolled_back test "$(q "$db" "SELECT to_regclass('idem.half_done') IS NULL AND (SELECT count(*) FROM idem.base) = 0")" = t
+expect failing_ledger_unchanged test "$(q "$db" "SELECT string_agg(name, ',') FROM idem.schema_migrations")" = 0001_base.sql
+
+# A tampered applied migration: verify and status exit 4 naming it; up refuses with 4.
+db=$(newdb drift)
+mkdir "$scratch/drift"
+cp "$data/migrations-three/"*.sql "$scratch/drift/"
+check drift_up 0 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" up --to 2
+echo "-- an edit" >>"$scratch/drift/0002_two.sql"
+check drift_verify 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" verify
+expect drift_verify_names_file contains "0002_two.sql"
+check drift_status 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" status
+check drift_plan 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" plan
+check drift_up_refused 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" up
+expect drift_nothing_applied test "$(q "$db" "SELECT count(*) FROM idem.schema_migrations")" = 2
+
+# The lock held elsewhere past --lock-timeout: exit 6.
+db=$(newdb locked)
+mkfifo "$scratch/hold"
+psql -Atq -d "$db" -f "$scratch/hold" >/dev/null 2>&1 &
+holder=$!
+exec 7>"$scratch/hold"
+echo "SELECT pg_advisory_lock(7594306392314963826);" >&7
+for _ in $(seq 1 100); do
+    [ "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 1 ] && break
+    sleep 0.1
+done
+check locked 6 "$tool" --dsn "dbname=$db" --lock-timeout 0 up
+expect locked_says_held contains "held by pid"
+exec 7>&-
+wait "$holder"
+
+# A bad --dir: exit 66.
+check dir_missing 66 "$tool" --dir "$scratch/nonexistent" status
+check dir_misnamed 66 "$tool" --dir "$data/migrations-misnamed" status
+
+echo "$((n - failures)) of $n checks passed"
+[ "$failures" = 0 ]

@@ -1,0 +1,53 @@
+#include <criterion/criterion.h>
+#include <string.h>
+#include <time.h>
+
+#include "idem/idem.h"
+
+Test(uuid, v7_has_version_variant_and_current_time)
+{
+    char id[IDEM_UUID_STRING_SIZE];
+    uint64_t ms = 0;
+    cr_assert_eq(idem_uuid_v7(id, NULL), 0);
+    cr_assert_eq(strlen(id), 36);
+    cr_assert_eq(id[14], '7');
+    cr_assert(strchr("89ab", id[19]) != NULL);
+    cr_assert_eq(idem_uuid_v7_time_ms(&ms, id), 0);
+    uint64_t now = (uint64_t)time(NULL) * 1000u;
+    cr_assert(ms + 5000 > now && ms < now + 5000, "uuid time %llu vs now %llu",
+              (unsigned long long)ms, (unsigned long long)now);
+    cr_assert_eq(idem_validate_operation_id(id, NULL), 0);
+}
+
+Test(uuid, v7_ids_are_distinct)
+{
+    char a[IDEM_UUID_STRING_SIZE], b[IDEM_UUID_STRING_SIZE];
+    for (int i = 0; i < 1000; i++) {
+        idem_uuid_v7(a, NULL);
+        idem_uuid_v7(b, NULL);
+        cr_assert_str_neq(a, b);
+    }
+}
+
+Test(uuid, time_of_a_known_id)
+{
+    uint64_t ms = 0;
+    /* RFC 9562 appendix A.6 example: 2022-02-22 19:22:22 UTC = 0x017F22E279B0 ms. */
+    cr_assert_eq(idem_uuid_v7_time_ms(&ms, "017F22E2-79B0-7CC3-98C4-DC0C0C07398F"), 0);
+    cr_assert_eq(ms, 0x017F22E279B0ull);
+}
+
+Test(uuid, time_rejects_what_is_not_a_v7)
+{
+    uint64_t ms = 42;
+    cr_assert_eq(idem_uuid_v7_time_ms(&ms, NULL), IDEM_EINVAL);
+    cr_assert_eq(idem_uuid_v7_time_ms(&ms, ""), IDEM_EINVAL);
+    cr_assert_eq(idem_uuid_v7_time_ms(&ms, "order-42"), IDEM_EINVAL);
+    /* version 4 */
+    cr_assert_eq(idem_uuid_v7_time_ms(&ms, "9f1c1b9e-3c1a-4d5e-8f00-0123456789ab"), IDEM_EINVAL);
+    /* bad variant */
+    cr_assert_eq(idem_uuid_v7_time_ms(&ms, "017f22e2-79b0-7cc3-18c4-dc0c0c07398f"), IDEM_EINVAL);
+    /* dash misplaced */
+    cr_assert_eq(idem_uuid_v7_time_ms(&ms, "017f22e279b0-7cc3-98c4-dc0c0c07398f-"), IDEM_EINVAL);
+    cr_assert_eq(ms, 42, "out untouched on failure");
+}

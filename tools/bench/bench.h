@@ -1,0 +1,182 @@
+/*
+ * idem-bench internals: a side (one way of doing an operation), the runner that times
+ * sides in alternating rounds, the modes that build sides, and the report.
+ */
+#ifndef IDEM_BENCH_H
+#define IDEM_BENCH_H
+
+#include <idem/idem.h>
+#include <idem/migrate.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define BENCH_MAX_THREADS  64
+#define BENCH_MAX_SIDES    6
+#define BENCH_MAX_ROUNDS   200
+#define BENCH_MAX_RATIOS   4
+#define BENCH_MAX_MEASURES 16
+#define BENCH_POOL_CAP     16 /* connections per pool, whatever the thread count */
+
+typedef struct bench_worker bench_worker;
+
+/* One operation; 0 when it did what it should, else -1 with the reason in w->error. */
+typedef int (*bench_op_fn)(bench_worker *w);
+
+/* One way of doing the operation being measured ("idem", "bare INSERT", ...). */
+typedef struct bench_side {
+    const char *name;
+    bench_op_fn op;
+    void *ctx;
+} bench_side;
+
+/* One thread in one round. */
+struct bench_worker {
+    const bench_side *side;
+    int index;
+    uint64_t rng;
+    const atomic_int *stop;
+    pthread_barrier_t *start;
+    uint64_t *lat_ns; /* latency of each successful operation */
+    size_t nlat, cap;
+    long long errors;
+    char error[256]; /* the first error's message */
+};
+
+/* A uniform random number in [0, n). */
+uint64_t bench_random(bench_worker *w, uint64_t n);
+/* Record a failure: count it, keep the first message. Returns -1. */
+int bench_fail(bench_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What one side did over all its rounds. */
+typedef struct bench_side_result {
+    char name[64];
+    long long ops, errors;
+    double seconds;
+    double ops_per_s;
+    double p50_ms, p99_ms, p999_ms;
+    int nrounds;
+    double round_ops_per_s[BENCH_MAX_ROUNDS];
+    double round_p50_ms[BENCH_MAX_ROUNDS];
+    char first_error[256];
+} bench_side_result;
+
+/* a / b per round, summarized. */
+typedef struct bench_ratio {
+    char label[96];
+    const char *what; /* "throughput" or "p50 latency" */
+    double median, min, max;
+    double target; /* 0: none */
+    int at_least;  /* 1: the ratio should be >= target, 0: <= target */
+} bench_ratio;
+
+/* The contention mode's end-of-run check. */
+typedef struct bench_invariant {
+    int present;
+    long long tasks, operations, distinct_keys, created, replayed, retried, twice_created;
+    int pass;
+} bench_invariant;
+
+/* One measurement: some sides at one thread count. */
+typedef struct bench_measure {
+    const char *mode;
+    const char *note; /* what the sides are, for the table's reader */
+    int threads;
+    int nsides;
+    bench_side_result side[BENCH_MAX_SIDES];
+    int nratios;
+    bench_ratio ratio[BENCH_MAX_RATIOS];
+    bench_invariant invariant;
+} bench_measure;
+
+/* How to run a measurement. */
+typedef struct bench_plan {
+    const bench_side *sides;
+    int nsides;
+    int threads;
+    double seconds; /* measured time, all sides together */
+    double round_s;
+    double warmup_s; /* per side, before measuring */
+} bench_plan;
+
+/* Run the plan: warm each side up, then cycle through the sides in rounds (A B A B ...).
+ * Fills out->side[]; returns 0 or -1 (threads could not start, out of memory). */
+int bench_run(bench_measure *out, const bench_plan *plan);
+
+/* Add the ratio side a / side b to m: of throughput (per round), or of p50 latency. */
+void bench_ratio_throughput(bench_measure *m, int a, int b, const char *label, double target);
+void bench_ratio_p50(bench_measure *m, int a, int b, const char *label, double target);
+
+/* Settings from the command line. */
+typedef struct bench_config {
+    const char *dsn; /* "" = the PG* environment */
+    double duration_s;
+    double round_s;
+    int threads[8];
+    int nthreads;
+    int modes; /* BENCH_MODE_* bits */
+    int large;
+    int json;
+} bench_config;
+
+enum {
+    BENCH_MODE_CREATE = 1,
+    BENCH_MODE_REPLAY = 2,
+    BENCH_MODE_CONTENTION = 4,
+    BENCH_MODE_GROWTH = 8,
+    BENCH_MODE_ALL = 15,
+};
+
+/* Everything measured, for the report. */
+typedef struct bench_results {
+    int nmeasures;
+    bench_measure measure[BENCH_MAX_MEASURES];
+    char server_version[64];
+    char cpu_model[128];
+    long cpus;
+    double total_s;
+} bench_results;
+
+/* ---- databases (db.c) ---------------------------------------------------------------- */
+
+/* The conninfo @dsn with its database replaced by @dbname; caller frees. */
+char *bench_conninfo(const char *dsn, const char *dbname);
+/* Create database @name (dropping an old one of that name) and apply idem's migrations. */
+int bench_db_create(PGconn *admin, const char *dsn, const char *name);
+void bench_db_drop(PGconn *admin, const char *name);
+/* A pool of min(threads, BENCH_POOL_CAP) connections, all opened now. */
+int bench_pool_open(idem_pool **out, const char *conninfo, int threads);
+/* Add completed operation records k<from>..k<to-1> for @tenant, every one replayable with
+ * the replay arguments (bench_replay_arguments); then VACUUM ANALYZE. */
+int bench_load_operations(const char *conninfo, const char *tenant, long from, long to);
+/* The operation ID of loaded key @i, into out (at least 16 bytes). */
+void bench_loaded_key(char *out, size_t size, uint64_t i);
+/* count(*) of @table (support_tasks or operations) rows of @tenant; -1 on failure. */
+long long bench_count_rows(const char *conninfo, const char *table, const char *tenant);
+/* Print a failure to stderr; returns -1. */
+int bench_error(const char *what, const char *detail);
+
+#define BENCH_REPLAY_ARGUMENTS "{\"subject\":\"Benchmark replay\"}"
+#define BENCH_CREATE_ARGUMENTS "{\"subject\":\"Benchmark task\"}"
+
+/* ---- modes (modes.c, contention.c) --------------------------------------------------- */
+
+int bench_mode_create(bench_results *res, const bench_config *cfg, const char *conninfo);
+int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *conninfo);
+int bench_mode_contention(bench_results *res, const bench_config *cfg, const char *conninfo);
+int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin,
+                      const char *dbprefix);
+
+/* Reserve the next measurement slot; NULL when full. */
+bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
+                                 const char *note);
+
+/* Progress on stderr. */
+void bench_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- report (report.c) --------------------------------------------------------------- */
+
+void bench_print_table(const bench_results *res, const bench_config *cfg);
+int bench_print_json(const bench_results *res, const bench_config *cfg);
+
+#endif

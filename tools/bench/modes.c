@@ -1,0 +1,364 @@
+/*
+ * The create, replay and growth modes: idem against what the same work costs without it.
+ *
+ * create   idem_store_execute() on a new key with the example effect, against the bare
+ *          effect: parse the same arguments, run the same INSERT ... RETURNING task_id
+ *          (PQexecParams, as the effect does) on a pooled connection in autocommit, build
+ *          the same response. The BEGIN; INSERT; COMMIT variant is shown too.
+ * replay   idem_store_execute() on an existing key, against a prepared primary-key SELECT
+ *          of the same row's response bytes (copied out, as idem copies the receipt).
+ * growth   replay latency (1 thread) on tables of 10 k and 1 M records (10 M with --large),
+ *          each in its own database, rounds interleaved.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "support_tasks.h"
+
+#define REPLAY_KEYS 10000L
+
+typedef struct side_ctx {
+    idem_pool *pool;
+    idem_store *store;
+    const char *tenant;
+    uint64_t nkeys; /* replay: keys k0..k<nkeys-1> exist */
+} side_ctx;
+
+static const char insert_sql[] = "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+                                 " VALUES ($1, $2, $3) RETURNING task_id";
+static const char read_name[] = "idem_bench_read";
+static const char read_sql[] = "SELECT response FROM idem.operations"
+                               " WHERE tenant = $1 AND operation_id = $2";
+
+/* ---- the idem sides ------------------------------------------------------------------ */
+
+static int execute(bench_worker *w, const side_ctx *c, const char *op, const char *args,
+                   idem_status expected)
+{
+    idem_request req = IDEM_REQUEST_INIT;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    int rc;
+
+    req.tenant = c->tenant;
+    req.operation_id = op;
+    req.tool = EXAMPLE_TOOL_NAME;
+    req.payload_version = EXAMPLE_TOOL_VERSION;
+    req.arguments = args;
+    req.arguments_len = strlen(args);
+    rc = idem_store_execute(&out, c->store, &req, example_create_support_task, NULL, &err);
+    if (rc == 0 && out.status != expected)
+        rc = bench_fail(w, "%s: expected %s", idem_status_name(out.status),
+                        idem_status_name(expected));
+    else if (rc != 0)
+        rc = bench_fail(w, "%s: %s", idem_status_name(out.status), err.message);
+    idem_outcome_clear(&out);
+    return rc;
+}
+
+static int idem_create(bench_worker *w)
+{
+    char op[IDEM_UUID_STRING_SIZE];
+    idem_error err = IDEM_ERROR_INIT;
+
+    if (idem_uuid_v7(op, &err) != 0)
+        return bench_fail(w, "uuid: %s", err.message);
+    return execute(w, w->side->ctx, op, BENCH_CREATE_ARGUMENTS, IDEM_STATUS_CREATED);
+}
+
+static int idem_replay(bench_worker *w)
+{
+    const side_ctx *c = w->side->ctx;
+    char op[24];
+
+    bench_loaded_key(op, sizeof(op), bench_random(w, c->nkeys));
+    return execute(w, c, op, BENCH_REPLAY_ARGUMENTS, IDEM_STATUS_REPLAYED);
+}
+
+/* ---- the bare sides ------------------------------------------------------------------ */
+
+static int command(bench_worker *w, PGconn *pg, const char *sql)
+{
+    PGresult *res = PQexec(pg, sql);
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : bench_fail(w, "%s", PQerrorMessage(pg));
+
+    PQclear(res);
+    return rc;
+}
+
+/* The effect's INSERT, in its own transaction when @explicit_tx, else in autocommit. */
+static int insert_task(bench_worker *w, PGconn *pg, const char *const *values, int explicit_tx,
+                       long long *task_id)
+{
+    PGresult *res;
+    int rc;
+
+    if (explicit_tx && command(w, pg, "BEGIN") != 0)
+        return -1;
+    res = PQexecParams(pg, insert_sql, 3, NULL, values, NULL, NULL, 0);
+    rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
+             ? 0
+             : bench_fail(w, "insert: %s", PQerrorMessage(pg));
+    if (rc == 0)
+        *task_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    if (rc == 0 && explicit_tx)
+        rc = command(w, pg, "COMMIT");
+    return rc;
+}
+
+/* What a tool does without idem: parse its arguments, insert, answer. */
+static int bare_create(bench_worker *w, int explicit_tx)
+{
+    const side_ctx *c = w->side->ctx;
+    char op[IDEM_UUID_STRING_SIZE];
+    const char *values[3] = {c->tenant, NULL, op};
+    json_t *args = json_loads(BENCH_CREATE_ARGUMENTS, 0, NULL), *response = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    long long task_id = 0;
+    char *text = NULL;
+    int rc = -1;
+
+    values[1] = json_string_value(json_object_get(args, "subject"));
+    if (values[1] == NULL || idem_uuid_v7(op, &err) != 0) {
+        bench_fail(w, "arguments or uuid: %s", err.message);
+        goto done;
+    }
+    if (idem_pool_acquire(&conn, c->pool, &err) != 0) {
+        bench_fail(w, "acquire: %s", err.message);
+        goto done;
+    }
+    rc = insert_task(w, idem_conn_pg(conn), values, explicit_tx, &task_id);
+    idem_pool_release(conn);
+    if (rc == 0) {
+        response = json_pack("{s:s, s:I}", "status", "created", "task_id", (json_int_t)task_id);
+        text = json_dumps(response, JSON_COMPACT);
+        rc = text != NULL ? 0 : bench_fail(w, "response: out of memory");
+    }
+done:
+    free(text);
+    json_decref(response);
+    json_decref(args);
+    return rc;
+}
+
+static int bare_insert(bench_worker *w)
+{
+    return bare_create(w, 0);
+}
+
+static int bare_insert_tx(bench_worker *w)
+{
+    return bare_create(w, 1);
+}
+
+/* The prepared read; prepared on first use on each connection. */
+static PGresult *read_row(PGconn *pg, const char *const *values)
+{
+    PGresult *res = PQexecPrepared(pg, read_name, 2, values, NULL, NULL, 1);
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+    if (state == NULL || strcmp(state, "26000") != 0)
+        return res;
+    PQclear(res);
+    res = PQprepare(pg, read_name, read_sql, 2, NULL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        return res;
+    PQclear(res);
+    return PQexecPrepared(pg, read_name, 2, values, NULL, NULL, 1);
+}
+
+static int bare_read(bench_worker *w)
+{
+    const side_ctx *c = w->side->ctx;
+    char op[24];
+    const char *values[2] = {c->tenant, op};
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    PGresult *res;
+    char *copy = NULL;
+    int rc;
+
+    bench_loaded_key(op, sizeof(op), bench_random(w, c->nkeys));
+    if (idem_pool_acquire(&conn, c->pool, &err) != 0)
+        return bench_fail(w, "acquire: %s", err.message);
+    res = read_row(idem_conn_pg(conn), values);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        copy = malloc((size_t)PQgetlength(res, 0, 0) + 1);
+    if (copy != NULL) {
+        memcpy(copy, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0));
+        copy[PQgetlength(res, 0, 0)] = '\0';
+    }
+    rc = copy != NULL ? 0 : bench_fail(w, "read %s: %s", op, PQerrorMessage(idem_conn_pg(conn)));
+    free(copy);
+    PQclear(res);
+    idem_pool_release(conn);
+    return rc;
+}
+
+/* ---- measurements -------------------------------------------------------------------- */
+
+static int open_side(side_ctx *c, const char *conninfo, int threads)
+{
+    idem_error err = IDEM_ERROR_INIT;
+
+    if (bench_pool_open(&c->pool, conninfo, threads) != 0)
+        return -1;
+    if (idem_store_new(&c->store, c->pool, NULL, &err) != 0)
+        return bench_error("store", err.message);
+    return 0;
+}
+
+static void close_side(side_ctx *c)
+{
+    idem_store_free(c->store);
+    idem_pool_free(c->pool);
+    c->store = NULL;
+    c->pool = NULL;
+}
+
+static bench_plan plan_for(const bench_config *cfg, const bench_side *sides, int n, int threads)
+{
+    return (bench_plan){sides, n, threads, cfg->duration_s, cfg->round_s, cfg->round_s};
+}
+
+static int create_at(bench_results *res, const bench_config *cfg, const char *conninfo, int threads)
+{
+    side_ctx c = {NULL, NULL, "bench-create", 0};
+    const bench_side sides[3] = {{"idem", idem_create, &c},
+                                 {"bare INSERT (autocommit)", bare_insert, &c},
+                                 {"bare BEGIN; INSERT; COMMIT", bare_insert_tx, &c}};
+    bench_plan plan = plan_for(cfg, sides, 3, threads);
+    bench_measure *m = bench_results_add(res, "create", threads, "new keys");
+    int rc;
+
+    if (m == NULL || open_side(&c, conninfo, threads) != 0) {
+        close_side(&c);
+        return -1;
+    }
+    bench_say("create, %d thread%s", threads, threads == 1 ? "" : "s");
+    rc = bench_run(m, &plan);
+    close_side(&c);
+    bench_ratio_throughput(m, 0, 1, "idem / bare INSERT (autocommit)",
+                           threads == 1 || threads == 16 ? 0.9 : 0);
+    bench_ratio_throughput(m, 0, 2, "idem / bare BEGIN; INSERT; COMMIT", 0);
+    return rc;
+}
+
+int bench_mode_create(bench_results *res, const bench_config *cfg, const char *conninfo)
+{
+    for (int i = 0; i < cfg->nthreads; i++) {
+        if (create_at(res, cfg, conninfo, cfg->threads[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int replay_at(bench_results *res, const bench_config *cfg, const char *conninfo, int threads)
+{
+    side_ctx c = {NULL, NULL, "bench-replay", REPLAY_KEYS};
+    const bench_side sides[2] = {{"idem", idem_replay, &c},
+                                 {"bare primary-key SELECT", bare_read, &c}};
+    bench_plan plan = plan_for(cfg, sides, 2, threads);
+    bench_measure *m = bench_results_add(res, "replay", threads, "existing keys, 10 k records");
+    int rc;
+
+    if (m == NULL || open_side(&c, conninfo, threads) != 0) {
+        close_side(&c);
+        return -1;
+    }
+    bench_say("replay, %d thread%s", threads, threads == 1 ? "" : "s");
+    rc = bench_run(m, &plan);
+    close_side(&c);
+    bench_ratio_throughput(m, 0, 1, "idem / bare primary-key SELECT", 0.9);
+    return rc;
+}
+
+int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *conninfo)
+{
+    bench_say("loading %ld operation records for replay", REPLAY_KEYS);
+    if (bench_load_operations(conninfo, "bench-replay", 0, REPLAY_KEYS) != 0)
+        return -1;
+    for (int i = 0; i < cfg->nthreads; i++) {
+        if (replay_at(res, cfg, conninfo, cfg->threads[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- growth -------------------------------------------------------------------------- */
+
+typedef struct growth_size {
+    long rows;
+    const char *label; /* "10k" */
+    char db[96];
+    char *conninfo;
+    char idem_name[48], bare_name[48];
+    side_ctx ctx;
+} growth_size;
+
+static int growth_prepare(growth_size *g, const bench_config *cfg, PGconn *admin,
+                          const char *prefix)
+{
+    snprintf(g->db, sizeof(g->db), "%s_g%s", prefix, g->label);
+    snprintf(g->idem_name, sizeof(g->idem_name), "idem replay, %s records", g->label);
+    snprintf(g->bare_name, sizeof(g->bare_name), "bare SELECT, %s records", g->label);
+    g->ctx = (side_ctx){NULL, NULL, "bench-growth", (uint64_t)g->rows};
+    if (bench_db_create(admin, cfg->dsn, g->db) != 0)
+        return -1;
+    g->conninfo = bench_conninfo(cfg->dsn, g->db);
+    if (g->conninfo == NULL)
+        return -1;
+    bench_say("growth: loading %ld operation records", g->rows);
+    if (bench_load_operations(g->conninfo, "bench-growth", 0, g->rows) != 0)
+        return -1;
+    return open_side(&g->ctx, g->conninfo, 1);
+}
+
+static void growth_ratios(bench_measure *m, const growth_size *g, int n)
+{
+    char label[96];
+
+    for (int i = 1; i < n; i++) {
+        snprintf(label, sizeof(label), "idem replay p50, %s / %s records", g[i].label, g[0].label);
+        bench_ratio_p50(m, i, 0, label, i == 1 ? 1.3 : 0);
+    }
+    for (int i = 1; i < n; i++) {
+        snprintf(label, sizeof(label), "bare SELECT p50, %s / %s records", g[i].label, g[0].label);
+        bench_ratio_p50(m, n + i, n, label, 0);
+    }
+}
+
+int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin,
+                      const char *prefix)
+{
+    growth_size g[3] = {{10000, "10k", "", NULL, "", "", {0}},
+                        {1000000, "1M", "", NULL, "", "", {0}},
+                        {10000000, "10M", "", NULL, "", "", {0}}};
+    int n = cfg->large ? 3 : 2, rc = 0;
+    bench_side sides[BENCH_MAX_SIDES];
+    bench_measure *m = bench_results_add(res, "growth", 1, "replay latency by table size");
+
+    for (int i = 0; rc == 0 && i < n; i++) {
+        rc = growth_prepare(&g[i], cfg, admin, prefix);
+        sides[i] = (bench_side){g[i].idem_name, idem_replay, &g[i].ctx};
+        sides[n + i] = (bench_side){g[i].bare_name, bare_read, &g[i].ctx};
+    }
+    if (rc == 0 && m != NULL) {
+        bench_plan plan = plan_for(cfg, sides, 2 * n, 1);
+
+        bench_say("growth, 1 thread");
+        rc = bench_run(m, &plan);
+        growth_ratios(m, g, n);
+    }
+    for (int i = 0; i < n; i++) {
+        close_side(&g[i].ctx);
+        free(g[i].conninfo);
+        if (g[i].db[0])
+            bench_db_drop(admin, g[i].db);
+    }
+    return m != NULL ? rc : -1;
+}

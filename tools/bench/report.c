@@ -1,0 +1,155 @@
+/* The report: a plain table, or JSON (--json). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+
+static const char *verdict(const bench_ratio *r)
+{
+    if (r->target <= 0 || isnan(r->median))
+        return "";
+    if (r->at_least)
+        return r->median >= r->target ? "met" : "MISSED";
+    return r->median <= r->target ? "met" : "MISSED";
+}
+
+static void print_header(const bench_results *res, const bench_config *cfg)
+{
+    printf("idem-bench %s: PostgreSQL %s on the same machine; %ld CPUs (%s)\n", idem_version(),
+           res->server_version, res->cpus, res->cpu_model);
+    printf("%.0f s per measurement in rounds of %.2g s that alternate the sides (A B A B ...);"
+           " latencies in ms\n\n",
+           cfg->duration_s, cfg->round_s);
+    printf("%-10s %3s  %-30s %9s %8s %8s %8s %6s\n", "mode", "thr", "side", "ops/s", "p50", "p99",
+           "p99.9", "errors");
+}
+
+static void print_sides(const bench_measure *m)
+{
+    for (int s = 0; s < m->nsides; s++) {
+        const bench_side_result *r = &m->side[s];
+
+        printf("%-10s %3d  %-30s %9.0f %8.3f %8.3f %8.3f %6lld\n", m->mode, m->threads, r->name,
+               r->ops_per_s, r->p50_ms, r->p99_ms, r->p999_ms, r->errors);
+        if (r->errors > 0)
+            printf("%16s first error: %s\n", "", r->first_error);
+    }
+}
+
+static void print_ratio(const bench_measure *m, const bench_ratio *r)
+{
+    char target[32] = "";
+
+    if (r->target > 0)
+        snprintf(target, sizeof(target), "target %s %.2f", r->at_least ? ">=" : "<=", r->target);
+    printf("%-10s %3d  %-40s %-11s %5.2f [%.2f-%.2f]  %-14s %s\n", m->mode, m->threads, r->label,
+           r->what, r->median, r->min, r->max, target, verdict(r));
+}
+
+static void print_invariant(const bench_measure *m)
+{
+    const bench_invariant *inv = &m->invariant;
+
+    printf("%-10s %3d  invariant: tasks %lld, operations %lld, distinct keys %lld, created %lld"
+           " (replayed %lld, retried %lld, keys created twice %lld): %s\n",
+           m->mode, m->threads, inv->tasks, inv->operations, inv->distinct_keys, inv->created,
+           inv->replayed, inv->retried, inv->twice_created, inv->pass ? "PASS" : "FAIL");
+}
+
+void bench_print_table(const bench_results *res, const bench_config *cfg)
+{
+    print_header(res, cfg);
+    for (int i = 0; i < res->nmeasures; i++)
+        print_sides(&res->measure[i]);
+    printf("\nratios: the median of the per-round ratios [min-max over the rounds]\n");
+    for (int i = 0; i < res->nmeasures; i++) {
+        const bench_measure *m = &res->measure[i];
+
+        for (int r = 0; r < m->nratios; r++)
+            print_ratio(m, &m->ratio[r]);
+        if (m->invariant.present)
+            print_invariant(m);
+    }
+    printf("\ntotal time %.0f s\n", res->total_s);
+}
+
+/* ---- JSON ---------------------------------------------------------------------------- */
+
+static json_t *side_json(const bench_side_result *r)
+{
+    json_t *rounds = json_array();
+
+    for (int i = 0; i < r->nrounds; i++)
+        json_array_append_new(rounds, json_real(r->round_ops_per_s[i]));
+    return json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:o, s:s?}", "side", r->name, "ops",
+                     (json_int_t)r->ops, "errors", (json_int_t)r->errors, "seconds", r->seconds,
+                     "ops_per_s", r->ops_per_s, "p50_ms", r->p50_ms, "p99_ms", r->p99_ms, "p999_ms",
+                     r->p999_ms, "round_ops_per_s", rounds, "first_error",
+                     r->errors > 0 ? r->first_error : NULL);
+}
+
+/* A number, or null when there is none (no rounds to take a ratio of). */
+static json_t *number(double x)
+{
+    return isnan(x) ? json_null() : json_real(x);
+}
+
+static json_t *ratio_json(const bench_ratio *r)
+{
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "ratio", r->label, "of", r->what, "median",
+                          number(r->median), "min", number(r->min), "max", number(r->max));
+
+    if (o != NULL && r->target > 0) {
+        json_object_set_new(o, "target", json_real(r->target));
+        json_object_set_new(o, "target_is", json_string(r->at_least ? "minimum" : "maximum"));
+        json_object_set_new(o, "met", json_boolean(verdict(r)[0] == 'm'));
+    }
+    return o;
+}
+
+static json_t *invariant_json(const bench_invariant *inv)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "tasks", (json_int_t)inv->tasks,
+                     "operations", (json_int_t)inv->operations, "distinct_keys",
+                     (json_int_t)inv->distinct_keys, "created", (json_int_t)inv->created,
+                     "replayed", (json_int_t)inv->replayed, "retried", (json_int_t)inv->retried,
+                     "keys_created_twice", (json_int_t)inv->twice_created, "pass", inv->pass);
+}
+
+static json_t *measure_json(const bench_measure *m)
+{
+    json_t *sides = json_array(), *ratios = json_array();
+    json_t *o;
+
+    for (int s = 0; s < m->nsides; s++)
+        json_array_append_new(sides, side_json(&m->side[s]));
+    for (int r = 0; r < m->nratios; r++)
+        json_array_append_new(ratios, ratio_json(&m->ratio[r]));
+    o = json_pack("{s:s, s:s, s:i, s:o, s:o}", "mode", m->mode, "note", m->note, "threads",
+                  m->threads, "sides", sides, "ratios", ratios);
+    if (o != NULL && m->invariant.present)
+        json_object_set_new(o, "invariant", invariant_json(&m->invariant));
+    return o;
+}
+
+int bench_print_json(const bench_results *res, const bench_config *cfg)
+{
+    json_t *measures = json_array(), *doc;
+    char *text;
+
+    for (int i = 0; i < res->nmeasures; i++)
+        json_array_append_new(measures, measure_json(&res->measure[i]));
+    doc = json_pack("{s:s, s:{s:s, s:I, s:s}, s:{s:f, s:f, s:b}, s:o, s:f}", "idem_version",
+                    idem_version(), "machine", "postgresql", res->server_version, "cpus",
+                    (json_int_t)res->cpus, "cpu_model", res->cpu_model, "settings", "duration_s",
+                    cfg->duration_s, "round_s", cfg->round_s, "large", cfg->large, "results",
+                    measures, "total_s", res->total_s);
+    text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
+    json_decref(doc);
+    if (text == NULL)
+        return bench_error("json", "out of memory");
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,258 @@
+/*
+ * idem-bench — what idem costs beside the work it protects, as a ratio measured in one
+ * run against the same machine doing the same work without idem.
+ *
+ * Usage: idem-bench [--mode create,replay,contention,growth|all] [--threads 1,4,16]
+ *                   [--duration SECONDS] [--round SECONDS] [--large] [--json]
+ *                   [--dsn CONNINFO]
+ *
+ * It creates a fresh database (idem_bench_<pid>, plus one per table size for growth) on
+ * the server that --dsn or the PG* environment names, applies idem's migrations there,
+ * and drops the databases at the end. The modes are described in bench/modes.c and
+ * bench/contention.c; tools/run bench runs them all against a throwaway server.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+static const char usage[] =
+    "usage: idem-bench [--mode create,replay,contention,growth|all] [--threads 1,4,16]\n"
+    "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
+    "                  [--dsn CONNINFO]\n"
+    "  --mode      which measurements (default all)\n"
+    "  --threads   client threads for create and replay (default 1,4,16; at most 64)\n"
+    "  --duration  measured seconds per measurement, all sides together (default 10)\n"
+    "  --round     seconds per round; the sides alternate round by round (default 0.5)\n"
+    "  --large     growth also measures 10 M operation records (loads them: minutes)\n"
+    "  --json      print JSON instead of the table\n"
+    "  --dsn       server to use (default: the PG* environment)\n";
+
+void bench_say(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "==> ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+}
+
+bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
+                                 const char *note)
+{
+    bench_measure *m;
+
+    if (res->nmeasures == BENCH_MAX_MEASURES)
+        return NULL;
+    m = &res->measure[res->nmeasures++];
+    memset(m, 0, sizeof(*m));
+    m->mode = mode;
+    m->threads = threads;
+    m->note = note;
+    return m;
+}
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static int parse_threads(bench_config *cfg, const char *list)
+{
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+
+    cfg->nthreads = 0;
+    for (char *t = strtok_r(copy, ",", &save); t != NULL && rc == 0;
+         t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long n = strtol(t, &end, 10);
+
+        if (*end != '\0' || n < 1 || n > BENCH_MAX_THREADS || cfg->nthreads == 8)
+            rc = -1;
+        else
+            cfg->threads[cfg->nthreads++] = (int)n;
+    }
+    free(copy);
+    return rc == 0 && cfg->nthreads > 0 ? 0 : -1;
+}
+
+static int parse_modes(bench_config *cfg, const char *list)
+{
+    static const char *const names[] = {"create", "replay", "contention", "growth", "all"};
+    static const int bits[] = {BENCH_MODE_CREATE, BENCH_MODE_REPLAY, BENCH_MODE_CONTENTION,
+                               BENCH_MODE_GROWTH, BENCH_MODE_ALL};
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+
+    cfg->modes = 0;
+    for (char *t = strtok_r(copy, ",", &save); t != NULL && rc == 0;
+         t = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+
+        for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+            if (strcmp(t, names[i]) == 0) {
+                cfg->modes |= bits[i];
+                found = 1;
+            }
+        }
+        rc = found ? 0 : -1;
+    }
+    free(copy);
+    return rc == 0 && cfg->modes != 0 ? 0 : -1;
+}
+
+static int parse_seconds(double *out, const char *text, double min)
+{
+    char *end;
+    double v = strtod(text, &end);
+
+    if (*end != '\0' || !(v >= min) || v > 86400)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_options(bench_config *cfg, int argc, char **argv)
+{
+    static const struct option longs[] = {{"mode", required_argument, NULL, 'm'},
+                                          {"threads", required_argument, NULL, 't'},
+                                          {"duration", required_argument, NULL, 'd'},
+                                          {"round", required_argument, NULL, 'r'},
+                                          {"large", no_argument, NULL, 'L'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"dsn", required_argument, NULL, 'D'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    int c, rc = 0;
+
+    while (rc == 0 && (c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            rc = parse_modes(cfg, optarg);
+            break;
+        case 't':
+            rc = parse_threads(cfg, optarg);
+            break;
+        case 'd':
+            rc = parse_seconds(&cfg->duration_s, optarg, 1);
+            break;
+        case 'r':
+            rc = parse_seconds(&cfg->round_s, optarg, 0.05);
+            break;
+        case 'L':
+            cfg->large = 1;
+            break;
+        case 'j':
+            cfg->json = 1;
+            break;
+        case 'D':
+            cfg->dsn = optarg;
+            break;
+        default:
+            rc = -1;
+        }
+    }
+    return rc == 0 && optind == argc ? 0 : -1;
+}
+
+/* DROP DATABASE IF EXISTS says so when it does not; that is expected here. */
+static void quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* ---- the run ------------------------------------------------------------------------- */
+
+static void describe_machine(bench_results *res, PGconn *admin)
+{
+    char line[256];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    const char *v = PQparameterStatus(admin, "server_version");
+
+    snprintf(res->server_version, sizeof(res->server_version), "%s", v != NULL ? v : "?");
+    res->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(res->cpu_model, sizeof(res->cpu_model), "unknown CPU");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        char *colon = strchr(line, ':');
+
+        if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
+            colon[strcspn(colon, "\n")] = '\0';
+            snprintf(res->cpu_model, sizeof(res->cpu_model), "%s", colon + 2);
+            break;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+}
+
+static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db)
+{
+    char *conninfo = bench_conninfo(cfg->dsn, db);
+    int rc = conninfo != NULL ? 0 : -1;
+
+    if (rc == 0 && (cfg->modes & BENCH_MODE_CREATE))
+        rc = bench_mode_create(res, cfg, conninfo);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_REPLAY))
+        rc = bench_mode_replay(res, cfg, conninfo);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_CONTENTION))
+        rc = bench_mode_contention(res, cfg, conninfo);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_GROWTH))
+        rc = bench_mode_growth(res, cfg, admin, db);
+    free(conninfo);
+    return rc;
+}
+
+static int contention_failed(const bench_results *res)
+{
+    for (int i = 0; i < res->nmeasures; i++) {
+        if (res->measure[i].invariant.present && !res->measure[i].invariant.pass)
+            return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_config cfg = {"", 10, 0.5, {1, 4, 16}, 3, BENCH_MODE_ALL, 0, 0};
+    static bench_results res; /* large: keep it off the stack */
+    struct timespec t0, t1;
+    char db[64];
+    PGconn *admin;
+    int rc;
+
+    if (parse_options(&cfg, argc, argv) != 0) {
+        fputs(usage, stderr);
+        return 64;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    admin = PQconnectdb(cfg.dsn);
+    if (PQstatus(admin) != CONNECTION_OK) {
+        bench_error("connecting", PQerrorMessage(admin));
+        PQfinish(admin);
+        return 69;
+    }
+    PQsetNoticeProcessor(admin, quiet, NULL);
+    describe_machine(&res, admin);
+    snprintf(db, sizeof(db), "idem_bench_%ld", (long)getpid());
+    bench_say("database %s", db);
+    rc = bench_db_create(admin, cfg.dsn, db);
+    if (rc == 0)
+        rc = run_modes(&res, &cfg, admin, db);
+    bench_db_drop(admin, db);
+    PQfinish(admin);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    res.total_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (rc == 0 && cfg.json)
+        rc = bench_print_json(&res, &cfg);
+    else if (rc == 0)
+        bench_print_table(&res, &cfg);
+    if (rc != 0)
+        return 1;
+    return contention_failed(&res) ? 2 : 0;
+}

@@ -1,0 +1,193 @@
+/*
+ * idem-demo — the lost-response walk-through, against a real PostgreSQL.
+ *
+ * A write tool's effect commits, its reply is lost, the agent retries with the same
+ * operation ID: the retry finds the first attempt's receipt instead of creating a second
+ * task. Then: changed arguments under the same ID are refused, the same ID in another
+ * tenant is an independent key, and a second intent with the same subject is a second
+ * task.
+ *
+ * Usage: idem-demo [--dsn CONNINFO]   (default: the PG* environment variables)
+ * It applies idem's migrations to that database first.
+ */
+#include <idem/idem.h>
+#include <idem/migrate.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support_tasks.h"
+
+struct demo {
+    idem_pool *pool;
+    idem_store *store;
+    char op[IDEM_UUID_STRING_SIZE];
+};
+
+static int fail(const char *what, const idem_error *err)
+{
+    fprintf(stderr, "idem-demo: %s: %s\n", what, err->message[0] ? err->message : "failed");
+    return 1;
+}
+
+/* Rows that this run's operation ID left: tasks it created, operation records. */
+static int count(struct demo *d, const char *table, long *out)
+{
+    char sql[160];
+    const char *values[1] = {d->op};
+    idem_conn *conn = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+    PGresult *res;
+    int rc = idem_pool_acquire(&conn, d->pool, &err);
+
+    if (rc != 0)
+        return fail("count", &err);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM idem.%s WHERE operation_id = $1", table);
+    res = PQexecParams(idem_conn_pg(conn), sql, 1, NULL, values, NULL, NULL, 0);
+    rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : 1;
+    if (rc == 0)
+        *out = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    else
+        fprintf(stderr, "idem-demo: count: %s", PQresultErrorMessage(res));
+    PQclear(res);
+    idem_pool_release(conn);
+    return rc;
+}
+
+static int print_counts(struct demo *d, const char *label)
+{
+    long tasks = 0, operations = 0;
+
+    if (count(d, "support_tasks", &tasks) != 0 || count(d, "operations", &operations) != 0)
+        return 1;
+    printf("%s: tasks=%ld operations=%ld\n", label, tasks, operations);
+    return 0;
+}
+
+/* The receipt as the demo shows it: the stored JSON with ", " and ": " separators. */
+static char *display(const idem_outcome *out)
+{
+    json_t *v = json_loadb(out->receipt, out->receipt_len, 0, NULL);
+    char *s = v != NULL ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+
+    json_decref(v);
+    return s;
+}
+
+static int call(struct demo *d, idem_outcome *out, const char *tenant, const char *op,
+                const char *subject, idem_error *err)
+{
+    char args[256];
+    idem_request req = IDEM_REQUEST_INIT;
+
+    snprintf(args, sizeof(args), "{\"subject\": \"%s\"}", subject);
+    req.tenant = tenant;
+    req.operation_id = op;
+    req.tool = EXAMPLE_TOOL_NAME;
+    req.payload_version = EXAMPLE_TOOL_VERSION;
+    req.arguments = args;
+    req.arguments_len = strlen(args);
+    idem_outcome_clear(out);
+    return idem_store_execute(out, d->store, &req, example_create_support_task, NULL, err);
+}
+
+static int setup(struct demo *d, const char *dsn)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    int rc;
+
+    if (idem_pool_new(&d->pool, dsn, NULL, &err) != 0)
+        return fail("connecting", &err);
+    if (idem_pool_acquire(&conn, d->pool, &err) != 0)
+        return fail("connecting", &err);
+    rc = idem_migrate_up(idem_conn_pg(conn), 0, NULL, &err);
+    idem_pool_release(conn);
+    if (rc != 0)
+        return fail("applying migrations", &err);
+    if (idem_store_new(&d->store, d->pool, NULL, &err) != 0)
+        return fail("store", &err);
+    if (idem_uuid_v7(d->op, &err) != 0)
+        return fail("operation ID", &err);
+    return 0;
+}
+
+/* The seed's transcript. */
+static int lost_response(struct demo *d)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char *shown;
+
+    /* The first attempt commits; its reply never reaches the agent. */
+    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+        return fail("first attempt", &err);
+    idem_outcome_clear(&out);
+    printf("Committed, but response was lost\n");
+    if (print_counts(d, "After timeout") != 0)
+        return 1;
+    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+        return fail("retry", &err);
+    shown = display(&out);
+    printf("Retry: %s\n", shown != NULL ? shown : out.receipt);
+    free(shown);
+    if (print_counts(d, "After retry") != 0)
+        return 1;
+    if (call(d, &out, "acme", d->op, "Cancel my order", &err) == IDEM_ECONFLICT)
+        printf("Conflict: Same operation ID used with different arguments\n");
+    else
+        return fail("changed arguments were not refused", &err);
+    idem_outcome_clear(&out);
+    return 0;
+}
+
+static int isolation_and_intents(struct demo *d)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char second[IDEM_UUID_STRING_SIZE], *shown;
+
+    printf("\n");
+    if (call(d, &out, "globex", d->op, "Check delayed delivery", &err) != 0)
+        return fail("other tenant", &err);
+    shown = display(&out);
+    printf("Tenant globex, same operation ID: %s %s (its own task; acme's receipt is "
+           "never shown)\n",
+           idem_status_name(out.status), shown);
+    free(shown);
+    if (idem_uuid_v7(second, &err) != 0 ||
+        call(d, &out, "acme", second, "Check delayed delivery", &err) != 0)
+        return fail("second intent", &err);
+    shown = display(&out);
+    printf("Second intent, same subject, new operation ID: %s %s\n",
+           idem_status_name(out.status), shown);
+    free(shown);
+    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+        return fail("replay", &err);
+    printf("Retry of the first intent again: %s, next step: %s\n", idem_status_name(out.status),
+           idem_next_step_name(idem_status_next_step(out.status)));
+    idem_outcome_clear(&out);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct demo d = {NULL, NULL, ""};
+    const char *dsn = "";
+    int rc;
+
+    if (argc == 3 && strcmp(argv[1], "--dsn") == 0) {
+        dsn = argv[2];
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: idem-demo [--dsn CONNINFO]\n");
+        return 64;
+    }
+    rc = setup(&d, dsn);
+    if (rc == 0)
+        rc = lost_response(&d);
+    if (rc == 0)
+        rc = isolation_and_intents(&d);
+    idem_store_free(d.store);
+    idem_pool_free(d.pool);
+    return rc;
+}
