@@ -244,3 +244,84 @@ void idem__conn_forget_prepared(idem_conn *conn)
     if (conn != NULL)
         conn->nprepared = 0;
 }
+
+static int pipe_send(idem_conn *conn, const idem__pipe_cmd *cmd)
+{
+    if (cmd->stmt != NULL)
+        return PQsendQueryPrepared(conn->pg, cmd->stmt->name, cmd->stmt->nparams, cmd->values,
+                                   cmd->lengths, cmd->formats, cmd->result_format);
+    return PQsendQueryParams(conn->pg, cmd->sql, cmd->nparams, NULL, cmd->values, cmd->lengths,
+                             cmd->formats, cmd->result_format);
+}
+
+/* Read one command's results: its result, then the NULL that ends it. */
+static PGresult *pipe_take(idem_conn *conn)
+{
+    PGresult *res = PQgetResult(conn->pg);
+    PGresult *extra;
+
+    while (res != NULL && (extra = PQgetResult(conn->pg)) != NULL)
+        PQclear(extra); /* not expected: one result per command */
+    return res;
+}
+
+/* Collect the results up to and including the Sync. Returns 0 or the first failure. */
+static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
+                        idem_error *err)
+{
+    int rc = 0;
+    PGresult *res;
+
+    for (size_t i = 0; i < n; i++) {
+        res = pipe_take(conn);
+        if (rc != 0 || PQresultStatus(res) == PGRES_PIPELINE_ABORTED) {
+            PQclear(res);
+            continue;
+        }
+        rc = take_result(&cmds[i].result, conn, res,
+                         cmds[i].stmt != NULL ? cmds[i].stmt->name : cmds[i].sql, err);
+        if (rc != 0)
+            *failed_at = i;
+        if (res == NULL || PQstatus(conn->pg) != CONNECTION_OK)
+            return rc != 0 ? rc : idem__error_pg(err, conn->pg, NULL, "pipeline");
+    }
+    res = PQgetResult(conn->pg);
+    if (PQresultStatus(res) != PGRES_PIPELINE_SYNC && rc == 0) {
+        *failed_at = n;
+        rc = idem__error_pg(err, conn->pg, res, "pipeline sync");
+        conn->discard = 1;
+    }
+    PQclear(res);
+    return rc;
+}
+
+int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
+                        idem_error *err)
+{
+    int rc = 0;
+
+    assert(conn != NULL && cmds != NULL && failed_at != NULL);
+    *failed_at = n;
+    for (size_t i = 0; i < n; i++) {
+        cmds[i].result = NULL;
+        if (cmds[i].stmt != NULL && !is_prepared(conn, cmds[i].stmt) &&
+            (rc = prepare(conn, cmds[i].stmt, err)) < 0)
+            return rc;
+    }
+    if (PQenterPipelineMode(conn->pg) != 1)
+        return idem__error_pg(err, conn->pg, NULL, "pipeline");
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (pipe_send(conn, &cmds[i]) != 1)
+            rc = idem__error_pg(err, conn->pg, NULL, "pipeline send");
+    }
+    if (rc == 0 && PQpipelineSync(conn->pg) != 1)
+        rc = idem__error_pg(err, conn->pg, NULL, "pipeline sync");
+    if (rc != 0) {
+        conn->discard = 1;
+        return rc;
+    }
+    rc = pipe_collect(conn, cmds, n, failed_at, err);
+    if (PQexitPipelineMode(conn->pg) != 1)
+        conn->discard = 1;
+    return rc;
+}

@@ -28,6 +28,28 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
 /* Execute a parameterless command ("BEGIN ...", "COMMIT", "ROLLBACK"); same contract. */
 int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error *err);
 
+/* One command of a pipeline: a named statement (prepared first if this connection has
+ * not seen it), or with stmt NULL the SQL text `sql` with `nparams` text parameters. */
+typedef struct idem__pipe_cmd {
+    const idem__stmt *stmt;
+    const char *sql;
+    int nparams; /* for sql; a statement's own count is used otherwise */
+    const char *const *values;
+    const int *lengths;
+    const int *formats;
+    int result_format;
+    PGresult *result; /* out: set for each command that succeeded; caller PQclear()s */
+} idem__pipe_cmd;
+
+/* Send every command in one pipeline closed by one Sync, so that they cost one round trip,
+ * and collect their results. Returns 0 when all succeeded. Otherwise the failing command's
+ * index goes to *failed_at (n when the failure is not tied to one command, such as a lost
+ * connection) and err has its SQLSTATE and message; commands before it keep their
+ * results, those after it were skipped by the server. Same discard rules as
+ * idem__conn_exec(). */
+int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
+                        idem_error *err);
+
 /* Forget that statements were prepared on this connection (after DISCARD ALL, say). */
 void idem__conn_forget_prepared(idem_conn *conn);
 

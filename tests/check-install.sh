@@ -8,8 +8,10 @@ trap 'rm -rf "$dest"' EXIT
 meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null
 pcdir=$(dirname "$(find "$dest" -name idem.pc | head -n 1)")
 [ -n "$pcdir" ] || { echo "idem.pc not installed" >&2; exit 1; }
+# Point the installed idem.pc at the scratch tree (its dependencies keep their own paths).
 prefix=$(grep '^prefix=' "$pcdir/idem.pc" | cut -d= -f2)
-pc() { PKG_CONFIG_PATH="$pcdir" pkg-config --define-variable=prefix="$dest$prefix" "$@" idem; }
+sed -i "s|^prefix=.*|prefix=$dest$prefix|" "$pcdir/idem.pc"
+pc() { PKG_CONFIG_PATH="$pcdir" pkg-config "$@" idem; }
 cc -Wall -Werror -o "$dest/consumer" "$src" $(pc --cflags) $(pc --libs)
 libdir=$(pc --variable=libdir)
 LD_LIBRARY_PATH="$libdir" "$dest/consumer"

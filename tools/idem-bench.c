@@ -117,6 +117,7 @@ static int parse_seconds(double *out, const char *text, double min)
     return 0;
 }
 
+/* 0, 1 for --help, -1 for a bad command line. */
 static int parse_options(bench_config *cfg, int argc, char **argv)
 {
     static const struct option longs[] = {{"mode", required_argument, NULL, 'm'},
@@ -153,6 +154,8 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
         case 'D':
             cfg->dsn = optarg;
             break;
+        case 'h':
+            return 1;
         default:
             rc = -1;
         }
@@ -226,9 +229,10 @@ int main(int argc, char **argv)
     PGconn *admin;
     int rc;
 
-    if (parse_options(&cfg, argc, argv) != 0) {
-        fputs(usage, stderr);
-        return 64;
+    rc = parse_options(&cfg, argc, argv);
+    if (rc != 0) {
+        fputs(usage, rc > 0 ? stdout : stderr);
+        return rc > 0 ? 0 : 64;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     admin = PQconnectdb(cfg.dsn);

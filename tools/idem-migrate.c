@@ -58,8 +58,9 @@ static const char usage_text[] =
     "   3  status: migrations are pending\n"
     "   4  drift: an applied migration's file changed (status, verify; plan and up\n"
     "      refuse), or a pending migration is older than an applied one (plan, up)\n"
-    "   5  up: a migration failed and its transaction was rolled back; FILE:LINE and\n"
-    "      the server's message are on stderr\n"
+    "   5  up: a migration failed; its transaction was rolled back (a no-transaction\n"
+    "      file keeps the statements before the failing one); FILE:LINE and the\n"
+    "      server's message are on stderr\n"
     "   6  up: another idem-migrate held the lock longer than --lock-timeout\n"
     "  64  usage error\n"
     "  66  --dir unreadable, or a misnamed or duplicate migration file in it\n";

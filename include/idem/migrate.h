@@ -52,8 +52,7 @@ typedef enum idem_migration_state {
 /** One migration: a file, a ledger row, or both. Read-only; owned by its list. */
 typedef struct idem_migration {
     int version;      /**< NNNN of the file name */
-    const char *name; /**< file name ("0001_operations.sql"); for UNKNOWN, the
-                           name the ledger recorded */
+    const char *name; /**< file name; for UNKNOWN, the name the ledger recorded */
     idem_migration_state state;
     int no_transaction;        /**< 1 when the file carries the no-transaction marker */
     const char *sql;           /**< the file's exact bytes, NUL-terminated; NULL for UNKNOWN */

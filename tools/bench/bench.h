@@ -40,6 +40,7 @@ struct bench_worker {
     uint64_t *lat_ns; /* latency of each successful operation */
     size_t nlat, cap;
     long long errors;
+    uint64_t cpu_ns; /* this thread's CPU time (user + system) in the round */
     char error[256]; /* the first error's message */
 };
 
@@ -55,6 +56,8 @@ typedef struct bench_side_result {
     double seconds;
     double ops_per_s;
     double p50_ms, p99_ms, p999_ms;
+    double cpu_ns;        /* client CPU time, all threads */
+    double cpu_us_per_op; /* client CPU per successful operation */
     int nrounds;
     double round_ops_per_s[BENCH_MAX_ROUNDS];
     double round_p50_ms[BENCH_MAX_ROUNDS];

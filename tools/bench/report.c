@@ -19,10 +19,10 @@ static void print_header(const bench_results *res, const bench_config *cfg)
     printf("idem-bench %s: PostgreSQL %s on the same machine; %ld CPUs (%s)\n", idem_version(),
            res->server_version, res->cpus, res->cpu_model);
     printf("%.0f s per measurement in rounds of %.2g s that alternate the sides (A B A B ...);"
-           " latencies in ms\n\n",
+           " latencies in ms;\ncpu us: the client's CPU time (user + system) per operation\n\n",
            cfg->duration_s, cfg->round_s);
-    printf("%-10s %3s  %-30s %9s %8s %8s %8s %6s\n", "mode", "thr", "side", "ops/s", "p50", "p99",
-           "p99.9", "errors");
+    printf("%-10s %3s  %-30s %9s %8s %8s %8s %8s %6s\n", "mode", "thr", "side", "ops/s", "p50",
+           "p99", "p99.9", "cpu us", "errors");
 }
 
 static void print_sides(const bench_measure *m)
@@ -30,8 +30,9 @@ static void print_sides(const bench_measure *m)
     for (int s = 0; s < m->nsides; s++) {
         const bench_side_result *r = &m->side[s];
 
-        printf("%-10s %3d  %-30s %9.0f %8.3f %8.3f %8.3f %6lld\n", m->mode, m->threads, r->name,
-               r->ops_per_s, r->p50_ms, r->p99_ms, r->p999_ms, r->errors);
+        printf("%-10s %3d  %-30s %9.0f %8.3f %8.3f %8.3f %8.1f %6lld\n", m->mode, m->threads,
+               r->name, r->ops_per_s, r->p50_ms, r->p99_ms, r->p999_ms, r->cpu_us_per_op,
+               r->errors);
         if (r->errors > 0)
             printf("%16s first error: %s\n", "", r->first_error);
     }
@@ -82,10 +83,11 @@ static json_t *side_json(const bench_side_result *r)
 
     for (int i = 0; i < r->nrounds; i++)
         json_array_append_new(rounds, json_real(r->round_ops_per_s[i]));
-    return json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:o, s:s?}", "side", r->name, "ops",
-                     (json_int_t)r->ops, "errors", (json_int_t)r->errors, "seconds", r->seconds,
-                     "ops_per_s", r->ops_per_s, "p50_ms", r->p50_ms, "p99_ms", r->p99_ms, "p999_ms",
-                     r->p999_ms, "round_ops_per_s", rounds, "first_error",
+    return json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:s?}", "side", r->name,
+                     "ops", (json_int_t)r->ops, "errors", (json_int_t)r->errors, "seconds",
+                     r->seconds, "ops_per_s", r->ops_per_s, "p50_ms", r->p50_ms, "p99_ms",
+                     r->p99_ms, "p999_ms", r->p999_ms, "client_cpu_us_per_op", r->cpu_us_per_op,
+                     "round_ops_per_s", rounds, "first_error",
                      r->errors > 0 ? r->first_error : NULL);
 }
 

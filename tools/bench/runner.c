@@ -14,12 +14,17 @@ typedef struct samples {
     size_t n, cap;
 } samples;
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 static void sleep_s(double s)
@@ -70,8 +75,10 @@ static int push(uint64_t **buf, size_t *n, size_t *cap, uint64_t v)
 static void *work(void *arg)
 {
     bench_worker *w = arg;
+    uint64_t cpu0;
 
     pthread_barrier_wait(w->start);
+    cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     while (!atomic_load_explicit(w->stop, memory_order_relaxed)) {
         uint64_t t0 = now_ns();
         int rc = w->side->op(w);
@@ -82,6 +89,7 @@ static void *work(void *arg)
         if (w->errors > 1000) /* something is broken; no point spinning */
             break;
     }
+    w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     return NULL;
 }
 
@@ -111,6 +119,7 @@ static double gather(samples *all, bench_worker *w, int threads, bench_side_resu
         for (size_t j = 0; j < w[i].nlat; j++)
             push(&all->ns, &all->n, &all->cap, w[i].lat_ns[j]);
         r->ops += (long long)w[i].nlat;
+        r->cpu_ns += (double)w[i].cpu_ns;
         if (w[i].errors > 0 && r->errors == 0)
             snprintf(r->first_error, sizeof(r->first_error), "%s", w[i].error);
         r->errors += w[i].errors;
@@ -132,7 +141,7 @@ static double round_once(bench_worker *w, const bench_side *side, int threads, d
 
     pthread_barrier_init(&start, NULL, (unsigned int)threads + 1);
     for (int i = 0; i < threads; i++) {
-        w[i] = (bench_worker){side, i, 0, &stop, &start, NULL, 0, 0, 0, ""};
+        w[i] = (bench_worker){side, i, 0, &stop, &start, NULL, 0, 0, 0, 0, ""};
         w[i].rng = now_ns() ^ ((uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL);
         if (pthread_create(&tid[i], NULL, work, &w[i]) != 0)
             break;
@@ -171,6 +180,7 @@ static void summarize(bench_side_result *r, samples *all)
 {
     qsort(all->ns, all->n, sizeof(uint64_t), by_value);
     r->ops_per_s = r->seconds > 0 ? (double)r->ops / r->seconds : 0;
+    r->cpu_us_per_op = r->ops > 0 ? r->cpu_ns / 1e3 / (double)r->ops : 0;
     r->p50_ms = percentile_ms(all->ns, all->n, 0.5);
     r->p99_ms = percentile_ms(all->ns, all->n, 0.99);
     r->p999_ms = percentile_ms(all->ns, all->n, 0.999);
