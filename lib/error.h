@@ -21,8 +21,8 @@ int idem__error_context(idem_error *err, const char *fmt, ...) IDEM_PRINTF(2, 3)
 /* Record a PostgreSQL failure. The code is IDEM_EUNAVAIL when the connection is gone
  * or the SQLSTATE says so, otherwise IDEM_EDB; the SQLSTATE and the server's primary
  * message are kept, with the formatted context in front. res and conn may be NULL. */
-int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, const char *fmt,
-                   ...) IDEM_PRINTF(4, 5);
+int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, const char *fmt, ...)
+    IDEM_PRINTF(4, 5);
 
 /* SQLSTATE classes. NULL or "" is neither. */
 int idem__sqlstate_is_disconnect(const char *sqlstate); /* class 08, 57P01..57P03 */

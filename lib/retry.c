@@ -105,8 +105,7 @@ void idem_retry_state_init(idem_retry_state *state)
 }
 
 int idem_retry_next(unsigned int *delay_ms_out, idem_retry_state *state,
-                    const idem_retry_policy *policy, idem_retry_budget *budget,
-                    idem_status status)
+                    const idem_retry_policy *policy, idem_retry_budget *budget, idem_status status)
 {
     static const idem_retry_policy defaults = IDEM_RETRY_POLICY_INIT;
     unsigned int delay;

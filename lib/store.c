@@ -60,13 +60,6 @@ struct idem_store {
 #endif
 };
 
-struct idem_tx {
-    idem_conn *conn;
-    const char *tenant;
-    const char *operation_id;
-    char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
-};
-
 struct idem_operation {
     char *tenant, *operation_id, *tool, *state, *trace_id, *receipt;
     size_t receipt_len;
@@ -74,6 +67,14 @@ struct idem_operation {
     idem_fingerprint fingerprint;
     int64_t created_at, completed_at, expires_at;
 };
+
+/* The claim's parameters, kept for the call (they go out inside pipelines). */
+typedef struct claim_params {
+    char version[16], retention[24];
+    const char *values[8];
+    int lengths[8];
+    int formats[8];
+} claim_params;
 
 /* One idem_store_execute() call in progress. */
 typedef struct call {
@@ -87,7 +88,17 @@ typedef struct call {
     idem_outcome *out;
     idem_error *err;
     uint64_t deadline_ms;
+    claim_params cp;
 } call;
+
+struct idem_tx {
+    idem_conn *conn;
+    call *c;
+    int begun;        /* BEGIN and the claim have been sent */
+    int claim_lost;   /* the claim found the key taken: the attempt starts over */
+    int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
+    char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
+};
 
 /* What one attempt decided. */
 enum step {
@@ -99,8 +110,7 @@ enum step {
 
 #define COUNT(store, name) atomic_fetch_add_explicit(&(store)->stats.name, 1, memory_order_relaxed)
 
-static void store_log(const idem_store *store, int level, const char *fmt, ...)
-    IDEM_PRINTF(3, 4);
+static void store_log(const idem_store *store, int level, const char *fmt, ...) IDEM_PRINTF(3, 4);
 
 static void store_log(const idem_store *store, int level, const char *fmt, ...)
 {
@@ -139,9 +149,9 @@ int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *
         return idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
     store->pool = pool;
     store->opts = *opts;
-    store->backoff = (idem_retry_policy){IDEM_RETRY_POLICY_VERSION, opts->max_attempts,
-                                         opts->backoff_base_ms, opts->backoff_max_ms,
-                                         opts->deadline_ms};
+    store->backoff =
+        (idem_retry_policy){IDEM_RETRY_POLICY_VERSION, opts->max_attempts, opts->backoff_base_ms,
+                            opts->backoff_max_ms, opts->deadline_ms};
     *out = store;
     return 0;
 }
@@ -317,6 +327,72 @@ static int lookup(call *c, idem_conn *conn, int *rc)
 
 /* ---- the write transaction ---------------------------------------------------------- */
 
+/* The write path costs two round trips after the lookup: BEGIN, the claim and the
+ * effect's first statement travel in one pipeline; the finishing UPDATE and COMMIT in
+ * another. */
+#define BEGIN_SQL "BEGIN ISOLATION LEVEL SERIALIZABLE"
+
+static void claim_params_init(call *c)
+{
+    claim_params *p = &c->cp;
+
+    snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
+    snprintf(p->retention, sizeof(p->retention), "%u", c->store->opts.retention_s);
+    p->values[0] = c->req->tenant;
+    p->values[1] = c->req->operation_id;
+    p->values[2] = c->req->tool;
+    p->values[3] = p->version;
+    p->values[4] = (const char *)c->fp.bytes;
+    p->values[5] = c->req->trace_id;
+    p->values[6] = c->claim;
+    p->values[7] = p->retention;
+    memset(p->lengths, 0, sizeof(p->lengths));
+    memset(p->formats, 0, sizeof(p->formats));
+    p->lengths[4] = IDEM_FINGERPRINT_SIZE;
+    p->formats[4] = 1;
+}
+
+static idem__pipe_cmd cmd_sql(const char *sql)
+{
+    return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
+}
+
+static idem__pipe_cmd cmd_claim(const call *c)
+{
+    return (idem__pipe_cmd){&stmt_claim,   NULL,          0, c->cp.values,
+                            c->cp.lengths, c->cp.formats, 0, NULL};
+}
+
+static void pipe_clear(idem__pipe_cmd *cmds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        PQclear(cmds[i].result);
+        cmds[i].result = NULL;
+    }
+}
+
+/* The finishing UPDATE's parameters. */
+typedef struct finish_params {
+    const char *values[5];
+    int lengths[5];
+    int formats[5];
+} finish_params;
+
+static idem__pipe_cmd cmd_finish(finish_params *p, const call *c, const char *receipt, size_t len,
+                                 int failed)
+{
+    p->values[0] = c->req->tenant;
+    p->values[1] = c->req->operation_id;
+    p->values[2] = failed ? "failed" : "completed";
+    p->values[3] = receipt;
+    p->values[4] = c->claim;
+    memset(p->lengths, 0, sizeof(p->lengths));
+    memset(p->formats, 0, sizeof(p->formats));
+    p->lengths[3] = (int)len;
+    p->formats[3] = 1;
+    return (idem__pipe_cmd){&stmt_finish, NULL, 0, p->values, p->lengths, p->formats, 0, NULL};
+}
+
 static void rollback(idem_conn *conn)
 {
     PGresult *res = NULL;
@@ -328,52 +404,11 @@ static void rollback(idem_conn *conn)
 /* A failed statement inside the transaction: back off on 40001/40P01, else finish. */
 static enum step tx_failure(call *c, idem_conn *conn, int rc, int *out_rc)
 {
-    const char *state = c->err != NULL ? c->err->sqlstate : "";
-
     rollback(conn);
-    if (idem__sqlstate_is_retryable(state))
+    if (idem__sqlstate_is_retryable(c->err->sqlstate))
         return STEP_BACKOFF;
     *out_rc = rc;
     return STEP_DONE;
-}
-
-static int claim(call *c, idem_conn *conn, int *claimed)
-{
-    char version[16], retention[24];
-    const char *values[8] = {c->req->tenant,   c->req->operation_id, c->req->tool, version,
-                             (const char *)c->fp.bytes, c->req->trace_id, c->claim, retention};
-    int lengths[8] = {0, 0, 0, 0, IDEM_FINGERPRINT_SIZE, 0, 0, 0};
-    int formats[8] = {0, 0, 0, 0, 1, 0, 0, 0};
-    PGresult *res = NULL;
-    int rc;
-
-    snprintf(version, sizeof(version), "%d", c->req->payload_version);
-    snprintf(retention, sizeof(retention), "%u", c->store->opts.retention_s);
-    rc = idem__conn_exec_prepared(&res, conn, &stmt_claim, values, lengths, formats, 0, c->err);
-    if (rc != 0)
-        return rc;
-    *claimed = PQntuples(res) == 1;
-    PQclear(res);
-    return 0;
-}
-
-static int finish(call *c, idem_conn *conn, const char *receipt, size_t len, int failed)
-{
-    const char *values[5] = {c->req->tenant, c->req->operation_id,
-                             failed ? "failed" : "completed", receipt, c->claim};
-    int lengths[5] = {0, 0, 0, (int)len, 0};
-    int formats[5] = {0, 0, 0, 1, 0};
-    PGresult *res = NULL;
-    int rc = idem__conn_exec_prepared(&res, conn, &stmt_finish, values, lengths, formats, 0,
-                                      c->err);
-
-    if (rc != 0)
-        return rc;
-    rc = strcmp(PQcmdTuples(res), "1") == 0
-             ? 0
-             : idem__error_set(c->err, IDEM_EDB, "finish: the claimed row was not found");
-    PQclear(res);
-    return rc;
 }
 
 /* Run the effect and serialize its response. Returns 0 with *receipt set, or a negative
@@ -385,16 +420,14 @@ static int run_effect(call *c, idem_tx *tx, char **receipt, size_t *len, int *fa
 
     if (rc < 0) {
         json_decref(response);
-        if (c->err != NULL && c->err->message[0] == '\0')
+        if (c->err->message[0] == '\0')
             idem__error_set(c->err, rc, "effect failed: %s", idem_strerror(rc));
-        if (c->err != NULL)
-            snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "%s", tx->sqlstate);
+        snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "%s", tx->sqlstate);
         return rc;
     }
     if (response == NULL || (rc != IDEM_EFFECT_OK && rc != IDEM_EFFECT_FINAL_FAILURE)) {
         json_decref(response);
-        return idem__error_set(c->err, IDEM_EEFFECT,
-                               "effect returned %d without a response", rc);
+        return idem__error_set(c->err, IDEM_EEFFECT, "effect returned %d without a response", rc);
     }
     *failed = rc == IDEM_EFFECT_FINAL_FAILURE;
     rc = idem_jcs_serialize(receipt, len, response, c->err);
@@ -414,24 +447,44 @@ static int run_effect(call *c, idem_tx *tx, char **receipt, size_t *len, int *fa
 /* The effect failed: what the call turns into. */
 static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, int *out_rc)
 {
-    rollback(conn);
+    if (tx->begun)
+        rollback(conn);
     if (idem__sqlstate_is_retryable(tx->sqlstate))
         return STEP_BACKOFF;
-    if (rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
-        *out_rc = IDEM_EUNAVAIL;
+    if (tx->setup_rc != 0 || rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
+        *out_rc = tx->setup_rc != 0 ? tx->setup_rc : IDEM_EUNAVAIL;
         return STEP_DONE;
     }
     COUNT(c->store, effect_failures);
     c->out->status = IDEM_STATUS_EFFECT_FAILED;
-    if (c->err != NULL)
-        c->err->code = IDEM_EEFFECT;
+    c->err->code = IDEM_EEFFECT;
     *out_rc = IDEM_EEFFECT;
     return STEP_DONE;
 }
 
+/* What the closing pipeline's results mean. */
+static enum step after_commit(call *c, idem_conn *conn, const idem__pipe_cmd *finish, int rc,
+                              int *out_rc)
+{
+    if (rc == 0) {
+        if (strcmp(PQcmdTuples(finish->result), "1") == 0) {
+            *out_rc = 0;
+            return STEP_DONE;
+        }
+        /* The claim in this pipeline found the key taken: nothing was written. */
+        COUNT(c->store, claim_races);
+        return STEP_AGAIN;
+    }
+    if (rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
+        idem_conn_discard(conn);
+        return STEP_RESOLVE; /* COMMIT may or may not have been carried out */
+    }
+    return tx_failure(c, conn, rc, out_rc);
+}
+
 #ifdef IDEM_TESTING
 /* The connection dies under COMMIT (test builds): before it is sent, or after. */
-static int drop_connection(idem_conn *conn, int send_commit_first)
+static void drop_connection(idem_conn *conn, int send_commit_first)
 {
     PGconn *pg = idem_conn_pg(conn);
 
@@ -440,82 +493,122 @@ static int drop_connection(idem_conn *conn, int send_commit_first)
         PQflush(pg);
     }
     shutdown(PQsocket(pg), SHUT_RDWR);
-    return send_commit_first;
 }
-#endif
 
-static enum step commit(call *c, idem_conn *conn, int *out_rc)
+/* COMMIT alone, with the injected failure at its boundary. */
+static enum step commit_with_fault(call *c, idem_conn *conn, enum idem__fault fault, int *out_rc)
 {
     PGresult *res = NULL;
     int rc;
 
-#ifdef IDEM_TESTING
-    switch (take_fault(c->store)) {
+    switch (fault) {
     case IDEM__FAULT_FAIL_BEFORE_COMMIT:
         rollback(conn);
         *out_rc = idem__error_set(c->err, IDEM_EUNAVAIL, "injected: failure before COMMIT");
         return STEP_DONE;
-    case IDEM__FAULT_DROP_BEFORE_COMMIT:
-        drop_connection(conn, 0);
-        break;
     case IDEM__FAULT_DROP_DURING_COMMIT:
         drop_connection(conn, 1);
         idem_conn_discard(conn);
         return STEP_RESOLVE;
-    case IDEM__FAULT_REPLY_LOST_AFTER_COMMIT:
-        rc = idem__conn_exec(&res, conn, "COMMIT", c->err);
-        if (rc == 0)
-            PQclear(res);
-        *out_rc = idem__error_set(c->err, IDEM_EUNAVAIL, "injected: reply lost after COMMIT");
-        return STEP_DONE;
+    case IDEM__FAULT_DROP_BEFORE_COMMIT:
+        drop_connection(conn, 0);
+        break;
     default:
         break;
     }
-#endif
     rc = idem__conn_exec(&res, conn, "COMMIT", c->err);
-    if (rc == 0) {
-        PQclear(res);
-        return STEP_DONE;
-    }
-    if (PQstatus(idem_conn_pg(conn)) != CONNECTION_OK || rc == IDEM_EUNAVAIL) {
+    PQclear(res);
+    if (rc != 0 && (rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK)) {
         idem_conn_discard(conn);
         return STEP_RESOLVE;
     }
-    return tx_failure(c, conn, rc, out_rc);
+    if (rc != 0)
+        return tx_failure(c, conn, rc, out_rc);
+    if (fault == IDEM__FAULT_REPLY_LOST_AFTER_COMMIT) {
+        *out_rc = idem__error_set(c->err, IDEM_EUNAVAIL, "injected: reply lost after COMMIT");
+        return STEP_DONE;
+    }
+    *out_rc = 0;
+    return STEP_DONE;
+}
+
+/* The closing steps one round trip at a time, so that a failure can be put between them. */
+static enum step finish_with_fault(call *c, idem_conn *conn, idem_tx *tx, const char *receipt,
+                                   size_t len, int failed, enum idem__fault fault, int *out_rc)
+{
+    idem__pipe_cmd cmds[2] = {cmd_sql(BEGIN_SQL), cmd_claim(c)};
+    finish_params fp;
+    size_t failed_at;
+    int rc = 0;
+
+    if (!tx->begun) {
+        rc = idem__conn_pipeline(conn, cmds, 2, &failed_at, c->err);
+        if (rc == 0 && PQntuples(cmds[1].result) == 0)
+            rc = 1;
+        pipe_clear(cmds, 2);
+        if (rc == 1) {
+            rollback(conn);
+            return STEP_AGAIN;
+        }
+        if (rc != 0)
+            return tx_failure(c, conn, rc, out_rc);
+    }
+    cmds[0] = cmd_finish(&fp, c, receipt, len, failed);
+    rc = idem__conn_pipeline(conn, cmds, 1, &failed_at, c->err);
+    pipe_clear(cmds, 1);
+    if (rc != 0)
+        return tx_failure(c, conn, rc, out_rc);
+    return commit_with_fault(c, conn, fault, out_rc);
+}
+#endif
+
+/* Store the receipt and COMMIT, in one round trip (with BEGIN and the claim in front when
+ * the effect ran no statement). */
+static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const char *receipt,
+                                   size_t len, int failed, int *out_rc)
+{
+    idem__pipe_cmd cmds[4];
+    finish_params fp;
+    size_t n = 0, finish_at, failed_at;
+    enum step step;
+    int rc;
+
+#ifdef IDEM_TESTING
+    enum idem__fault fault = take_fault(c->store);
+    if (fault != IDEM__FAULT_NONE)
+        return finish_with_fault(c, conn, tx, receipt, len, failed, fault, out_rc);
+#endif
+    if (!tx->begun) {
+        cmds[n++] = cmd_sql(BEGIN_SQL);
+        cmds[n++] = cmd_claim(c);
+    }
+    finish_at = n;
+    cmds[n++] = cmd_finish(&fp, c, receipt, len, failed);
+    cmds[n++] = cmd_sql("COMMIT");
+    rc = idem__conn_pipeline(conn, cmds, n, &failed_at, c->err);
+    step = after_commit(c, conn, &cmds[finish_at], rc, out_rc);
+    pipe_clear(cmds, n);
+    return step;
 }
 
 static enum step write_attempt(call *c, idem_conn *conn, int *out_rc)
 {
-    idem_tx tx = {conn, c->req->tenant, c->req->operation_id, ""};
+    idem_tx tx = {conn, c, 0, 0, 0, ""};
     char *receipt = NULL;
     size_t len = 0;
-    int claimed = 0, failed = 0, rc;
-    PGresult *res = NULL;
+    int failed = 0, rc;
     enum step step;
 
-    rc = idem__conn_exec(&res, conn, "BEGIN ISOLATION LEVEL SERIALIZABLE", c->err);
-    if (rc != 0) {
-        *out_rc = rc;
-        return STEP_DONE;
-    }
-    PQclear(res);
-    rc = claim(c, conn, &claimed);
-    if (rc != 0)
-        return tx_failure(c, conn, rc, out_rc);
-    if (!claimed) {
+    rc = run_effect(c, &tx, &receipt, &len, &failed);
+    if (tx.claim_lost) {
+        free(receipt);
         rollback(conn);
         COUNT(c->store, claim_races);
         return STEP_AGAIN;
     }
-    rc = run_effect(c, &tx, &receipt, &len, &failed);
     if (rc != 0)
         return effect_failure(c, conn, &tx, rc, out_rc);
-    rc = finish(c, conn, receipt, len, failed);
-    if (rc != 0) {
-        free(receipt);
-        return tx_failure(c, conn, rc, out_rc);
-    }
-    step = commit(c, conn, out_rc);
+    step = finish_and_commit(c, conn, &tx, receipt, len, failed, out_rc);
     if (step == STEP_DONE && *out_rc == 0) {
         c->out->receipt = receipt;
         c->out->receipt_len = len;
@@ -535,8 +628,7 @@ static int backoff(call *c)
 {
     unsigned int delay = idem_retry_backoff_ms(&c->store->backoff, c->out->attempts);
 
-    if (c->out->attempts >= c->store->opts.max_attempts ||
-        idem__now_ms() + delay > c->deadline_ms)
+    if (c->out->attempts >= c->store->opts.max_attempts || idem__now_ms() + delay > c->deadline_ms)
         return 0;
     COUNT(c->store, serialization_retries);
     store_log(c->store, IDEM_LOG_DEBUG, "serialization failure on %s/%s; retry in %u ms",
@@ -599,7 +691,12 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
                        idem_effect_fn effect, void *ctx, idem_error *err)
 {
     idem_error local = IDEM_ERROR_INIT;
-    call c = {store, req, NULL, {{0}}, "", effect, ctx, out, err != NULL ? err : &local, 0};
+    call c = {.store = store,
+              .req = req,
+              .effect = effect,
+              .ctx = ctx,
+              .out = out,
+              .err = err != NULL ? err : &local};
     int rc;
 
     if (out == NULL || store == NULL)
@@ -619,6 +716,7 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
         return rc;
     }
     c.deadline_ms = idem__now_ms() + store->opts.deadline_ms;
+    claim_params_init(&c);
     rc = run(&c);
     json_decref(c.arguments);
     if (rc != 0 && out->status != IDEM_STATUS_CONFLICT &&
@@ -671,8 +769,8 @@ static idem_operation *operation_from_row(const PGresult *res, const char *tenan
     op->operation_id = strdup(operation_id);
     op->tool = dup_value(res, 0, NULL);
     v = (const unsigned char *)PQgetvalue(res, 0, 1);
-    op->payload_version = (int)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 |
-                                (uint32_t)v[2] << 8 | v[3]);
+    op->payload_version =
+        (int)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 | (uint32_t)v[2] << 8 | v[3]);
     memcpy(op->fingerprint.bytes, PQgetvalue(res, 0, 2), IDEM_FINGERPRINT_SIZE);
     op->state = dup_value(res, 0 + 3, NULL);
     op->receipt = dup_value(res, 4, &op->receipt_len);
@@ -680,8 +778,8 @@ static idem_operation *operation_from_row(const PGresult *res, const char *tenan
     op->created_at = read_int8(res, 6);
     op->completed_at = read_int8(res, 7);
     op->expires_at = read_int8(res, 8);
-    if (op->tenant == NULL || op->operation_id == NULL || op->tool == NULL ||
-        op->state == NULL || (op->receipt == NULL && !PQgetisnull(res, 0, 4)) ||
+    if (op->tenant == NULL || op->operation_id == NULL || op->tool == NULL || op->state == NULL ||
+        (op->receipt == NULL && !PQgetisnull(res, 0, 4)) ||
         (op->trace_id == NULL && !PQgetisnull(res, 0, 5))) {
         idem_operation_free(op);
         return NULL;
@@ -712,8 +810,8 @@ int idem_store_get(idem_operation **out, idem_store *store, const char *tenant,
         return rc;
     if (PQntuples(res) != 1) {
         PQclear(res);
-        return idem__error_set(err, IDEM_ENOTFOUND, "no operation %s in tenant %s",
-                               operation_id, tenant);
+        return idem__error_set(err, IDEM_ENOTFOUND, "no operation %s in tenant %s", operation_id,
+                               tenant);
     }
     op = operation_from_row(res, tenant, operation_id);
     PQclear(res);
@@ -795,6 +893,35 @@ int64_t idem_operation_expires_at(const idem_operation *op)
 
 /* ---- the effect's transaction ------------------------------------------------------- */
 
+/* The effect's first statement travels with BEGIN and the claim: one round trip. */
+static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
+                         const char *const *values, idem_error *err)
+{
+    idem__pipe_cmd cmds[3] = {
+        cmd_sql(BEGIN_SQL), cmd_claim(tx->c), {NULL, sql, nparams, values, NULL, NULL, 0, NULL}};
+    idem_error local = IDEM_ERROR_INIT;
+    size_t failed_at = 3;
+    int rc = idem__conn_pipeline(tx->conn, cmds, 3, &failed_at, &local);
+
+    tx->begun = 1;
+    if (rc == 0 && PQntuples(cmds[1].result) == 0) {
+        tx->claim_lost = 1;
+        rc = idem__error_set(&local, IDEM_EBUSY,
+                             "the key was claimed concurrently; the attempt starts over");
+    } else if (rc == 0) {
+        *out = cmds[2].result;
+        cmds[2].result = NULL;
+    } else {
+        snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
+        if (failed_at < 2)
+            tx->setup_rc = rc;
+    }
+    pipe_clear(cmds, 3);
+    if (rc != 0 && err != NULL)
+        *err = local;
+    return rc;
+}
+
 int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
                  const char *const *values, idem_error *err)
 {
@@ -802,10 +929,16 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     PGresult *res;
     ExecStatusType st;
     const char *state;
+    int rc;
 
     if (out == NULL || tx == NULL || sql == NULL || nparams < 0 || (nparams > 0 && !values))
-        return idem__error_field(err, IDEM_EINVAL, "tx_exec", "out, tx, sql and values "
-                                                              "must be given");
+        return idem__error_field(err, IDEM_EINVAL, "tx_exec",
+                                 "out, tx, sql and values must be given");
+    if (tx->claim_lost)
+        return idem__error_set(err, IDEM_EBUSY,
+                               "the key was claimed concurrently; the attempt starts over");
+    if (!tx->begun)
+        return tx_first_exec(out, tx, sql, nparams, values, err);
     pg = idem_conn_pg(tx->conn);
     res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
     st = PQresultStatus(res);
@@ -815,7 +948,7 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     }
     state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
     snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", state != NULL ? state : "");
-    int rc = idem__error_pg(err, pg, res, "effect statement");
+    rc = idem__error_pg(err, pg, res, "effect statement");
     if (rc == IDEM_EUNAVAIL)
         idem_conn_discard(tx->conn);
     PQclear(res);
@@ -824,10 +957,10 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
 
 const char *idem_tx_tenant(const idem_tx *tx)
 {
-    return tx->tenant;
+    return tx->c->req->tenant;
 }
 
 const char *idem_tx_operation_id(const idem_tx *tx)
 {
-    return tx->operation_id;
+    return tx->c->req->operation_id;
 }

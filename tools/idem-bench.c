@@ -129,9 +129,9 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
                                           {"dsn", required_argument, NULL, 'D'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
-    int c, rc = 0;
+    int c, at = 0, rc = 0;
 
-    while (rc == 0 && (c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+    while (rc == 0 && (c = getopt_long(argc, argv, "", longs, &at)) != -1) {
         switch (c) {
         case 'm':
             rc = parse_modes(cfg, optarg);
@@ -160,6 +160,8 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             rc = -1;
         }
     }
+    if (rc < 0 && optarg != NULL)
+        fprintf(stderr, "idem-bench: bad value for --%s: %s\n", longs[at].name, optarg);
     return rc == 0 && optind == argc ? 0 : -1;
 }
 

@@ -159,8 +159,8 @@ static int isolation_and_intents(struct demo *d)
         call(d, &out, "acme", second, "Check delayed delivery", &err) != 0)
         return fail("second intent", &err);
     shown = display(&out);
-    printf("Second intent, same subject, new operation ID: %s %s\n",
-           idem_status_name(out.status), shown);
+    printf("Second intent, same subject, new operation ID: %s %s\n", idem_status_name(out.status),
+           shown);
     free(shown);
     if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
         return fail("replay", &err);

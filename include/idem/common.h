@@ -36,10 +36,10 @@ extern "C" {
     X(ENOMEM, -2, "out of memory")                                                                 \
     X(EUNAVAIL, -3, "database unavailable")                                                        \
     X(ETIMEDOUT, -4, "timed out")                                                                  \
-    X(EDB, -5, "database error")                                                               \
+    X(EDB, -5, "database error")                                                                   \
     X(ECONFLICT, -6, "operation ID reused with different arguments")                               \
     X(EBUSY, -7, "operation in progress elsewhere")                                                \
-    X(EEXPIRED, -8, "operation past its retention window")                                        \
+    X(EEXPIRED, -8, "operation past its retention window")                                         \
     X(EUNKNOWN, -9, "outcome unknown")                                                             \
     X(EEFFECT, -10, "effect failed")                                                               \
     X(ESCHEMA, -11, "database schema missing, outdated or changed")                                \
@@ -89,7 +89,10 @@ typedef struct idem_error {
 } idem_error;
 
 /** Initializer for an empty ::idem_error. */
-#define IDEM_ERROR_INIT {0, "", "", ""}
+#define IDEM_ERROR_INIT                                                                            \
+    {                                                                                              \
+        0, "", "", ""                                                                              \
+    }
 
 /** Reset @p err to empty. NULL is accepted. */
 IDEM_API void idem_error_clear(idem_error *err);

@@ -29,7 +29,10 @@ typedef struct idem_json_options {
 } idem_json_options;
 
 #define IDEM_JSON_OPTIONS_VERSION 1
-#define IDEM_JSON_OPTIONS_INIT {IDEM_JSON_OPTIONS_VERSION, IDEM_JSON_MAX_BYTES_DEFAULT, IDEM_JSON_MAX_DEPTH_DEFAULT}
+#define IDEM_JSON_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        IDEM_JSON_OPTIONS_VERSION, IDEM_JSON_MAX_BYTES_DEFAULT, IDEM_JSON_MAX_DEPTH_DEFAULT        \
+    }
 
 /**
  * Parse JSON text strictly: one value, no trailing garbage, no duplicate object keys,
@@ -59,8 +62,7 @@ IDEM_API int idem_json_parse(json_t **out, const char *text, size_t len,
  * @return 0, or IDEM_EINVAL (a non-finite real, or a string that is not valid UTF-8),
  *         IDEM_ENOMEM.
  */
-IDEM_API int idem_jcs_serialize(char **out, size_t *out_len, const json_t *value,
-                                idem_error *err);
+IDEM_API int idem_jcs_serialize(char **out, size_t *out_len, const json_t *value, idem_error *err);
 
 /** idem_json_parse() then idem_jcs_serialize(); same ownership and errors. */
 IDEM_API int idem_jcs_canonicalize(char **out, size_t *out_len, const char *text, size_t len,

@@ -53,23 +53,25 @@ typedef struct idem_pool_options {
 
 #define IDEM_POOL_OPTIONS_VERSION 1
 #define IDEM_POOL_OPTIONS_INIT                                                                     \
-    {IDEM_POOL_OPTIONS_VERSION, 10, 0, 5000, 5000, 1800000, 600000, 5000, 0, "idem", NULL, NULL}
+    {                                                                                              \
+        IDEM_POOL_OPTIONS_VERSION, 10, 0, 5000, 5000, 1800000, 600000, 5000, 0, "idem", NULL, NULL \
+    }
 
 /** A snapshot of a pool's counters. */
 typedef struct idem_pool_stats {
-    unsigned int size;                  /**< connections open now */
-    unsigned int idle;                  /**< of which idle in the pool */
-    unsigned int in_use;                /**< of which checked out */
-    unsigned int waiting;               /**< threads waiting in idem_pool_acquire() */
-    unsigned long long acquires;        /**< successful acquires */
-    unsigned long long timeouts;        /**< acquires that timed out */
+    unsigned int size;                   /**< connections open now */
+    unsigned int idle;                   /**< of which idle in the pool */
+    unsigned int in_use;                 /**< of which checked out */
+    unsigned int waiting;                /**< threads waiting in idem_pool_acquire() */
+    unsigned long long acquires;         /**< successful acquires */
+    unsigned long long timeouts;         /**< acquires that timed out */
     unsigned long long connect_failures; /**< attempts to open a connection that failed */
-    unsigned long long opened;          /**< connections opened */
-    unsigned long long closed_broken;   /**< closed because broken or dirty beyond repair */
-    unsigned long long closed_lifetime; /**< closed at max_lifetime_ms */
-    unsigned long long closed_idle;     /**< closed at idle_timeout_ms */
-    unsigned long long closed_health;   /**< failed the health check on checkout */
-    unsigned long long rolled_back;     /**< came back inside a transaction, rolled back */
+    unsigned long long opened;           /**< connections opened */
+    unsigned long long closed_broken;    /**< closed because broken or dirty beyond repair */
+    unsigned long long closed_lifetime;  /**< closed at max_lifetime_ms */
+    unsigned long long closed_idle;      /**< closed at idle_timeout_ms */
+    unsigned long long closed_health;    /**< failed the health check on checkout */
+    unsigned long long rolled_back;      /**< came back inside a transaction, rolled back */
 } idem_pool_stats;
 
 /**

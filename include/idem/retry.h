@@ -41,7 +41,10 @@ typedef struct idem_retry_policy {
 } idem_retry_policy;
 
 #define IDEM_RETRY_POLICY_VERSION 1
-#define IDEM_RETRY_POLICY_INIT {IDEM_RETRY_POLICY_VERSION, 5, 50, 5000, 30000}
+#define IDEM_RETRY_POLICY_INIT                                                                     \
+    {                                                                                              \
+        IDEM_RETRY_POLICY_VERSION, 5, 50, 5000, 30000                                              \
+    }
 
 /**
  * A backoff with full jitter: uniform in [0, min(max_delay_ms, base_delay_ms * 2^(n-1))]
@@ -65,7 +68,10 @@ typedef struct idem_retry_budget_options {
 } idem_retry_budget_options;
 
 #define IDEM_RETRY_BUDGET_OPTIONS_VERSION 1
-#define IDEM_RETRY_BUDGET_OPTIONS_INIT {IDEM_RETRY_BUDGET_OPTIONS_VERSION, 0.1, 10, 100}
+#define IDEM_RETRY_BUDGET_OPTIONS_INIT                                                             \
+    {                                                                                              \
+        IDEM_RETRY_BUDGET_OPTIONS_VERSION, 0.1, 10, 100                                            \
+    }
 
 /**
  * @param out  caller owns; free with idem_retry_budget_free(). Untouched on failure.

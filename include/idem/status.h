@@ -38,11 +38,11 @@ typedef enum idem_status {
 
 /** What the caller does after a status. */
 typedef enum idem_next_step {
-    IDEM_NEXT_DONE = 0,          /**< the call is finished; use the receipt */
-    IDEM_NEXT_RETURN_TO_CALLER,  /**< report to whoever asked; do not retry */
-    IDEM_NEXT_RETRY_SAME_KEY,    /**< retry later with the same key, within the retry budget */
-    IDEM_NEXT_RECONCILE,         /**< a person or process must find out what happened;
-                                      never re-execute under a new key */
+    IDEM_NEXT_DONE = 0,         /**< the call is finished; use the receipt */
+    IDEM_NEXT_RETURN_TO_CALLER, /**< report to whoever asked; do not retry */
+    IDEM_NEXT_RETRY_SAME_KEY,   /**< retry later with the same key, within the retry budget */
+    IDEM_NEXT_RECONCILE,        /**< a person or process must find out what happened;
+                                     never re-execute under a new key */
 } idem_next_step;
 
 /** "created", "replayed", ...; "unknown" outside the set. Static, never NULL. */

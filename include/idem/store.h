@@ -48,24 +48,26 @@ typedef struct idem_store idem_store;
 
 /** Store settings. Initialize with ::IDEM_STORE_OPTIONS_INIT. */
 typedef struct idem_store_options {
-    unsigned int version;          /**< ::IDEM_STORE_OPTIONS_VERSION */
-    unsigned int retention_s;      /**< how long a record is kept (its expires_at);
-                                        default 604800 (7 days) */
-    unsigned int deadline_ms;      /**< the longest one idem_store_execute() may spend on
-                                        serialization retries; default 10000 */
-    unsigned int max_attempts;     /**< transaction attempts per call; default 20 */
-    unsigned int backoff_base_ms;  /**< first serialization backoff ceiling; default 2 */
-    unsigned int backoff_max_ms;   /**< backoff cap; default 100 */
-    size_t max_arguments_bytes;    /**< longest arguments JSON; default 1 MiB */
-    size_t max_response_bytes;     /**< longest canonical response; default 1 MiB */
-    idem_log_fn log;               /**< optional logging hook */
-    void *log_ctx;                 /**< passed to @ref log */
+    unsigned int version;         /**< ::IDEM_STORE_OPTIONS_VERSION */
+    unsigned int retention_s;     /**< how long a record is kept (its expires_at);
+                                       default 604800 (7 days) */
+    unsigned int deadline_ms;     /**< the longest one idem_store_execute() may spend on
+                                       serialization retries; default 10000 */
+    unsigned int max_attempts;    /**< transaction attempts per call; default 20 */
+    unsigned int backoff_base_ms; /**< first serialization backoff ceiling; default 2 */
+    unsigned int backoff_max_ms;  /**< backoff cap; default 100 */
+    size_t max_arguments_bytes;   /**< longest arguments JSON; default 1 MiB */
+    size_t max_response_bytes;    /**< longest canonical response; default 1 MiB */
+    idem_log_fn log;              /**< optional logging hook */
+    void *log_ctx;                /**< passed to @ref log */
 } idem_store_options;
 
 #define IDEM_STORE_OPTIONS_VERSION 1
 #define IDEM_STORE_OPTIONS_INIT                                                                    \
-    {IDEM_STORE_OPTIONS_VERSION, 604800, 10000, 20, 2, 100, (size_t)1 << 20, (size_t)1 << 20,     \
-     NULL, NULL}
+    {                                                                                              \
+        IDEM_STORE_OPTIONS_VERSION, 604800, 10000, 20, 2, 100, (size_t)1 << 20, (size_t)1 << 20,   \
+            NULL, NULL                                                                             \
+    }
 
 /**
  * Create a store.
@@ -82,19 +84,22 @@ IDEM_API void idem_store_free(idem_store *store);
 
 /** One request: the key, what is called, and with which arguments. */
 typedef struct idem_request {
-    unsigned int version;      /**< ::IDEM_REQUEST_VERSION */
-    const char *tenant;        /**< authorized by the caller; see validate.h */
-    const char *operation_id;  /**< allocated once per approved action; see uuid.h */
-    const char *tool;          /**< the write tool's name */
-    int payload_version;       /**< version of the tool's argument schema, >= 1 */
-    const char *arguments;     /**< the arguments as JSON text (any JSON value) */
-    size_t arguments_len;      /**< its length in bytes */
-    const char *trace_id;      /**< optional provider tool-call ID, for tracing only;
-                                    never part of the key */
+    unsigned int version;     /**< ::IDEM_REQUEST_VERSION */
+    const char *tenant;       /**< authorized by the caller; see validate.h */
+    const char *operation_id; /**< allocated once per approved action; see uuid.h */
+    const char *tool;         /**< the write tool's name */
+    int payload_version;      /**< version of the tool's argument schema, >= 1 */
+    const char *arguments;    /**< the arguments as JSON text (any JSON value) */
+    size_t arguments_len;     /**< its length in bytes */
+    const char *trace_id;     /**< optional provider tool-call ID, for tracing only;
+                                   never part of the key */
 } idem_request;
 
 #define IDEM_REQUEST_VERSION 1
-#define IDEM_REQUEST_INIT {IDEM_REQUEST_VERSION, NULL, NULL, NULL, 1, NULL, 0, NULL}
+#define IDEM_REQUEST_INIT                                                                          \
+    {                                                                                              \
+        IDEM_REQUEST_VERSION, NULL, NULL, NULL, 1, NULL, 0, NULL                                   \
+    }
 
 /** The transaction an effect runs in. Opaque; valid only during the effect call. */
 typedef struct idem_tx idem_tx;
@@ -139,16 +144,19 @@ typedef int (*idem_effect_fn)(json_t **response, idem_tx *tx, const json_t *argu
 
 /** What a call produced. */
 typedef struct idem_outcome {
-    idem_status status;   /**< always set by idem_store_execute() */
-    char *receipt;        /**< created/replayed: the stored receipt's exact bytes,
-                               NUL-terminated; caller owns (idem_outcome_clear()); else NULL */
-    size_t receipt_len;   /**< its length, terminator excluded */
-    int failed;           /**< 1 when the receipt is a stored final failure */
+    idem_status status;    /**< always set by idem_store_execute() */
+    char *receipt;         /**< created/replayed: the stored receipt's exact bytes,
+                                NUL-terminated; caller owns (idem_outcome_clear()); else NULL */
+    size_t receipt_len;    /**< its length, terminator excluded */
+    int failed;            /**< 1 when the receipt is a stored final failure */
     unsigned int attempts; /**< transaction attempts this call made (0 for a pure replay) */
 } idem_outcome;
 
 /** Empty initializer for ::idem_outcome. */
-#define IDEM_OUTCOME_INIT {IDEM_STATUS_UNAVAILABLE, NULL, 0, 0, 0}
+#define IDEM_OUTCOME_INIT                                                                          \
+    {                                                                                              \
+        IDEM_STATUS_UNAVAILABLE, NULL, 0, 0, 0                                                     \
+    }
 
 /** Free the receipt and reset. NULL is accepted. */
 IDEM_API void idem_outcome_clear(idem_outcome *outcome);
@@ -199,16 +207,16 @@ IDEM_API int64_t idem_operation_expires_at(const idem_operation *op);
 
 /** Counters of a store since creation. */
 typedef struct idem_store_stats {
-    unsigned long long executes;             /**< idem_store_execute() calls */
-    unsigned long long created;              /**< calls that committed an effect */
-    unsigned long long replayed;             /**< calls answered from a stored receipt */
-    unsigned long long conflicts;            /**< calls refused for changed arguments */
-    unsigned long long invalid;              /**< calls refused for bad input */
-    unsigned long long effect_failures;      /**< transient effect failures (nothing stored) */
+    unsigned long long executes;              /**< idem_store_execute() calls */
+    unsigned long long created;               /**< calls that committed an effect */
+    unsigned long long replayed;              /**< calls answered from a stored receipt */
+    unsigned long long conflicts;             /**< calls refused for changed arguments */
+    unsigned long long invalid;               /**< calls refused for bad input */
+    unsigned long long effect_failures;       /**< transient effect failures (nothing stored) */
     unsigned long long serialization_retries; /**< transactions retried on 40001/40P01 */
-    unsigned long long claim_races;          /**< claims lost to a concurrent commit */
-    unsigned long long ambiguous_commits;    /**< COMMITs whose reply was lost, resolved */
-    unsigned long long unavailable;          /**< calls that ended unavailable */
+    unsigned long long claim_races;           /**< claims lost to a concurrent commit */
+    unsigned long long ambiguous_commits;     /**< COMMITs whose reply was lost, resolved */
+    unsigned long long unavailable;           /**< calls that ended unavailable */
 } idem_store_stats;
 
 /** Fill @p out with the store's counters now. */

@@ -23,10 +23,10 @@
 extern "C" {
 #endif
 
-#define IDEM_TENANT_MAX 64
+#define IDEM_TENANT_MAX       64
 #define IDEM_OPERATION_ID_MAX 128
-#define IDEM_TOOL_MAX 64
-#define IDEM_TRACE_ID_MAX 256
+#define IDEM_TOOL_MAX         64
+#define IDEM_TRACE_ID_MAX     256
 
 IDEM_API int idem_validate_tenant(const char *tenant, idem_error *err);
 IDEM_API int idem_validate_operation_id(const char *operation_id, idem_error *err);

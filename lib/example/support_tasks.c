@@ -9,8 +9,8 @@ static json_t *rejection(const char *reason)
     return json_pack("{s:s, s:s}", "status", "rejected", "reason", reason);
 }
 
-int example_create_support_task(json_t **response, idem_tx *tx, const json_t *arguments,
-                                void *ctx, idem_error *err)
+int example_create_support_task(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                                idem_error *err)
 {
     const char *sql = "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
                       " VALUES ($1, $2, $3) RETURNING task_id";

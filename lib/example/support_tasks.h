@@ -11,13 +11,13 @@
 
 #include <idem/idem.h>
 
-#define EXAMPLE_TOOL_NAME "create_support_task"
+#define EXAMPLE_TOOL_NAME    "create_support_task"
 #define EXAMPLE_TOOL_VERSION 1
 
 /* The effect (an idem_effect_fn); ctx is unused. A missing or bad subject is a final
  * failure, stored and replayed: {"status": "rejected", "reason": "..."}. */
-int example_create_support_task(json_t **response, idem_tx *tx, const json_t *arguments,
-                                void *ctx, idem_error *err);
+int example_create_support_task(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                                idem_error *err);
 
 /* The task's current status ("open"/"closed") into out (at least 16 bytes): current
  * state, read separately from any receipt. Returns 0, IDEM_ENOTFOUND, or a pool error. */

@@ -94,7 +94,8 @@ Test(store, lost_response_retry_through_new_connection_returns_same_receipt)
     open_store("lost", NULL, 2);
 
     idem__store_inject_fault(store, IDEM__FAULT_REPLY_LOST_AFTER_COMMIT, 1);
-    int rc = create_task(&out, "acme", "op-lost-1", "{\"subject\":\"Check delayed delivery\"}", &err);
+    int rc =
+        create_task(&out, "acme", "op-lost-1", "{\"subject\":\"Check delayed delivery\"}", &err);
     cr_assert_eq(rc, IDEM_EUNAVAIL);
     cr_assert_eq(out.status, IDEM_STATUS_UNAVAILABLE);
     cr_assert_null(out.receipt);
@@ -212,8 +213,7 @@ Test(store, same_operation_id_in_two_tenants_is_two_independent_keys)
     cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.support_tasks"
                                       " WHERE tenant = 'tenant-a'"),
                  1);
-    cr_assert_eq(idem_store_get(&op, store, "tenant-a", "shared-id", &err), 0, "%s",
-                 err.message);
+    cr_assert_eq(idem_store_get(&op, store, "tenant-a", "shared-id", &err), 0, "%s", err.message);
     cr_assert_str_eq(idem_operation_tenant(op), "tenant-a");
     cr_assert_str_eq(idem_operation_receipt(op, NULL), a.receipt);
     idem_operation_free(op);
@@ -285,8 +285,8 @@ Test(store, invalid_input_names_the_field_and_writes_nothing)
         req.tool = cases[i].tool;
         req.payload_version = cases[i].version;
         req.arguments = cases[i].args;
-        req.arguments_len = cases[i].args_len ? cases[i].args_len
-                                              : (cases[i].args ? strlen(cases[i].args) : 0);
+        req.arguments_len =
+            cases[i].args_len ? cases[i].args_len : (cases[i].args ? strlen(cases[i].args) : 0);
         req.trace_id = cases[i].trace;
         int rc = idem_store_execute(&out, store, &req, example_create_support_task, NULL, &err);
         cr_assert_eq(rc, IDEM_EINVAL, "case %zu: rc %d (%s)", i, rc, err.message);
@@ -582,8 +582,8 @@ Test(store, final_failure_response_is_stored_and_replayed)
     cr_assert_eq(again.failed, 1);
     cr_assert_str_eq(again.receipt, out.receipt);
     cr_assert_eq(tasks(), 0);
-    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.operations WHERE state = 'failed'"),
-                 1);
+    cr_assert_eq(
+        pgtest_scalar(check, "SELECT count(*) FROM idem.operations WHERE state = 'failed'"), 1);
     idem_outcome_clear(&out);
     idem_outcome_clear(&again);
 }
@@ -658,6 +658,7 @@ Test(store, get_returns_the_record_with_its_receipt_and_trace_id)
     cr_assert(window >= week - 1000000 && window <= week + 1000000, "window %lld",
               (long long)window);
     idem_operation_free(op);
+    idem_outcome_clear(&out);
     /* A retry's trace ID is not the key: another tool-call ID still replays. */
     req.trace_id = "call_other";
     cr_assert_eq(idem_store_execute(&out, store, &req, example_create_support_task, NULL, &err), 0);
@@ -693,5 +694,100 @@ Test(store, receipt_is_what_happened_not_the_current_state)
     cr_assert_eq(example_support_task_status(status, sizeof(status), pool, "other", task_id, &err),
                  IDEM_ENOTFOUND);
     free(first);
+    idem_outcome_clear(&out);
+}
+
+static int constant_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                           idem_error *err)
+{
+    ((struct counting *)ctx)->runs++;
+    *response = json_pack("{s:s}", "status", "noted");
+    return IDEM_EFFECT_OK;
+}
+
+Test(store, effect_that_runs_no_statement_still_commits_its_record_once)
+{
+    struct counting cnt = {0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = task_request("acme", "op-const", "{\"note\":true}");
+    open_store("const", NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, store, &req, constant_effect, &cnt, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_str_eq(out.receipt, "{\"status\":\"noted\"}");
+    idem_outcome_clear(&out);
+    cr_assert_eq(idem_store_execute(&out, store, &req, constant_effect, &cnt, &err), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_eq(cnt.runs, 1);
+    cr_assert_eq(operations(), 1);
+    idem_outcome_clear(&out);
+}
+
+static int two_statement_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                                idem_error *err)
+{
+    const char *values[2] = {idem_tx_tenant(tx), idem_tx_operation_id(tx)};
+    const char *sql = "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+                      " VALUES ($1, 'part', $2) RETURNING task_id";
+    PGresult *a = NULL, *b = NULL;
+    int rc = idem_tx_exec(&a, tx, sql, 2, values, err);
+    if (rc == 0)
+        rc = idem_tx_exec(&b, tx, sql, 2, values, err);
+    if (rc == 0)
+        *response =
+            json_pack("{s:s,s:s}", "first", PQgetvalue(a, 0, 0), "second", PQgetvalue(b, 0, 0));
+    PQclear(a);
+    PQclear(b);
+    return rc;
+}
+
+Test(store, effect_with_several_statements_commits_them_all_with_the_record)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = task_request("acme", "op-two", "{}");
+    open_store("two", NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, store, &req, two_statement_effect, NULL, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(tasks(), 2);
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.support_tasks"
+                                      " WHERE operation_id = 'op-two'"),
+                 2);
+    idem_outcome_clear(&out);
+}
+
+static int failing_sql_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                              idem_error *err)
+{
+    PGresult *res = NULL;
+    /* A constraint violation in the effect's own statement is the effect's failure. */
+    return idem_tx_exec(&res, tx,
+                        "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+                        " VALUES ('acme', '', 'x')",
+                        0, NULL, err);
+}
+
+Test(store, effect_statement_error_is_effect_failed_with_sqlstate_and_nothing_stored)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = task_request("acme", "op-sqlfail", "{}");
+    open_store("sqlfail", NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, store, &req, failing_sql_effect, NULL, &err),
+                 IDEM_EEFFECT);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_str_eq(err.sqlstate, "23514", "check_violation, got '%s' (%s)", err.sqlstate,
+                     err.message);
+    cr_assert(strstr(err.message, "support_tasks_subject_length") != NULL, "%s", err.message);
+    cr_assert_eq(operations(), 0);
+    cr_assert_eq(tasks(), 0);
+    /* The pool's connection is clean for the next call. */
+    cr_assert_eq(create_task(&out, "acme", "op-after", "{\"subject\":\"s\"}", &err), 0, "%s",
+                 err.message);
     idem_outcome_clear(&out);
 }

@@ -9,7 +9,7 @@
 const char *pgtest_server_problem(void)
 {
     static char why[256];
-    PGPing ping = PQping("connect_timeout=5");
+    PGPing ping = PQping("connect_timeout=30");
 
     switch (ping) {
     case PQPING_OK:

@@ -16,7 +16,7 @@ const char *pgtest_server_problem(void);
         const char *pgtest_problem_ = pgtest_server_problem();                                     \
         if (pgtest_problem_ != NULL) {                                                             \
             if (getenv("IDEM_REQUIRE_PG") != NULL)                                                 \
-                cr_assert_fail("PostgreSQL required but unreachable: %s", pgtest_problem_);              \
+                cr_assert_fail("PostgreSQL required but unreachable: %s", pgtest_problem_);        \
             cr_log_warn("SKIPPED: no PostgreSQL server (%s); run under tools/with-postgres",       \
                         pgtest_problem_);                                                          \
             cr_skip_test("no PostgreSQL server: %s", pgtest_problem_);                             \

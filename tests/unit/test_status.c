@@ -5,9 +5,9 @@
 
 Test(status, names_are_the_briefs_words)
 {
-    static const char *names[] = {"created",     "replayed",        "conflict",
-                                  "invalid",     "in_progress",     "unavailable",
-                                  "expired",     "outcome_unknown", "effect_failed"};
+    static const char *names[] = {"created", "replayed",        "conflict",
+                                  "invalid", "in_progress",     "unavailable",
+                                  "expired", "outcome_unknown", "effect_failed"};
     for (int s = IDEM_STATUS_CREATED; s <= IDEM_STATUS_EFFECT_FAILED; s++)
         cr_assert_str_eq(idem_status_name((idem_status)s), names[s]);
     cr_assert_str_eq(idem_status_name((idem_status)99), "unknown");

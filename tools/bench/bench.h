@@ -77,6 +77,7 @@ typedef struct bench_ratio {
 typedef struct bench_invariant {
     int present;
     long long tasks, operations, distinct_keys, created, replayed, retried, twice_created;
+    long long serialization_retries, claim_races; /* the store's own counters */
     int pass;
 } bench_invariant;
 

@@ -143,7 +143,12 @@ static void check(bench_invariant *inv, contention *c, const char *conninfo)
 {
     hot_key *next;
 
-    *inv = (bench_invariant){1, 0, 0, 0, 0, 0, 0, 0, 0};
+    idem_store_stats stats;
+
+    idem_store_stats_get(&stats, c->store);
+    *inv = (bench_invariant){1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    inv->serialization_retries = (long long)stats.serialization_retries;
+    inv->claim_races = (long long)stats.claim_races;
     for (hot_key *k = c->all; k != NULL; k = next) {
         long long created = atomic_load(&k->created);
 
@@ -170,7 +175,8 @@ int bench_mode_contention(bench_results *res, const bench_config *cfg, const cha
     const bench_side side = {"idem", contend, &c};
     bench_plan plan = {&side, 1, CONTENTION_THREADS, cfg->duration_s, cfg->round_s, cfg->round_s};
     bench_measure *m = bench_results_add(res, "contention", CONTENTION_THREADS,
-                                         "10 hot keys, 1 call in 10 moves its key to a new ID");
+                                         "10 hot keys, 1 call in 10 moves its key to a new ID;"
+                                         " pool of 16 connections");
     int rc = -1;
 
     pthread_mutex_init(&c.lock, NULL);
@@ -182,8 +188,6 @@ int bench_mode_contention(bench_results *res, const bench_config *cfg, const cha
     }
     bench_say("contention, %d threads on %d hot keys", CONTENTION_THREADS, HOT_KEYS);
     rc = bench_run(m, &plan);
-    idem_store_free(c.store);
-    c.store = NULL;
     check(&m->invariant, &c, conninfo);
 done:
     for (hot_key *k = c.all, *next; k != NULL; k = next) {

@@ -232,7 +232,10 @@ static int create_at(bench_results *res, const bench_config *cfg, const char *co
                                  {"bare INSERT (autocommit)", bare_insert, &c},
                                  {"bare BEGIN; INSERT; COMMIT", bare_insert_tx, &c}};
     bench_plan plan = plan_for(cfg, sides, 3, threads);
-    bench_measure *m = bench_results_add(res, "create", threads, "new keys");
+    bench_measure *m = bench_results_add(res, "create", threads,
+                                         "new keys; bare = the effect's INSERT ... RETURNING on a"
+                                         " pooled connection, in autocommit (1 round trip) or"
+                                         " between BEGIN and COMMIT (3)");
     int rc;
 
     if (m == NULL || open_side(&c, conninfo, threads) != 0) {
@@ -263,7 +266,9 @@ static int replay_at(bench_results *res, const bench_config *cfg, const char *co
     const bench_side sides[2] = {{"idem", idem_replay, &c},
                                  {"bare primary-key SELECT", bare_read, &c}};
     bench_plan plan = plan_for(cfg, sides, 2, threads);
-    bench_measure *m = bench_results_add(res, "replay", threads, "existing keys, 10 k records");
+    bench_measure *m = bench_results_add(res, "replay", threads,
+                                         "random existing keys among 10 k records; bare = a"
+                                         " prepared primary-key SELECT of the stored receipt");
     int rc;
 
     if (m == NULL || open_side(&c, conninfo, threads) != 0) {
@@ -340,7 +345,9 @@ int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin
                         {10000000, "10M", "", NULL, "", "", {0}}};
     int n = cfg->large ? 3 : 2, rc = 0;
     bench_side sides[BENCH_MAX_SIDES];
-    bench_measure *m = bench_results_add(res, "growth", 1, "replay latency by table size");
+    bench_measure *m = bench_results_add(res, "growth", 1,
+                                         "replay of random keys, 1 thread, one database per table"
+                                         " size; measured for twice --duration");
 
     for (int i = 0; rc == 0 && i < n; i++) {
         rc = growth_prepare(&g[i], cfg, admin, prefix);
@@ -349,6 +356,8 @@ int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin
     }
     if (rc == 0 && m != NULL) {
         bench_plan plan = plan_for(cfg, sides, 2 * n, 1);
+
+        plan.seconds *= 2; /* four sides or more: give each enough rounds */
 
         bench_say("growth, 1 thread");
         rc = bench_run(m, &plan);

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 
@@ -56,6 +57,23 @@ static void print_invariant(const bench_measure *m)
            " (replayed %lld, retried %lld, keys created twice %lld): %s\n",
            m->mode, m->threads, inv->tasks, inv->operations, inv->distinct_keys, inv->created,
            inv->replayed, inv->retried, inv->twice_created, inv->pass ? "PASS" : "FAIL");
+    printf("%-10s %3d  inside the store: %lld serialization retries, %lld claim races\n", m->mode,
+           m->threads, inv->serialization_retries, inv->claim_races);
+}
+
+/* What each mode's sides are, once per mode. */
+static void print_notes(const bench_results *res)
+{
+    const char *last = "";
+
+    printf("\n");
+    for (int i = 0; i < res->nmeasures; i++) {
+        const bench_measure *m = &res->measure[i];
+
+        if (strcmp(m->mode, last) != 0)
+            printf("%-10s %s\n", m->mode, m->note);
+        last = m->mode;
+    }
 }
 
 void bench_print_table(const bench_results *res, const bench_config *cfg)
@@ -63,7 +81,8 @@ void bench_print_table(const bench_results *res, const bench_config *cfg)
     print_header(res, cfg);
     for (int i = 0; i < res->nmeasures; i++)
         print_sides(&res->measure[i]);
-    printf("\nratios: the median of the per-round ratios [min-max over the rounds]\n");
+    print_notes(res);
+    printf("\nratios: the median of the per-round ratios [min-max over the rounds]; checks\n");
     for (int i = 0; i < res->nmeasures; i++) {
         const bench_measure *m = &res->measure[i];
 
@@ -112,11 +131,13 @@ static json_t *ratio_json(const bench_ratio *r)
 
 static json_t *invariant_json(const bench_invariant *inv)
 {
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "tasks", (json_int_t)inv->tasks,
-                     "operations", (json_int_t)inv->operations, "distinct_keys",
-                     (json_int_t)inv->distinct_keys, "created", (json_int_t)inv->created,
-                     "replayed", (json_int_t)inv->replayed, "retried", (json_int_t)inv->retried,
-                     "keys_created_twice", (json_int_t)inv->twice_created, "pass", inv->pass);
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "tasks",
+                     (json_int_t)inv->tasks, "operations", (json_int_t)inv->operations,
+                     "distinct_keys", (json_int_t)inv->distinct_keys, "created",
+                     (json_int_t)inv->created, "replayed", (json_int_t)inv->replayed, "retried",
+                     (json_int_t)inv->retried, "keys_created_twice", (json_int_t)inv->twice_created,
+                     "serialization_retries", (json_int_t)inv->serialization_retries, "claim_races",
+                     (json_int_t)inv->claim_races, "pass", inv->pass);
 }
 
 static json_t *measure_json(const bench_measure *m)
