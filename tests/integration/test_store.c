@@ -15,15 +15,23 @@ static idem_pool *pool;
 static idem_store *store;
 static PGconn *check; /* a separate connection for counting rows */
 
-static void open_store(const char *tag, const idem_store_options *opts, unsigned int pool_size)
+/* Generous timeouts: other test binaries load the same two cores meanwhile. */
+static idem_pool_options pool_options(unsigned int pool_size)
 {
     idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
+    popts.max_size = pool_size;
+    popts.acquire_timeout_ms = 30000;
+    popts.connect_timeout_ms = 30000;
+    return popts;
+}
+
+static void open_store(const char *tag, const idem_store_options *opts, unsigned int pool_size)
+{
+    idem_pool_options popts = pool_options(pool_size);
     idem_error err = IDEM_ERROR_INIT;
 
     PGTEST_REQUIRE_SERVER();
     conninfo = pgtest_new_migrated_database(tag);
-    popts.max_size = pool_size;
-    popts.acquire_timeout_ms = 30000;
     cr_assert_eq(idem_pool_new(&pool, conninfo, &popts, &err), 0, "%s", err.message);
     cr_assert_eq(idem_store_new(&store, pool, opts, &err), 0, "%s", err.message);
     check = pgtest_connect(conninfo);
@@ -105,7 +113,8 @@ Test(store, lost_response_retry_through_new_connection_returns_same_receipt)
     /* The retry comes through a brand-new pool, so a new connection. */
     idem_store_free(store);
     idem_pool_free(pool);
-    cr_assert_eq(idem_pool_new(&pool, conninfo, NULL, &err), 0, "%s", err.message);
+    idem_pool_options popts = pool_options(1);
+    cr_assert_eq(idem_pool_new(&pool, conninfo, &popts, &err), 0, "%s", err.message);
     cr_assert_eq(idem_store_new(&store, pool, NULL, &err), 0);
     rc = create_task(&out, "acme", "op-lost-1", "{\"subject\":\"Check delayed delivery\"}", &err);
     cr_assert_eq(rc, 0, "%s", err.message);

@@ -104,7 +104,7 @@ typedef struct bench_plan {
 } bench_plan;
 
 /* Run the plan: warm each side up, then cycle through the sides in rounds (A B A B ...).
- * Fills out->side[]; returns 0 or -1 (threads could not start, out of memory). */
+ * Fills out->side[]; returns 0 (exits if the threads cannot start). */
 int bench_run(bench_measure *out, const bench_plan *plan);
 
 /* Add the ratio side a / side b to m: of throughput (per round), or of p50 latency. */

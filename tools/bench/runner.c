@@ -129,8 +129,8 @@ static double gather(samples *all, bench_worker *w, int threads, bench_side_resu
     return percentile_ms(all->ns + first, all->n - first, 0.5);
 }
 
-/* One round of one side on @threads threads for @seconds. Returns elapsed seconds, or -1
- * when the threads could not start. */
+/* One round of one side on @threads threads for @seconds; returns the elapsed seconds.
+ * Exits when the threads cannot start (some already wait on the barrier). */
 static double round_once(bench_worker *w, const bench_side *side, int threads, double seconds)
 {
     pthread_t tid[BENCH_MAX_THREADS];
@@ -149,7 +149,7 @@ static double round_once(bench_worker *w, const bench_side *side, int threads, d
     }
     if (started < threads) {
         fprintf(stderr, "idem-bench: cannot start %d threads\n", threads);
-        exit(70); /* threads are waiting on the barrier: nothing sane to return to */
+        exit(70);
     }
     pthread_barrier_wait(&start);
     t0 = now_ns();

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# check-with-postgres.sh WITH-POSTGRES: the throwaway cluster serves the command, the exit
+# status is the command's, and nothing is left behind: not on success, not on failure,
+# not on Ctrl-C (SIGINT).
+set -euo pipefail
+wp=$1
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+leftovers() { # the cluster's directory and any server still using it
+    local dir
+    dir=$(cat "$scratch/pghost")
+    if [ -e "$dir" ]; then echo "directory $dir left behind"; fi
+    if pgrep -f -- "-D $dir/data" >/dev/null 2>&1; then echo "server for $dir still running"; fi
+}
+
+# Success: the server answers, and its variables are exported.
+"$wp" bash -c 'echo "$PGHOST" > '"$scratch"'/pghost; psql -Atqc "select 40 + 2" > '"$scratch"'/answer'
+[ "$(cat "$scratch/answer")" = 42 ] || { echo "server did not answer" >&2; exit 1; }
+[ -z "$(leftovers)" ] || { leftovers >&2; exit 1; }
+
+# Failure: the command's exit status comes back, and cleanup still happens.
+set +e
+"$wp" bash -c 'echo "$PGHOST" > '"$scratch"'/pghost; exit 7'
+rc=$?
+set -e
+[ "$rc" = 7 ] || { echo "exit status $rc, expected 7" >&2; exit 1; }
+[ -z "$(leftovers)" ] || { leftovers >&2; exit 1; }
+
+# Ctrl-C: SIGINT to the whole process group while the command runs.
+rm -f "$scratch/pghost"
+# Job control gives the run its own process group with SIGINT not ignored, as in a
+# terminal.
+set +e
+set -m
+"$wp" bash -c 'echo "$PGHOST" > '"$scratch"'/pghost; sleep 60' &
+pid=$!
+set +m
+for _ in $(seq 1 300); do [ -s "$scratch/pghost" ] && break; sleep 0.1; done
+sleep 0.5
+kill -INT -- "-$pid"
+wait "$pid"
+rc=$?
+set -e
+[ "$rc" = 130 ] || { echo "interrupted run exited $rc, expected 130" >&2; exit 1; }
+for _ in $(seq 1 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
+[ -z "$(leftovers)" ] || { leftovers >&2; exit 1; }
+echo "with-postgres: served, passed the exit status through, cleaned up three times"
