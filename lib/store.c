@@ -18,6 +18,13 @@
  * as exact bytes; results are read in binary for the same reason. */
 static const idem__stmt stmt_lookup = {
     "idem_store_lookup",
+    "SELECT fingerprint, state, response FROM idem.operations"
+    " WHERE tenant = $1 AND operation_id = $2",
+    2};
+
+/* After a lost COMMIT reply: the same, and whose claim the row is. */
+static const idem__stmt stmt_resolve = {
+    "idem_store_resolve",
     "SELECT fingerprint, state, response, claim_token::text FROM idem.operations"
     " WHERE tenant = $1 AND operation_id = $2",
     2};
@@ -271,15 +278,15 @@ static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_er
     return 0;
 }
 
-/* Decide from a looked-up row (binary: fingerprint, state, response, claim_token text).
- * @mine: the row was claimed by this call (resolution after a lost COMMIT reply). */
+/* Decide from a looked-up row (binary: fingerprint, state, response, and after a lost
+ * COMMIT reply the claim token as text). @mine: the row was claimed by this call. */
 static int answer_from_row(call *c, const PGresult *res, int *mine)
 {
     const char *state = PQgetvalue(res, 0, 1);
     int same = PQgetlength(res, 0, 0) == IDEM_FINGERPRINT_SIZE &&
                memcmp(PQgetvalue(res, 0, 0), c->fp.bytes, IDEM_FINGERPRINT_SIZE) == 0;
 
-    *mine = strcmp(PQgetvalue(res, 0, 3), c->claim) == 0;
+    *mine = PQnfields(res) == 4 && strcmp(PQgetvalue(res, 0, 3), c->claim) == 0;
     if (!same) {
         c->out->status = IDEM_STATUS_CONFLICT;
         COUNT(c->store, conflicts);
@@ -307,15 +314,16 @@ static int answer_from_row(call *c, const PGresult *res, int *mine)
     return 0;
 }
 
-/* Look the key up. Returns 1 when a row decided the call (c->out set, *rc its code),
- * 0 when the key is free, or a negative code on a database failure. */
-static int lookup(call *c, idem_conn *conn, int *rc)
+/* Look the key up with @stmt (stmt_lookup or stmt_resolve). Returns 1 when a row decided
+ * the call (c->out set, *rc its code), 0 when the key is free, or a negative code on a
+ * database failure. */
+static int lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc)
 {
     const char *values[2] = {c->req->tenant, c->req->operation_id};
     PGresult *res = NULL;
     int mine, found;
 
-    int erc = idem__conn_exec_prepared(&res, conn, &stmt_lookup, values, NULL, NULL, 1, c->err);
+    int erc = idem__conn_exec_prepared(&res, conn, stmt, values, NULL, NULL, 1, c->err);
     if (erc != 0)
         return erc;
     found = PQntuples(res) == 1;
@@ -649,7 +657,7 @@ static enum step resolve(call *c, idem_conn **conn, int *out_rc)
     *conn = NULL;
     rc = idem_pool_acquire(conn, c->store->pool, c->err);
     if (rc == 0)
-        rc = lookup(c, *conn, out_rc);
+        rc = lookup(c, *conn, &stmt_resolve, out_rc);
     if (rc < 0) {
         idem__error_context(c->err, "the outcome of COMMIT could not be looked up; retry "
                                     "with the same key");
@@ -667,12 +675,16 @@ static int run(call *c)
 
     rc = idem_pool_acquire(&conn, c->store->pool, c->err);
     while (rc == 0 && step != STEP_DONE) {
-        found = lookup(c, conn, &rc);
+        found = lookup(c, conn, &stmt_lookup, &rc);
         if (found < 0) {
             rc = found;
             break;
         }
         if (found == 1)
+            break;
+        /* The claim token is made only when a write is about to happen: replays never
+         * need one. */
+        if (c->claim[0] == '\0' && (rc = idem_uuid_v7(c->claim, c->err)) != 0)
             break;
         c->out->attempts++;
         step = write_attempt(c, conn, &rc);
@@ -707,8 +719,6 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
     idem_error_clear(err);
     COUNT(store, executes);
     rc = validate_request(&c);
-    if (rc == 0)
-        rc = idem_uuid_v7(c.claim, err);
     if (rc != 0) {
         out->status = idem_status_from_error(rc);
         if (rc == IDEM_EINVAL)

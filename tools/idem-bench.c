@@ -24,12 +24,13 @@
 static const char usage[] =
     "usage: idem-bench [--mode create,replay,contention,growth|all] [--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
-    "                  [--dsn CONNINFO]\n"
+    "                  [--pool N] [--dsn CONNINFO]\n"
     "  --mode      which measurements (default all)\n"
     "  --threads   client threads for create and replay (default 1,4,16; at most 64)\n"
     "  --duration  measured seconds per measurement, all sides together (default 10)\n"
     "  --round     seconds per round; the sides alternate round by round (default 0.5)\n"
     "  --large     growth also measures 10 M operation records (loads them: minutes)\n"
+    "  --pool      connections per pool at most, for both sides (default: twice the CPUs)\n"
     "  --json      print JSON instead of the table\n"
     "  --dsn       server to use (default: the PG* environment)\n";
 
@@ -120,15 +121,12 @@ static int parse_seconds(double *out, const char *text, double min)
 /* 0, 1 for --help, -1 for a bad command line. */
 static int parse_options(bench_config *cfg, int argc, char **argv)
 {
-    static const struct option longs[] = {{"mode", required_argument, NULL, 'm'},
-                                          {"threads", required_argument, NULL, 't'},
-                                          {"duration", required_argument, NULL, 'd'},
-                                          {"round", required_argument, NULL, 'r'},
-                                          {"large", no_argument, NULL, 'L'},
-                                          {"json", no_argument, NULL, 'j'},
-                                          {"dsn", required_argument, NULL, 'D'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {
+        {"mode", required_argument, NULL, 'm'},     {"threads", required_argument, NULL, 't'},
+        {"duration", required_argument, NULL, 'd'}, {"round", required_argument, NULL, 'r'},
+        {"large", no_argument, NULL, 'L'},          {"json", no_argument, NULL, 'j'},
+        {"dsn", required_argument, NULL, 'D'},      {"pool", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     int c, at = 0, rc = 0;
 
     while (rc == 0 && (c = getopt_long(argc, argv, "", longs, &at)) != -1) {
@@ -153,6 +151,10 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             break;
         case 'D':
             cfg->dsn = optarg;
+            break;
+        case 'p':
+            bench_pool_cap = atoi(optarg);
+            rc = bench_pool_cap >= 1 && bench_pool_cap <= BENCH_MAX_THREADS ? 0 : -1;
             break;
         case 'h':
             return 1;
@@ -231,6 +233,9 @@ int main(int argc, char **argv)
     PGconn *admin;
     int rc;
 
+    bench_pool_cap = 2 * (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (bench_pool_cap < 1 || bench_pool_cap > BENCH_MAX_THREADS)
+        bench_pool_cap = 16;
     rc = parse_options(&cfg, argc, argv);
     if (rc != 0) {
         fputs(usage, rc > 0 ? stdout : stderr);

@@ -16,7 +16,6 @@
 #define BENCH_MAX_ROUNDS   200
 #define BENCH_MAX_RATIOS   4
 #define BENCH_MAX_MEASURES 16
-#define BENCH_POOL_CAP     16 /* connections per pool, whatever the thread count */
 
 typedef struct bench_worker bench_worker;
 
@@ -148,7 +147,14 @@ char *bench_conninfo(const char *dsn, const char *dbname);
 /* Create database @name (dropping an old one of that name) and apply idem's migrations. */
 int bench_db_create(PGconn *admin, const char *dsn, const char *name);
 void bench_db_drop(PGconn *admin, const char *name);
-/* A pool of min(threads, BENCH_POOL_CAP) connections, all opened now. */
+/* Connections per pool at most (--pool; default twice the CPUs, the usual sizing for a
+ * database on the same machine). Both sides of a measurement use the same pool. */
+extern int bench_pool_cap;
+
+/* The size bench_pool_open() gives a pool for this many threads. */
+int bench_pool_size(int threads);
+
+/* A pool of bench_pool_size(threads) connections, all opened now. */
 int bench_pool_open(idem_pool **out, const char *conninfo, int threads);
 /* Add completed operation records k<from>..k<to-1> for @tenant, every one replayable with
  * the replay arguments (bench_replay_arguments); then VACUUM ANALYZE. */

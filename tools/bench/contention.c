@@ -175,8 +175,7 @@ int bench_mode_contention(bench_results *res, const bench_config *cfg, const cha
     const bench_side side = {"idem", contend, &c};
     bench_plan plan = {&side, 1, CONTENTION_THREADS, cfg->duration_s, cfg->round_s, cfg->round_s};
     bench_measure *m = bench_results_add(res, "contention", CONTENTION_THREADS,
-                                         "10 hot keys, 1 call in 10 moves its key to a new ID;"
-                                         " pool of 16 connections");
+                                         "10 hot keys, 1 call in 10 moves its key to a new ID");
     int rc = -1;
 
     pthread_mutex_init(&c.lock, NULL);

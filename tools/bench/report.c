@@ -20,8 +20,9 @@ static void print_header(const bench_results *res, const bench_config *cfg)
     printf("idem-bench %s: PostgreSQL %s on the same machine; %ld CPUs (%s)\n", idem_version(),
            res->server_version, res->cpus, res->cpu_model);
     printf("%.0f s per measurement in rounds of %.2g s that alternate the sides (A B A B ...);"
-           " latencies in ms;\ncpu us: the client's CPU time (user + system) per operation\n\n",
-           cfg->duration_s, cfg->round_s);
+           " pools of min(threads, %d) connections;\nlatencies in ms; cpu us: the client's CPU"
+           " time (user + system) per operation\n\n",
+           cfg->duration_s, cfg->round_s, bench_pool_cap);
     printf("%-10s %3s  %-30s %9s %8s %8s %8s %8s %6s\n", "mode", "thr", "side", "ops/s", "p50",
            "p99", "p99.9", "cpu us", "errors");
 }
@@ -163,11 +164,11 @@ int bench_print_json(const bench_results *res, const bench_config *cfg)
 
     for (int i = 0; i < res->nmeasures; i++)
         json_array_append_new(measures, measure_json(&res->measure[i]));
-    doc = json_pack("{s:s, s:{s:s, s:I, s:s}, s:{s:f, s:f, s:b}, s:o, s:f}", "idem_version",
+    doc = json_pack("{s:s, s:{s:s, s:I, s:s}, s:{s:f, s:f, s:b, s:i}, s:o, s:f}", "idem_version",
                     idem_version(), "machine", "postgresql", res->server_version, "cpus",
                     (json_int_t)res->cpus, "cpu_model", res->cpu_model, "settings", "duration_s",
-                    cfg->duration_s, "round_s", cfg->round_s, "large", cfg->large, "results",
-                    measures, "total_s", res->total_s);
+                    cfg->duration_s, "round_s", cfg->round_s, "large", cfg->large, "pool_cap",
+                    bench_pool_cap, "results", measures, "total_s", res->total_s);
     text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
     json_decref(doc);
     if (text == NULL)
