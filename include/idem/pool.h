@@ -32,7 +32,10 @@ typedef struct idem_conn idem_conn;
 /** Pool settings. Initialize with ::IDEM_POOL_OPTIONS_INIT, then change what you need. */
 typedef struct idem_pool_options {
     unsigned int version;              /**< ::IDEM_POOL_OPTIONS_VERSION */
-    unsigned int max_size;             /**< most connections open at once; default 10 */
+    unsigned int max_size;             /**< most connections open at once; default 10.
+                                            Size it near twice the database server's
+                                            cores: more SERIALIZABLE transactions at once
+                                            mostly wait on each other */
     unsigned int min_idle;             /**< connections opened at creation and kept; default 0 */
     unsigned int acquire_timeout_ms;   /**< longest wait for a free connection; default 5000 */
     unsigned int connect_timeout_ms;   /**< longest wait to open one; default 5000 */
