@@ -140,13 +140,24 @@ void idem__conn_close(idem_conn *conn)
     free(conn);
 }
 
+/* Whether the connection is in a state no one can use. Inside a pipeline libpq reports
+ * every connection as busy, so there only the connection itself is judged; the pipeline
+ * checks the transaction state once it has left pipeline mode. */
+static int unusable(const idem_conn *conn, int in_pipeline)
+{
+    PGTransactionStatusType ts = PQtransactionStatus(conn->pg);
+
+    if (PQstatus(conn->pg) != CONNECTION_OK)
+        return 1;
+    return !in_pipeline && (ts == PQTRANS_ACTIVE || ts == PQTRANS_UNKNOWN);
+}
+
 /* Keep a successful result; otherwise record the failure, and mark the connection for
  * discard when it is gone or left in a state no one can use. */
-static int take_result(PGresult **out, idem_conn *conn, PGresult *res, const char *what,
-                       idem_error *err)
+static int take_result_in(PGresult **out, idem_conn *conn, PGresult *res, const char *what,
+                          int in_pipeline, idem_error *err)
 {
     ExecStatusType st = PQresultStatus(res);
-    PGTransactionStatusType ts;
     int rc;
 
     if (res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)) {
@@ -154,11 +165,16 @@ static int take_result(PGresult **out, idem_conn *conn, PGresult *res, const cha
         return 0;
     }
     rc = idem__error_pg(err, conn->pg, res, "%s", what);
-    ts = PQtransactionStatus(conn->pg);
-    if (rc == IDEM_EUNAVAIL || ts == PQTRANS_ACTIVE || ts == PQTRANS_UNKNOWN)
+    if (rc == IDEM_EUNAVAIL || unusable(conn, in_pipeline))
         conn->discard = 1;
     PQclear(res);
     return rc;
+}
+
+static int take_result(PGresult **out, idem_conn *conn, PGresult *res, const char *what,
+                       idem_error *err)
+{
+    return take_result_in(out, conn, res, what, 0, err);
 }
 
 int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error *err)
@@ -278,8 +294,8 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
             PQclear(res);
             continue;
         }
-        rc = take_result(&cmds[i].result, conn, res,
-                         cmds[i].stmt != NULL ? cmds[i].stmt->name : cmds[i].sql, err);
+        rc = take_result_in(&cmds[i].result, conn, res,
+                            cmds[i].stmt != NULL ? cmds[i].stmt->name : cmds[i].sql, 1, err);
         if (rc != 0)
             *failed_at = i;
         if (res == NULL || PQstatus(conn->pg) != CONNECTION_OK)
@@ -321,7 +337,7 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
         return rc;
     }
     rc = pipe_collect(conn, cmds, n, failed_at, err);
-    if (PQexitPipelineMode(conn->pg) != 1)
+    if (PQexitPipelineMode(conn->pg) != 1 || unusable(conn, 0))
         conn->discard = 1;
     return rc;
 }

@@ -16,11 +16,10 @@
 
 /* The store's SQL, in one place. Binary parameters carry the fingerprint and the receipt
  * as exact bytes; results are read in binary for the same reason. */
-static const idem__stmt stmt_lookup = {
-    "idem_store_lookup",
-    "SELECT fingerprint, state, response FROM idem.operations"
-    " WHERE tenant = $1 AND operation_id = $2",
-    2};
+static const idem__stmt stmt_lookup = {"idem_store_lookup",
+                                       "SELECT fingerprint, state, response FROM idem.operations"
+                                       " WHERE tenant = $1 AND operation_id = $2",
+                                       2};
 
 /* After a lost COMMIT reply: the same, and whose claim the row is. */
 static const idem__stmt stmt_resolve = {
@@ -41,8 +40,20 @@ static const idem__stmt stmt_claim = {
 static const idem__stmt stmt_finish = {
     "idem_store_finish",
     "UPDATE idem.operations SET state = $3, response = $4, completed_at = now()"
-    " WHERE tenant = $1 AND operation_id = $2 AND claim_token = $5::uuid",
+    " WHERE tenant = $1 AND operation_id = $2 AND claim_token = $5::uuid"
+    " AND state = 'pending'",
     5};
+
+/* Undo a claim that an effect committed by itself (it must not; see write_attempt). */
+static const idem__stmt stmt_unclaim = {
+    "idem_store_unclaim",
+    "DELETE FROM idem.operations WHERE tenant = $1 AND operation_id = $2"
+    " AND claim_token = $3::uuid AND state = 'pending'",
+    3};
+
+/* Lock waits inside the transaction end with the call's deadline. */
+static const idem__stmt stmt_lock_timeout = {"idem_store_lock_timeout",
+                                             "SELECT set_config('lock_timeout', $1, true)", 1};
 
 static const idem__stmt stmt_get = {
     "idem_store_get",
@@ -96,6 +107,8 @@ typedef struct call {
     idem_error *err;
     uint64_t deadline_ms;
     claim_params cp;
+    char lock_timeout[24]; /* what is left of the deadline, for SET LOCAL lock_timeout */
+    const char *lock_timeout_values[1];
 } call;
 
 struct idem_tx {
@@ -103,6 +116,7 @@ struct idem_tx {
     call *c;
     int begun;        /* BEGIN and the claim have been sent */
     int claim_lost;   /* the claim found the key taken: the attempt starts over */
+    int ended;        /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
     int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
     char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
 };
@@ -114,6 +128,9 @@ enum step {
     STEP_BACKOFF, /* serialization failure or deadlock: back off, then start over */
     STEP_RESOLVE, /* the COMMIT's outcome is unknown: look on a fresh connection */
 };
+
+/* PostgreSQL keeps no field longer than 1 GiB. */
+#define MAX_PAYLOAD ((size_t)1 << 30)
 
 #define COUNT(store, name) atomic_fetch_add_explicit(&(store)->stats.name, 1, memory_order_relaxed)
 
@@ -151,6 +168,9 @@ int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *
         opts->max_response_bytes == 0)
         return idem__error_field(err, IDEM_EINVAL, "options",
                                  "retention_s, max_attempts and the size limits must be > 0");
+    if (opts->max_arguments_bytes > MAX_PAYLOAD || opts->max_response_bytes > MAX_PAYLOAD)
+        return idem__error_field(err, IDEM_EINVAL, "options",
+                                 "size limits must not exceed 1 GiB (PostgreSQL's own limit)");
     store = calloc(1, sizeof(*store));
     if (store == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
@@ -371,6 +391,24 @@ static idem__pipe_cmd cmd_claim(const call *c)
                             c->cp.lengths, c->cp.formats, 0, NULL};
 }
 
+/* The commands that open an attempt: BEGIN, the lock timeout, the claim (the last, at
+ * BEGIN_CLAIM). Returns how many it wrote. */
+#define BEGIN_CMDS  3
+#define BEGIN_CLAIM 2
+static size_t begin_cmds(call *c, idem__pipe_cmd *cmds)
+{
+    uint64_t now = idem__now_ms();
+
+    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu",
+             (unsigned long long)(c->deadline_ms > now ? c->deadline_ms - now : 1));
+    c->lock_timeout_values[0] = c->lock_timeout;
+    cmds[0] = cmd_sql(BEGIN_SQL);
+    cmds[1] =
+        (idem__pipe_cmd){&stmt_lock_timeout, NULL, 0, c->lock_timeout_values, NULL, NULL, 0, NULL};
+    cmds[2] = cmd_claim(c);
+    return BEGIN_CMDS;
+}
+
 static void pipe_clear(idem__pipe_cmd *cmds, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -452,11 +490,24 @@ static int run_effect(call *c, idem_tx *tx, char **receipt, size_t *len, int *fa
     return 0;
 }
 
+/* An effect that sent COMMIT itself committed the pending claim with its rows: take the
+ * claim back, so that the key is not left pending for ever. */
+static void unclaim(call *c, idem_conn *conn)
+{
+    const char *values[3] = {c->req->tenant, c->req->operation_id, c->claim};
+    PGresult *res = NULL;
+
+    if (idem__conn_exec_prepared(&res, conn, &stmt_unclaim, values, NULL, NULL, 0, NULL) == 0)
+        PQclear(res);
+}
+
 /* The effect failed: what the call turns into. */
 static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, int *out_rc)
 {
     if (tx->begun)
         rollback(conn);
+    if (tx->ended)
+        unclaim(c, conn);
     if (idem__sqlstate_is_retryable(tx->sqlstate))
         return STEP_BACKOFF;
     if (tx->setup_rc != 0 || rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
@@ -544,16 +595,17 @@ static enum step commit_with_fault(call *c, idem_conn *conn, enum idem__fault fa
 static enum step finish_with_fault(call *c, idem_conn *conn, idem_tx *tx, const char *receipt,
                                    size_t len, int failed, enum idem__fault fault, int *out_rc)
 {
-    idem__pipe_cmd cmds[2] = {cmd_sql(BEGIN_SQL), cmd_claim(c)};
+    idem__pipe_cmd cmds[BEGIN_CMDS];
     finish_params fp;
     size_t failed_at;
     int rc = 0;
 
     if (!tx->begun) {
-        rc = idem__conn_pipeline(conn, cmds, 2, &failed_at, c->err);
-        if (rc == 0 && PQntuples(cmds[1].result) == 0)
+        begin_cmds(c, cmds);
+        rc = idem__conn_pipeline(conn, cmds, BEGIN_CMDS, &failed_at, c->err);
+        if (rc == 0 && PQntuples(cmds[BEGIN_CLAIM].result) == 0)
             rc = 1;
-        pipe_clear(cmds, 2);
+        pipe_clear(cmds, BEGIN_CMDS);
         if (rc == 1) {
             rollback(conn);
             return STEP_AGAIN;
@@ -575,7 +627,7 @@ static enum step finish_with_fault(call *c, idem_conn *conn, idem_tx *tx, const 
 static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const char *receipt,
                                    size_t len, int failed, int *out_rc)
 {
-    idem__pipe_cmd cmds[4];
+    idem__pipe_cmd cmds[BEGIN_CMDS + 2];
     finish_params fp;
     size_t n = 0, finish_at, failed_at;
     enum step step;
@@ -586,10 +638,8 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     if (fault != IDEM__FAULT_NONE)
         return finish_with_fault(c, conn, tx, receipt, len, failed, fault, out_rc);
 #endif
-    if (!tx->begun) {
-        cmds[n++] = cmd_sql(BEGIN_SQL);
-        cmds[n++] = cmd_claim(c);
-    }
+    if (!tx->begun)
+        n = begin_cmds(c, cmds);
     finish_at = n;
     cmds[n++] = cmd_finish(&fp, c, receipt, len, failed);
     cmds[n++] = cmd_sql("COMMIT");
@@ -601,13 +651,21 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
 
 static enum step write_attempt(call *c, idem_conn *conn, int *out_rc)
 {
-    idem_tx tx = {conn, c, 0, 0, 0, ""};
+    idem_tx tx = {conn, c, 0, 0, 0, 0, ""};
     char *receipt = NULL;
     size_t len = 0;
     int failed = 0, rc;
     enum step step;
 
+    idem_error_clear(c->err); /* nothing from an earlier attempt */
     rc = run_effect(c, &tx, &receipt, &len, &failed);
+    if (tx.ended && rc >= 0) {
+        free(receipt);
+        receipt = NULL;
+        rc = idem__error_set(c->err, IDEM_EEFFECT,
+                             "the effect ended the transaction itself; "
+                             "COMMIT and ROLLBACK are the store's");
+    }
     if (tx.claim_lost) {
         free(receipt);
         rollback(conn);
@@ -675,7 +733,8 @@ static int run(call *c)
 
     rc = idem_pool_acquire(&conn, c->store->pool, c->err);
     while (rc == 0 && step != STEP_DONE) {
-        found = lookup(c, conn, &stmt_lookup, &rc);
+        /* Once this call has tried to write, a row may be its own: ask whose it is. */
+        found = lookup(c, conn, c->claim[0] != '\0' ? &stmt_resolve : &stmt_lookup, &rc);
         if (found < 0) {
             rc = found;
             break;
@@ -686,6 +745,13 @@ static int run(call *c)
          * need one. */
         if (c->claim[0] == '\0' && (rc = idem_uuid_v7(c->claim, c->err)) != 0)
             break;
+        if (c->out->attempts >= c->store->opts.max_attempts || idem__now_ms() >= c->deadline_ms) {
+            rc = idem__error_set(c->err, IDEM_EUNAVAIL,
+                                 "attempts spent: %u attempts within %u ms; retry later with "
+                                 "the same key",
+                                 c->out->attempts, c->store->opts.deadline_ms);
+            break;
+        }
         c->out->attempts++;
         step = write_attempt(c, conn, &rc);
         if (step == STEP_RESOLVE)
@@ -729,6 +795,8 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
     claim_params_init(&c);
     rc = run(&c);
     json_decref(c.arguments);
+    if (rc == 0)
+        idem_error_clear(err);
     if (rc != 0 && out->status != IDEM_STATUS_CONFLICT &&
         out->status != IDEM_STATUS_EFFECT_FAILED && out->status != IDEM_STATUS_IN_PROGRESS) {
         out->status = idem_status_from_error(rc);
@@ -903,30 +971,48 @@ int64_t idem_operation_expires_at(const idem_operation *op)
 
 /* ---- the effect's transaction ------------------------------------------------------- */
 
+/* COMMIT, ROLLBACK and the like belong to the store: a statement that ended the
+ * transaction ends the effect's use of it. */
+static int check_still_open(idem_tx *tx, idem_error *err)
+{
+    if (PQtransactionStatus(idem_conn_pg(tx->conn)) == PQTRANS_INTRANS)
+        return 0;
+    tx->ended = 1;
+    return idem__error_set(err, IDEM_EINVAL,
+                           "the effect's statement ended the transaction; "
+                           "COMMIT and ROLLBACK are the store's");
+}
+
 /* The effect's first statement travels with BEGIN and the claim: one round trip. */
 static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
                          const char *const *values, idem_error *err)
 {
-    idem__pipe_cmd cmds[3] = {
-        cmd_sql(BEGIN_SQL), cmd_claim(tx->c), {NULL, sql, nparams, values, NULL, NULL, 0, NULL}};
+    idem__pipe_cmd cmds[BEGIN_CMDS + 1];
     idem_error local = IDEM_ERROR_INIT;
-    size_t failed_at = 3;
-    int rc = idem__conn_pipeline(tx->conn, cmds, 3, &failed_at, &local);
+    size_t n = begin_cmds(tx->c, cmds), failed_at;
+    int rc;
 
+    cmds[n++] = (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};
+    rc = idem__conn_pipeline(tx->conn, cmds, n, &failed_at, &local);
     tx->begun = 1;
-    if (rc == 0 && PQntuples(cmds[1].result) == 0) {
+    /* A claim that inserted nothing means the key is taken, whatever came after it. */
+    if (cmds[BEGIN_CLAIM].result != NULL && PQntuples(cmds[BEGIN_CLAIM].result) == 0) {
         tx->claim_lost = 1;
         rc = idem__error_set(&local, IDEM_EBUSY,
                              "the key was claimed concurrently; the attempt starts over");
     } else if (rc == 0) {
-        *out = cmds[2].result;
-        cmds[2].result = NULL;
+        *out = cmds[n - 1].result;
+        cmds[n - 1].result = NULL;
+        if ((rc = check_still_open(tx, &local)) != 0) {
+            PQclear(*out);
+            *out = NULL;
+        }
     } else {
         snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
-        if (failed_at < 2)
+        if (failed_at <= BEGIN_CLAIM)
             tx->setup_rc = rc;
     }
-    pipe_clear(cmds, 3);
+    pipe_clear(cmds, n);
     if (rc != 0 && err != NULL)
         *err = local;
     return rc;
@@ -947,12 +1033,18 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     if (tx->claim_lost)
         return idem__error_set(err, IDEM_EBUSY,
                                "the key was claimed concurrently; the attempt starts over");
+    if (tx->ended)
+        return idem__error_set(err, IDEM_EINVAL, "the effect already ended the transaction");
     if (!tx->begun)
         return tx_first_exec(out, tx, sql, nparams, values, err);
     pg = idem_conn_pg(tx->conn);
     res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
     st = PQresultStatus(res);
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        if ((rc = check_still_open(tx, err)) != 0) {
+            PQclear(res);
+            return rc;
+        }
         *out = res;
         return 0;
     }

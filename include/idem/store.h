@@ -52,7 +52,8 @@ typedef struct idem_store_options {
     unsigned int retention_s;     /**< how long a record is kept (its expires_at);
                                        default 604800 (7 days) */
     unsigned int deadline_ms;     /**< the longest one idem_store_execute() may spend on
-                                       serialization retries; default 10000 */
+                                       attempts, backoffs and lock waits (each write sets
+                                       lock_timeout to what is left of it); default 10000 */
     unsigned int max_attempts;    /**< transaction attempts per call; default 20 */
     unsigned int backoff_base_ms; /**< first serialization backoff ceiling; default 2 */
     unsigned int backoff_max_ms;  /**< backoff cap; default 100 */
@@ -106,10 +107,14 @@ typedef struct idem_tx idem_tx;
 
 /**
  * Run one parameterized statement in the effect's transaction (text parameters, text
- * results). Never COMMIT or ROLLBACK here: the store does.
+ * results). Never COMMIT or ROLLBACK here: the store does. The first call travels in one
+ * round trip with the store's BEGIN and its claim of the key.
  * @param out  on success the result; caller PQclear()s it. Untouched on failure.
  * @return 0, IDEM_EDB (err has the SQLSTATE; the transaction is now aborted: return the
- *         code from the effect), IDEM_EUNAVAIL (connection lost), IDEM_EINVAL.
+ *         code from the effect), IDEM_EUNAVAIL (connection lost), IDEM_EBUSY (another call
+ *         recorded the key first: this attempt is void and the store answers from that
+ *         record), IDEM_EINVAL (bad arguments, or the statement ended the transaction: the
+ *         call then ends effect_failed and nothing is stored).
  */
 IDEM_API int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
                           const char *const *values, idem_error *err);
@@ -128,16 +133,19 @@ enum idem_effect_result {
 
 /**
  * A write tool's effect. It runs inside the store's transaction and touches only the
- * database, through @p tx, so that it is safe to run again after a rollback.
+ * database, through @p tx, so that it is safe to run again after a rollback. It is never
+ * called for a key that already has a record (a replay or a conflict).
  *
  * @param response   set to a new reference (the store steals it) when returning
  *                   IDEM_EFFECT_OK or IDEM_EFFECT_FINAL_FAILURE.
  * @param arguments  the parsed arguments, borrowed.
  * @param err        where to explain a negative return.
  * @return IDEM_EFFECT_OK, IDEM_EFFECT_FINAL_FAILURE, or a negative IDEM_E* code: the
- *         transaction is rolled back and nothing is stored; if it failed on a
- *         serialization failure or deadlock the store runs it again, otherwise the call
- *         ends with effect_failed.
+ *         transaction is rolled back and nothing is stored. After a serialization failure
+ *         or deadlock the store runs the effect again; after a lost connection, or when
+ *         the store's own BEGIN or claim failed, the call ends unavailable; otherwise it
+ *         ends effect_failed. A statement of the effect's that failed in one of these
+ *         ways decides, whatever the effect returns.
  */
 typedef int (*idem_effect_fn)(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
                               idem_error *err);
@@ -166,10 +174,10 @@ IDEM_API void idem_outcome_clear(idem_outcome *outcome);
  *
  * @param out  always filled: out->status is the outcome; out->receipt is set for created
  *             and replayed. Clear it with idem_outcome_clear() (also before reuse).
- * @return 0 for created and replayed; otherwise the code of the status
+ * @return 0 for created and replayed (err is then empty); otherwise the code of the status
  *         (idem_status_from_error()): IDEM_ECONFLICT, IDEM_EINVAL (err->field names the
- *         field), IDEM_EBUSY, IDEM_EUNAVAIL, IDEM_EEXPIRED, IDEM_EEFFECT (err has the
- *         effect's message), with detail in @p err.
+ *         field), IDEM_EBUSY, IDEM_EEFFECT (err has the effect's message), or for
+ *         unavailable IDEM_EUNAVAIL, IDEM_EDB or IDEM_ENOMEM, with detail in @p err.
  */
 IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
                                 idem_effect_fn effect, void *ctx, idem_error *err);

@@ -471,6 +471,10 @@ Test(store, serialization_failures_are_retried_and_the_effect_commits_once)
     idem_store_stats_get(&st, store);
     cr_assert_eq(st.serialization_retries, 2);
     cr_assert_eq(tasks(), 1);
+    idem_pool_stats ps;
+    idem_pool_stats_get(&ps, pool);
+    cr_assert_eq(ps.opened, 1, "a serialization failure keeps the connection (%llu opened)",
+                 ps.opened);
     idem_outcome_clear(&out);
 }
 
@@ -799,4 +803,105 @@ Test(store, effect_statement_error_is_effect_failed_with_sqlstate_and_nothing_st
     cr_assert_eq(create_task(&out, "acme", "op-after", "{\"subject\":\"s\"}", &err), 0, "%s",
                  err.message);
     idem_outcome_clear(&out);
+}
+
+/* The effect commits the same key through another connection just before its first
+ * statement, which then fails: the claim lost, so the call answers from the record. */
+struct racer {
+    const char *args;
+    const char *statement;
+};
+
+static int racing_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                         idem_error *err)
+{
+    struct racer *r = ctx;
+    idem_fingerprint fp;
+    cr_assert_eq(idem_fingerprint_compute_text(&fp, EXAMPLE_TOOL_NAME, 1, r->args, strlen(r->args),
+                                               NULL, NULL),
+                 0);
+    const char *values[3] = {idem_tx_tenant(tx), idem_tx_operation_id(tx), (const char *)fp.bytes};
+    int lengths[3] = {0, 0, 32}, formats[3] = {0, 0, 1};
+    PGresult *res = PQexecParams(
+        check,
+        "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
+        " state, response, claim_token, completed_at, expires_at) VALUES ($1, $2,"
+        " 'create_support_task', 1, $3, 'completed', '{\"winner\":true}', gen_random_uuid(),"
+        " now(), now() + interval '1 day')",
+        3, NULL, values, lengths, formats, 0);
+    cr_assert_eq(PQresultStatus(res), PGRES_COMMAND_OK, "%s", PQresultErrorMessage(res));
+    PQclear(res);
+    res = NULL;
+    int rc = idem_tx_exec(&res, tx, r->statement, 0, NULL, err);
+    PQclear(res);
+    if (rc != 0)
+        return rc;
+    *response = json_pack("{s:b}", "winner", 0);
+    return IDEM_EFFECT_OK;
+}
+
+Test(store, claim_lost_to_a_concurrent_commit_answers_from_the_record_even_if_the_statement_failed)
+{
+    struct racer r = {"{\"subject\":\"race\"}", "SELECT 1/0"};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = task_request("acme", "op-race", r.args);
+    open_store("race", NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, store, &req, racing_effect, &r, &err), 0, "%s (%s)",
+                 err.message, idem_status_name(out.status));
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_str_eq(out.receipt, "{\"winner\":true}");
+    cr_assert_str_empty(err.message, "no stale message on success: %s", err.message);
+    idem_store_stats st;
+    idem_store_stats_get(&st, store);
+    cr_assert_eq(st.claim_races, 1);
+    cr_assert_eq(operations(), 1);
+    idem_outcome_clear(&out);
+}
+
+static int ending_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                         idem_error *err)
+{
+    PGresult *res = NULL;
+    int *codes = ctx;
+    codes[0] = idem_tx_exec(&res, tx, codes[2] ? "COMMIT" : "ROLLBACK", 0, NULL, err);
+    PQclear(res);
+    res = NULL;
+    codes[1] = idem_tx_exec(&res, tx,
+                            "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+                            " VALUES ('acme', 'after', 'x')",
+                            0, NULL, err);
+    PQclear(res);
+    *response = json_pack("{s:s}", "status", "created");
+    return IDEM_EFFECT_OK; /* ignores the errors: the store must not */
+}
+
+static void check_ending_effect(const char *tag, int commit)
+{
+    int codes[3] = {0, 0, commit};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = task_request("acme", "op-end", "{}");
+    open_store(tag, NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, store, &req, ending_effect, codes, &err), IDEM_EEFFECT,
+                 "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert(strstr(err.message, "ended the transaction") != NULL, "%s", err.message);
+    cr_assert_eq(codes[0], IDEM_EINVAL, "the ending statement is reported to the effect");
+    cr_assert_eq(codes[1], IDEM_EINVAL, "nothing runs after it");
+    cr_assert_eq(tasks(), 0);
+    cr_assert_eq(operations(), 0, "no record, pending or not, is left for the key");
+    idem_outcome_clear(&out);
+}
+
+Test(store, effect_that_rolls_back_by_itself_is_refused_and_nothing_is_stored)
+{
+    check_ending_effect("endrb", 0);
+}
+
+Test(store, effect_that_commits_by_itself_is_refused_and_its_claim_is_taken_back)
+{
+    check_ending_effect("endc", 1);
 }
