@@ -51,21 +51,30 @@ static int check_request(const char *tool, int payload_version, idem_error *err)
     return rc;
 }
 
+/* The checks both entry points make before any work. */
+static int check_call(const idem_fingerprint *out, const char *tool, int payload_version,
+                      const void *arguments, idem_error *err)
+{
+    int rc;
+
+    if (out == NULL)
+        return idem__error_set(err, IDEM_EINVAL, "fingerprint: out is NULL");
+    rc = check_request(tool, payload_version, err);
+    if (rc == 0 && arguments == NULL)
+        rc = idem__error_field(err, IDEM_EINVAL, "arguments", "is missing (NULL)");
+    return rc;
+}
+
 int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
                              const json_t *arguments, idem_error *err)
 {
     idem__buf buf = {NULL, 0, 0};
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
-    int rc;
+    int rc = check_call(out, tool, payload_version, arguments, err);
 
-    if (out == NULL)
-        return idem__error_set(err, IDEM_EINVAL, "fingerprint: out is NULL");
-    rc = check_request(tool, payload_version, err);
     if (rc != 0)
         return rc;
-    if (arguments == NULL)
-        return idem__error_field(err, IDEM_EINVAL, "arguments", "is missing (NULL)");
     rc = write_request(&buf, tool, payload_version, arguments, err);
     if (rc != 0)
         goto done;
@@ -85,15 +94,10 @@ int idem_fingerprint_compute_text(idem_fingerprint *out, const char *tool, int p
                                   const idem_json_options *opts, idem_error *err)
 {
     json_t *arguments = NULL;
-    int rc;
+    int rc = check_call(out, tool, payload_version, arguments_json, err);
 
-    if (out == NULL)
-        return idem__error_set(err, IDEM_EINVAL, "fingerprint: out is NULL");
-    rc = check_request(tool, payload_version, err);
     if (rc != 0)
         return rc;
-    if (arguments_json == NULL)
-        return idem__error_field(err, IDEM_EINVAL, "arguments", "is missing (NULL)");
     rc = blame_arguments(err, idem_json_parse(&arguments, arguments_json, len, opts, err));
     if (rc == 0)
         rc = idem_fingerprint_compute(out, tool, payload_version, arguments, err);

@@ -10,6 +10,8 @@
 
 #include "idem/idem.h"
 
+#include "cli.h"
+
 /* Exit codes (sysexits.h). */
 #define EXIT_USAGE   64
 #define EXIT_DATAERR 65
@@ -47,32 +49,7 @@ struct args {
     size_t max_bytes;
 };
 
-static int usage_error(const char *fmt, ...) IDEM_PRINTF(1, 2);
-
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "idem-fingerprint: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'idem-fingerprint --help'.\n");
-    return EXIT_USAGE;
-}
-
-/* A decimal integer in [min, max], or -1. */
-static long long parse_number(const char *text, long long min, long long max)
-{
-    char *end = NULL;
-    long long v;
-
-    errno = 0;
-    v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
-        return -1;
-    return v;
-}
+#define usage_error(...) cli_usage_error("idem-fingerprint", __VA_ARGS__)
 
 /* Returns -1 when the program should go on, else its exit status. */
 static int parse_args(struct args *a, int argc, char **argv)
@@ -95,13 +72,13 @@ static int parse_args(struct args *a, int argc, char **argv)
             a->tool = optarg;
             break;
         case 'v':
-            if ((n = parse_number(optarg, 1, INT_MAX)) < 0)
+            if (cli_parse_number(&n, optarg, 1, INT_MAX) != 0)
                 return usage_error("--version: '%s' is not an integer >= 1", optarg);
             a->version = (int)n;
             a->have_version = 1;
             break;
         case 'm':
-            if ((n = parse_number(optarg, 1, LLONG_MAX)) < 0 || (unsigned long long)n > SIZE_MAX)
+            if (cli_parse_number(&n, optarg, 1, LLONG_MAX) != 0 || (unsigned long long)n > SIZE_MAX)
                 return usage_error("--max-bytes: '%s' is not a positive integer", optarg);
             a->max_bytes = (size_t)n;
             break;

@@ -10,6 +10,8 @@
 
 #include "idem/idem.h"
 
+#include "cli.h"
+
 enum exit_code {
     EXIT_OK = 0,
     EXIT_INTERNAL = 1,
@@ -76,26 +78,13 @@ typedef struct cli {
     int failed_no_tx;     /* ... and it was a no-transaction file */
 } cli;
 
-static int usage_error(const char *fmt, ...) IDEM_PRINTF(1, 2);
-
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "idem-migrate: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'idem-migrate --help'.\n");
-    return EXIT_USAGE;
-}
+#define usage_error(...) cli_usage_error("idem-migrate", __VA_ARGS__)
 
 static int parse_int(int *out, const char *s, long min, long max)
 {
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
+    long long v;
 
-    if (s[0] == '\0' || *end != '\0' || v < min || v > max)
+    if (cli_parse_number(&v, s, min, max) != 0)
         return -1;
     *out = (int)v;
     return 0;

@@ -1,0 +1,16 @@
+/* What the command-line tools share: usage errors and whole-number options. */
+#ifndef IDEM_TOOLS_CLI_H
+#define IDEM_TOOLS_CLI_H
+
+#include <idem/common.h>
+
+/* The exit status of a usage error (sysexits' EX_USAGE). */
+#define CLI_EXIT_USAGE 64
+
+/* Print "PROG: <message>" and "Try 'PROG --help'." on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
+
+/* A whole decimal number in [min, max] into *out; 0, or -1 (out untouched). */
+int cli_parse_number(long long *out, const char *text, long long min, long long max);
+
+#endif
