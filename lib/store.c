@@ -725,6 +725,15 @@ static enum step resolve(call *c, idem_conn **conn, int *out_rc)
     return rc == 1 ? STEP_DONE : STEP_AGAIN;
 }
 
+/* The call has used up its attempts or its deadline. */
+static int spent(call *c)
+{
+    return idem__error_set(c->err, IDEM_EUNAVAIL,
+                           "retries spent: %u attempts within %u ms; retry later with the "
+                           "same key",
+                           c->out->attempts, c->store->opts.deadline_ms);
+}
+
 static int run(call *c)
 {
     idem_conn *conn = NULL;
@@ -746,10 +755,7 @@ static int run(call *c)
         if (c->claim[0] == '\0' && (rc = idem_uuid_v7(c->claim, c->err)) != 0)
             break;
         if (c->out->attempts >= c->store->opts.max_attempts || idem__now_ms() >= c->deadline_ms) {
-            rc = idem__error_set(c->err, IDEM_EUNAVAIL,
-                                 "attempts spent: %u attempts within %u ms; retry later with "
-                                 "the same key",
-                                 c->out->attempts, c->store->opts.deadline_ms);
+            rc = spent(c);
             break;
         }
         c->out->attempts++;
@@ -757,9 +763,7 @@ static int run(call *c)
         if (step == STEP_RESOLVE)
             step = resolve(c, &conn, &rc);
         if (step == STEP_BACKOFF && !backoff(c))
-            rc = idem__error_set(c->err, IDEM_EUNAVAIL,
-                                 "serialization retries spent: %u attempts within %u ms",
-                                 c->out->attempts, c->store->opts.deadline_ms);
+            rc = spent(c);
     }
     idem_pool_release(conn);
     return rc;
