@@ -103,7 +103,9 @@ static int run_statement(PGconn *conn, const idem__migration_file *f, const idem
 
     if (text == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "%s: out of memory", f->name);
-    res = PQexec(conn, text);
+    /* The extended protocol runs exactly one statement: text the splitter got wrong fails
+     * loudly instead of running as several statements of which only the last is seen. */
+    res = PQexecParams(conn, text, 0, NULL, NULL, NULL, NULL, 0);
     status = PQresultStatus(res);
     if (status == PGRES_COPY_IN || status == PGRES_COPY_OUT) {
         abandon_copy(conn, status);

@@ -17,6 +17,7 @@ typedef struct scanner {
     char heads[4];       /* first letters of the statement's leading keywords, for CREATE
                             [OR REPLACE] FUNCTION|PROCEDURE */
     unsigned word_count; /* identifiers seen in this statement */
+    int after_begin;     /* the previous word was BEGIN (a block opens only at BEGIN ATOMIC) */
 } scanner;
 
 static int is_word_start(unsigned char c)
@@ -106,7 +107,7 @@ static int word_is(const char *w, size_t n, const char *keyword)
     return strlen(keyword) == n && strncasecmp(w, keyword, n) == 0;
 }
 
-/* psql's heuristic: inside CREATE [OR REPLACE] FUNCTION|PROCEDURE, BEGIN (and CASE within
+/* psql's heuristic: inside CREATE [OR REPLACE] FUNCTION|PROCEDURE, BEGIN ATOMIC (and CASE within
  * it) opens a block that END closes; ';' inside that block does not end the statement. */
 static void track_word(scanner *sc, const char *w, size_t n)
 {
@@ -121,9 +122,12 @@ static void track_word(scanner *sc, const char *w, size_t n)
                           (h[1] == 'o' && h[2] == 'r' && (h[3] == 'f' || h[3] == 'p')))) ||
         sc->paren_depth != 0)
         return;
-    if (word_is(w, n, "begin"))
+    if (word_is(w, n, "atomic") && sc->after_begin)
         sc->begin_depth++;
-    else if (word_is(w, n, "case") && sc->begin_depth > 0)
+    sc->after_begin = word_is(w, n, "begin");
+    if (sc->after_begin)
+        return;
+    if (word_is(w, n, "case") && sc->begin_depth > 0)
         sc->begin_depth++;
     else if (word_is(w, n, "end") && sc->begin_depth > 0)
         sc->begin_depth--;
@@ -203,7 +207,7 @@ int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, si
             if (!in_stmt) {
                 memset(&sc.heads, 0, sizeof(sc.heads));
                 sc.word_count = 0;
-                sc.paren_depth = sc.begin_depth = 0;
+                sc.paren_depth = sc.begin_depth = sc.after_begin = 0;
                 start = i;
                 in_stmt = 1;
             }

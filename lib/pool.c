@@ -388,7 +388,8 @@ static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now)
 
     if (idle < 1)
         return PQstatus(conn->pg) == CONNECTION_OK;
-    return idem__conn_alive(conn, idle > (long long)pool->opts.health_check_idle_ms);
+    return idem__conn_alive(conn, idle > (long long)pool->opts.health_check_idle_ms,
+                            pool->opts.connect_timeout_ms);
 }
 
 /* A connection failed its checkout check: close it, keeping its slot to open another. */
@@ -438,7 +439,7 @@ void idem_pool_release(idem_conn *conn)
     if (conn == NULL || conn->pool->generation != fork_generation)
         return;
     pool = conn->pool;
-    state = idem__conn_clean(conn);
+    state = idem__conn_clean(conn, pool->opts.connect_timeout_ms);
     now = idem__monotonic_ms();
     if (state == IDEM__CONN_BROKEN)
         reason = CLOSE_BROKEN;
@@ -473,7 +474,11 @@ void idem_conn_discard(idem_conn *conn)
 
 void idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
 {
-    if (out == NULL || pool == NULL)
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof(*out));
+    /* After fork() the mutex may be held by a thread that does not exist here. */
+    if (pool == NULL || pool->generation != fork_generation)
         return;
     pthread_mutex_lock(&pool->lock);
     *out = pool->st;

@@ -71,8 +71,9 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
         else if (!wait_socket(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
                               deadline))
             rc = idem__error_set(err, IDEM_EUNAVAIL,
-                                 "cannot connect: no answer within %u ms (connect_timeout_ms)",
-                                 timeout_ms);
+                                 "cannot connect: no answer within %u ms (connect_timeout_ms)%s%s",
+                                 timeout_ms, PQerrorMessage(pg)[0] != '\0' ? "; " : "",
+                                 PQerrorMessage(pg));
         else
             st = PQconnectPoll(pg);
     }
@@ -91,28 +92,44 @@ static int input_waiting(PGconn *pg)
     return poll(&pfd, 1, 0) != 0;
 }
 
-int idem__conn_alive(idem_conn *conn, int round_trip)
+/* Run a parameterless command, waiting at most timeout_ms (0: no limit) for its answer.
+ * 1 when every result had status `expect` and the connection is idle after it; 0
+ * otherwise, the connection then possibly busy: the caller closes it. A server that stops
+ * answering without closing the socket would otherwise hold the caller for the kernel's
+ * TCP timeout. */
+static int bounded_command(PGconn *pg, const char *sql, ExecStatusType expect,
+                           unsigned int timeout_ms)
 {
+    long long deadline = timeout_ms > 0 ? idem__monotonic_ms() + timeout_ms : LLONG_MAX;
     PGresult *res;
-    int ok;
+    int ok = 1;
 
+    if (PQsendQuery(pg, sql) != 1)
+        return 0;
+    while (PQisBusy(pg)) {
+        if (!wait_socket(PQsocket(pg), POLLIN, deadline) || PQconsumeInput(pg) != 1)
+            return 0;
+    }
+    while ((res = PQgetResult(pg)) != NULL) {
+        ok = ok && PQresultStatus(res) == expect;
+        PQclear(res);
+    }
+    return ok && PQtransactionStatus(pg) == PQTRANS_IDLE;
+}
+
+int idem__conn_alive(idem_conn *conn, int round_trip, unsigned int timeout_ms)
+{
     if (PQstatus(conn->pg) != CONNECTION_OK)
         return 0;
     /* An idle connection has nothing to read. Input means a notification, or more likely
      * the server saying goodbye (a terminated backend, a shutdown): ask to be sure. */
     if (!round_trip && !input_waiting(conn->pg))
         return 1;
-    res = PQexec(conn->pg, "");
-    ok = PQresultStatus(res) == PGRES_EMPTY_QUERY && PQtransactionStatus(conn->pg) == PQTRANS_IDLE;
-    PQclear(res);
-    return ok;
+    return bounded_command(conn->pg, "", PGRES_EMPTY_QUERY, timeout_ms);
 }
 
-enum idem__conn_state idem__conn_clean(idem_conn *conn)
+enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms)
 {
-    PGresult *res;
-    int ok;
-
     if (conn->discard || PQstatus(conn->pg) != CONNECTION_OK ||
         PQpipelineStatus(conn->pg) != PQ_PIPELINE_OFF)
         return IDEM__CONN_BROKEN;
@@ -125,10 +142,9 @@ enum idem__conn_state idem__conn_clean(idem_conn *conn)
     default: /* a command still running, or no idea: nothing safe to do but close */
         return IDEM__CONN_BROKEN;
     }
-    res = PQexec(conn->pg, "ROLLBACK");
-    ok = PQresultStatus(res) == PGRES_COMMAND_OK && PQtransactionStatus(conn->pg) == PQTRANS_IDLE;
-    PQclear(res);
-    return ok ? IDEM__CONN_ROLLED_BACK : IDEM__CONN_BROKEN;
+    return bounded_command(conn->pg, "ROLLBACK", PGRES_COMMAND_OK, timeout_ms)
+               ? IDEM__CONN_ROLLED_BACK
+               : IDEM__CONN_BROKEN;
 }
 
 void idem__conn_close(idem_conn *conn)
@@ -158,6 +174,7 @@ static int take_result_in(PGresult **out, idem_conn *conn, PGresult *res, const 
                           int in_pipeline, idem_error *err)
 {
     ExecStatusType st = PQresultStatus(res);
+    const char *state;
     int rc;
 
     if (res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)) {
@@ -167,6 +184,13 @@ static int take_result_in(PGresult **out, idem_conn *conn, PGresult *res, const 
     rc = idem__error_pg(err, conn->pg, res, "%s", what);
     if (rc == IDEM_EUNAVAIL || unusable(conn, in_pipeline))
         conn->discard = 1;
+    /* 26000: our prepared statements are gone (DEALLOCATE or DISCARD ALL by a caller);
+     * this connection no longer matches what it remembers. */
+    if (res != NULL && (state = PQresultErrorField(res, PG_DIAG_SQLSTATE)) != NULL &&
+        strcmp(state, "26000") == 0) {
+        conn->nprepared = 0;
+        conn->discard = 1;
+    }
     PQclear(res);
     return rc;
 }

@@ -39,11 +39,11 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
 
 /* Whether a connection taken from the idle list can be handed out: round_trip asks the
  * server; otherwise only a connection with unexpected input waiting is asked. */
-int idem__conn_alive(idem_conn *conn, int round_trip);
+int idem__conn_alive(idem_conn *conn, int round_trip, unsigned int timeout_ms);
 
 /* Bring a released connection back to idle (rolling back an open transaction), or say
  * that it must be closed. */
-enum idem__conn_state idem__conn_clean(idem_conn *conn);
+enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms);
 
 /* Close the libpq connection and free the structure. NULL is accepted. */
 void idem__conn_close(idem_conn *conn);

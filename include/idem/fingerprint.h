@@ -39,6 +39,8 @@ typedef struct idem_json_options {
  * valid UTF-8 with no unpaired surrogate escapes, no NaN/Infinity, size and depth within
  * limits. Every number is read as an IEEE-754 double, as RFC 8785 requires (integers
  * beyond 2^53 become the nearest double; a number out of double range is rejected).
+ * `\u0000` is accepted in string values but not in object keys (jansson keeps keys as
+ * C strings): such a key is rejected with a clear error.
  *
  * @param out   on success, a new reference; caller owns it and releases it with
  *              json_decref(). Untouched on failure.

@@ -23,7 +23,10 @@
  *
  * Functions here take the caller's libpq connection, borrowed for the call. It must be
  * idle (not inside a transaction). Session settings the functions change are restored
- * before they return.
+ * before they return; settings a migration file itself changes with a plain SET stay on
+ * the connection, so run migrations on a connection of their own (as idem-migrate does).
+ * The advisory lock is session-level: connect directly, not through a pooler in
+ * transaction mode.
  */
 #ifndef IDEM_MIGRATE_H
 #define IDEM_MIGRATE_H

@@ -36,16 +36,25 @@ typedef struct idem_pool_options {
                                             Size it near twice the database server's
                                             cores: more SERIALIZABLE transactions at once
                                             mostly wait on each other */
-    unsigned int min_idle;             /**< connections opened at creation and kept; default 0 */
+    unsigned int min_idle;             /**< connections opened at creation; idle ones
+                                            above it are closed at idle_timeout_ms. Not
+                                            refilled: lifetime and breakage still close
+                                            connections below it; default 0 */
     unsigned int acquire_timeout_ms;   /**< longest wait for a free connection; default 5000 */
-    unsigned int connect_timeout_ms;   /**< longest wait to open one; default 5000 */
+    unsigned int connect_timeout_ms;   /**< longest wait to open one, and for the
+                                            ROLLBACK of a connection released inside a
+                                            transaction; 0 = no limit; default 5000 */
     unsigned int max_lifetime_ms;      /**< close a connection this old when released (minus
                                             up to 10 % random jitter); 0 = never; default
                                             1800000 (30 min) */
     unsigned int idle_timeout_ms;      /**< close an idle connection above min_idle after
-                                            this long; 0 = never; default 600000 (10 min) */
+                                            this long; 0 = never; default 600000 (10 min).
+                                            Idle and expired connections are pruned when
+                                            connections are acquired or released (there is
+                                            no background thread) */
     unsigned int health_check_idle_ms; /**< a connection idle longer than this is checked
-                                            with a round trip before it is handed out;
+                                            with a round trip (bounded by
+                                            connect_timeout_ms) before it is handed out;
                                             default 5000 */
     unsigned int statement_timeout_ms; /**< SET statement_timeout on each connection;
                                             0 = the server's setting; default 0 */
@@ -101,7 +110,10 @@ IDEM_API void idem_pool_free(idem_pool *pool);
  * @param out  on success, a connection for this thread's use; give it back with
  *             idem_pool_release(). Untouched on failure.
  * @return 0, IDEM_EUNAVAIL (pool exhausted: the message shows the pool's counters; or the
- *         server cannot be reached), IDEM_EINVAL (pool used after fork()).
+ *         server cannot be reached), IDEM_EINVAL (pool used after fork()), IDEM_ENOMEM.
+ *         A caller handed a free slot then opens a connection, so the longest wait is
+ *         acquire_timeout_ms + connect_timeout_ms (+ connect_timeout_ms for the health
+ *         round trip of a long-idle connection).
  */
 IDEM_API int idem_pool_acquire(idem_conn **out, idem_pool *pool, idem_error *err);
 
@@ -109,7 +121,9 @@ IDEM_API int idem_pool_acquire(idem_conn **out, idem_pool *pool, idem_error *err
 IDEM_API void idem_pool_release(idem_conn *conn);
 
 /** The libpq connection. Borrowed: valid until idem_pool_release(). Do not PQfinish()
- *  it; leave it idle (no open transaction) or call idem_conn_discard(). */
+ *  it; leave it idle (no open transaction) or call idem_conn_discard(). Do not DEALLOCATE
+ *  or DISCARD on it: the pool remembers which statements it prepared there (a
+ *  connection found without them is closed on release). */
 IDEM_API PGconn *idem_conn_pg(idem_conn *conn);
 
 /** Close this connection when it is released instead of reusing it. */

@@ -1,5 +1,7 @@
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1055,6 +1057,122 @@ Test(pool, prepare_error_reports_the_statement_and_sqlstate)
     cr_assert(strstr(err.message, "idem_pooltest_bad") != NULL, "%s", err.message);
     idem_pool_release(conn);
     cr_assert_eq(stats(pool).closed_broken, 0);
+    idem_pool_free(pool);
+    free(ci);
+}
+
+/* ---- a server that stops answering ---- */
+
+/* Freeze a backend (as if the network dropped its packets, the socket staying open). */
+static void freeze_backend(long pid, int frozen)
+{
+    cr_assert_eq(kill((pid_t)pid, frozen ? SIGSTOP : SIGCONT), 0, "kill(%ld): %s", pid,
+                 strerror(errno));
+}
+
+/* The pool closed its side: thawed, the backend sees that and exits by itself. */
+static void end_frozen_backend(long pid)
+{
+    freeze_backend(pid, 0);
+}
+
+Test(pool, health_round_trip_to_a_silent_server_gives_up_at_connect_timeout, .timeout = 60)
+{
+    char app[96];
+    char *ci = setup("silenthealth", app, sizeof(app));
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+
+    o.max_size = 1;
+    o.health_check_idle_ms = 0;
+    o.connect_timeout_ms = 300;
+    idem_pool *pool = new_pool(ci, &o);
+    idem_conn *conn = acquire(pool);
+    long pid = backend_pid(conn);
+
+    idem_pool_release(conn);
+    freeze_backend(pid, 1);
+    sleep_ms(20);
+    /* Without a bound this acquire would wait for the kernel's TCP timeout. */
+    conn = acquire(pool);
+    cr_assert_neq(backend_pid(conn), pid);
+    idem_pool_release(conn);
+    end_frozen_backend(pid);
+    cr_assert_eq(stats(pool).closed_health, 1);
+    idem_pool_free(pool);
+    free(ci);
+}
+
+Test(pool, rollback_on_release_to_a_silent_server_gives_up_and_closes, .timeout = 60)
+{
+    char app[96];
+    char *ci = setup("silentrelease", app, sizeof(app));
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+
+    o.max_size = 1;
+    o.connect_timeout_ms = 300;
+    idem_pool *pool = new_pool(ci, &o);
+    idem_conn *conn = acquire(pool);
+    long pid = backend_pid(conn);
+
+    free(query(conn, "BEGIN"));
+    freeze_backend(pid, 1);
+    idem_pool_release(conn); /* must return: the ROLLBACK is bounded */
+    end_frozen_backend(pid);
+    idem_pool_stats st = stats(pool);
+    cr_assert_eq(st.closed_broken, 1);
+    cr_assert_eq(st.size, 0);
+    conn = acquire(pool);
+    cr_assert_neq(backend_pid(conn), pid);
+    idem_pool_release(conn);
+    idem_pool_free(pool);
+    free(ci);
+}
+
+Test(pool, stats_in_a_forked_child_are_zero_and_never_block)
+{
+    char app[96];
+    char *ci = setup("forkstats", app, sizeof(app));
+    idem_pool *pool = new_pool(ci, NULL);
+    pid_t child = fork();
+
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        idem_pool_stats st;
+        memset(&st, 0xff, sizeof(st));
+        idem_pool_stats_get(&st, pool);
+        _exit(st.size == 0 && st.opened == 0 && st.acquires == 0 ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child saw the parent's counters");
+    cr_assert_eq(stats(pool).opened, 1, "the parent's counters are intact");
+    idem_pool_free(pool);
+    free(ci);
+}
+
+Test(pool, connection_whose_statements_were_deallocated_is_replaced)
+{
+    char app[96];
+    char *ci = setup("dealloc", app, sizeof(app));
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    long sum = 0;
+
+    o.max_size = 1;
+    idem_pool *pool = new_pool(ci, &o);
+    idem_conn *conn = acquire(pool);
+    long pid = backend_pid(conn);
+
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    free(query(conn, "DEALLOCATE ALL"));
+    cr_assert_eq(exec_add(conn, &sum, &err), IDEM_EDB);
+    cr_assert_str_eq(err.sqlstate, "26000");
+    idem_pool_release(conn);
+    conn = acquire(pool);
+    cr_assert_neq(backend_pid(conn), pid, "the connection that lost its statements is gone");
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    cr_assert_eq(sum, 42);
+    idem_pool_release(conn);
     idem_pool_free(pool);
     free(ci);
 }

@@ -103,6 +103,18 @@ Test(migrate_split, begin_atomic_function_body_is_one_statement)
     free_texts(t, n);
 }
 
+Test(migrate_split, function_named_begin_does_not_open_a_block)
+{
+    char *t[3];
+    size_t n = split("CREATE FUNCTION begin() RETURNS int LANGUAGE sql AS $$select 1$$;\n"
+                     "COMMIT;\nSELECT 1/0;",
+                     t, 3);
+
+    cr_assert_eq(n, 3, "three statements, got %zu", n);
+    cr_assert_str_eq(t[1], "COMMIT;");
+    free_texts(t, n);
+}
+
 Test(migrate_split, begin_outside_a_function_is_a_statement_of_its_own)
 {
     char *t[3];
