@@ -750,10 +750,13 @@ static int run(call *c)
         }
         if (found == 1)
             break;
-        /* The claim token is made only when a write is about to happen: replays never
-         * need one. */
-        if (c->claim[0] == '\0' && (rc = idem_uuid_v7(c->claim, c->err)) != 0)
-            break;
+        /* The claim and its token are made only when a write is about to happen: replays
+         * never need them. */
+        if (c->claim[0] == '\0') {
+            if ((rc = idem_uuid_v7(c->claim, c->err)) != 0)
+                break;
+            claim_params_init(c);
+        }
         if (c->out->attempts >= c->store->opts.max_attempts || idem__now_ms() >= c->deadline_ms) {
             rc = spent(c);
             break;
@@ -796,7 +799,6 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
         return rc;
     }
     c.deadline_ms = idem__now_ms() + store->opts.deadline_ms;
-    claim_params_init(&c);
     rc = run(&c);
     json_decref(c.arguments);
     if (rc == 0)
