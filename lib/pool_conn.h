@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "pool_internal.h"
+#include "exec.h"
 
 struct idem_conn {
     idem_pool *pool;

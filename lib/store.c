@@ -11,7 +11,7 @@
 #include "idem/store.h"
 #include "idem/uuid.h"
 #include "idem/validate.h"
-#include "pool_internal.h"
+#include "exec.h"
 #include "store_internal.h"
 
 /* The store's SQL, in one place. Binary parameters carry the fingerprint and the receipt

@@ -11,7 +11,7 @@
 
 #include "idem/pool.h"
 #include "pgtest.h"
-#include "pool_internal.h"
+#include "exec.h"
 
 static const idem__stmt stmt_add = {"idem_pooltest_add", "SELECT $1::int + 1", 1};
 

@@ -10,7 +10,7 @@
 
 #include "idem/pool.h"
 #include "pgtest.h"
-#include "pool_internal.h"
+#include "exec.h"
 
 static void sleep_ms(long ms)
 {

@@ -1,6 +1,7 @@
-/* Internal interface of the pool: named statements prepared once per connection. */
-#ifndef IDEM_LIB_POOL_INTERNAL_H
-#define IDEM_LIB_POOL_INTERNAL_H
+/* The execution layer (exec.c): named statements prepared once per connection, single
+ * commands and pipelines, on a connection checked out of the pool. */
+#ifndef IDEM_LIB_EXEC_H
+#define IDEM_LIB_EXEC_H
 
 #include <libpq-fe.h>
 
