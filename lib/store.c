@@ -87,20 +87,29 @@ void idem_store_stats_get(idem_store_stats *out, idem_store *store)
 }
 
 #ifdef IDEM_TESTING
+/* The store's faults at the COMMIT boundary, as fault points of the execution layer: the
+ * production path meets them. */
 void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigned int count)
 {
-    atomic_store(&store->fault_count, count);
-    atomic_store(&store->fault, (int)fault);
-}
-
-enum idem__fault idem__store_take_fault(idem_store *store)
-{
-    unsigned int left = atomic_load(&store->fault_count);
-
-    while (left > 0) {
-        if (atomic_compare_exchange_weak(&store->fault_count, &left, left - 1))
-            return (enum idem__fault)atomic_load(&store->fault);
+    (void)store;
+    switch (fault) {
+    case IDEM__FAULT_REPLY_LOST_AFTER_COMMIT: /* and the lookup that would resolve it fails */
+        idem__fault_inject("COMMIT", IDEM__FAULT_LOSE_REPLY, count);
+        idem__fault_inject("idem_store_resolve", IDEM__FAULT_DROP_BEFORE_SEND, count);
+        break;
+    case IDEM__FAULT_FAIL_BEFORE_COMMIT: /* nothing committed, and nothing can be looked up */
+        idem__fault_inject("COMMIT", IDEM__FAULT_DROP_BEFORE_SEND, count);
+        idem__fault_inject("idem_store_resolve", IDEM__FAULT_DROP_BEFORE_SEND, count);
+        break;
+    case IDEM__FAULT_DROP_BEFORE_COMMIT:
+        idem__fault_inject("COMMIT", IDEM__FAULT_DROP_BEFORE_SEND, count);
+        break;
+    case IDEM__FAULT_DROP_DURING_COMMIT:
+        idem__fault_inject("COMMIT", IDEM__FAULT_DROP_AFTER_SEND, count);
+        break;
+    case IDEM__FAULT_NONE:
+        idem__fault_reset();
+        break;
     }
-    return IDEM__FAULT_NONE;
 }
 #endif

@@ -12,16 +12,18 @@
 
 #ifdef IDEM_TESTING
 /* Failures the test suite injects at the COMMIT boundary (test builds only: the
- * installed library has none of this). Each applies to the next `count` commits. */
+ * installed library has none of this), as fault points of the execution layer (exec.h).
+ * Each applies to the next `count` commits. */
 enum idem__fault {
     IDEM__FAULT_NONE = 0,
-    IDEM__FAULT_REPLY_LOST_AFTER_COMMIT, /* COMMIT succeeds; the call reports unavailable */
-    IDEM__FAULT_FAIL_BEFORE_COMMIT,      /* ROLLBACK instead of COMMIT; reports unavailable */
+    IDEM__FAULT_REPLY_LOST_AFTER_COMMIT, /* COMMIT succeeds, its reply and the lookup that
+                                            would resolve it are lost: unavailable */
+    IDEM__FAULT_FAIL_BEFORE_COMMIT,      /* the connection dies before COMMIT and the lookup
+                                            fails too: nothing committed, unavailable */
     IDEM__FAULT_DROP_BEFORE_COMMIT,      /* the socket dies before COMMIT is sent */
     IDEM__FAULT_DROP_DURING_COMMIT,      /* COMMIT is sent, the socket dies before its reply */
 };
 void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigned int count);
-enum idem__fault idem__store_take_fault(idem_store *store);
 #endif
 
 /* The store's statements (store_sql.c). */
@@ -37,10 +39,6 @@ struct idem_store {
         atomic_ullong executes, created, replayed, conflicts, invalid, effect_failures;
         atomic_ullong serialization_retries, claim_races, ambiguous_commits, unavailable;
     } stats;
-#ifdef IDEM_TESTING
-    atomic_int fault;
-    atomic_uint fault_count;
-#endif
 };
 
 struct idem_operation {

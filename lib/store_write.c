@@ -1,5 +1,3 @@
-#include <sys/socket.h>
-
 #include "clock.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,87 +191,6 @@ static enum step after_commit(call *c, idem_conn *conn, const idem__pipe_cmd *fi
     return tx_failure(c, conn, rc, out_rc);
 }
 
-#ifdef IDEM_TESTING
-/* The connection dies under COMMIT (test builds): before it is sent, or after. */
-static void drop_connection(idem_conn *conn, int send_commit_first)
-{
-    PGconn *pg = idem_conn_pg(conn);
-
-    if (send_commit_first) {
-        PQsendQuery(pg, "COMMIT");
-        PQflush(pg);
-    }
-    shutdown(PQsocket(pg), SHUT_RDWR);
-}
-
-/* COMMIT alone, with the injected failure at its boundary. */
-static enum step commit_with_fault(call *c, idem_conn *conn, enum idem__fault fault, int *out_rc)
-{
-    PGresult *res = NULL;
-    int rc;
-
-    switch (fault) {
-    case IDEM__FAULT_FAIL_BEFORE_COMMIT:
-        rollback(conn);
-        *out_rc = idem__error_set(c->err, IDEM_EUNAVAIL, "injected: failure before COMMIT");
-        return STEP_DONE;
-    case IDEM__FAULT_DROP_DURING_COMMIT:
-        drop_connection(conn, 1);
-        idem_conn_discard(conn);
-        return STEP_RESOLVE;
-    case IDEM__FAULT_DROP_BEFORE_COMMIT:
-        drop_connection(conn, 0);
-        break;
-    default:
-        break;
-    }
-    rc = idem__conn_exec(&res, conn, "COMMIT", c->err);
-    PQclear(res);
-    if (rc != 0 && (rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK)) {
-        idem_conn_discard(conn);
-        return STEP_RESOLVE;
-    }
-    if (rc != 0)
-        return tx_failure(c, conn, rc, out_rc);
-    if (fault == IDEM__FAULT_REPLY_LOST_AFTER_COMMIT) {
-        *out_rc = idem__error_set(c->err, IDEM_EUNAVAIL, "injected: reply lost after COMMIT");
-        return STEP_DONE;
-    }
-    *out_rc = 0;
-    return STEP_DONE;
-}
-
-/* The closing steps one round trip at a time, so that a failure can be put between them. */
-static enum step finish_with_fault(call *c, idem_conn *conn, idem_tx *tx, const char *receipt,
-                                   size_t len, int failed, enum idem__fault fault, int *out_rc)
-{
-    idem__pipe_cmd cmds[BEGIN_CMDS];
-    finish_params fp;
-    size_t failed_at;
-    int rc = 0;
-
-    if (!tx->begun) {
-        idem__store_begin_cmds(c, cmds);
-        rc = idem__conn_pipeline(conn, cmds, BEGIN_CMDS, &failed_at, c->err);
-        if (rc == 0 && PQntuples(cmds[BEGIN_CLAIM].result) == 0)
-            rc = 1;
-        idem__store_pipe_clear(cmds, BEGIN_CMDS);
-        if (rc == 1) {
-            rollback(conn);
-            return STEP_AGAIN;
-        }
-        if (rc != 0)
-            return tx_failure(c, conn, rc, out_rc);
-    }
-    cmds[0] = cmd_finish(&fp, c, receipt, len, failed);
-    rc = idem__conn_pipeline(conn, cmds, 1, &failed_at, c->err);
-    idem__store_pipe_clear(cmds, 1);
-    if (rc != 0)
-        return tx_failure(c, conn, rc, out_rc);
-    return commit_with_fault(c, conn, fault, out_rc);
-}
-#endif
-
 /* Store the receipt and COMMIT, in one round trip (with BEGIN and the claim in front when
  * the effect ran no statement). */
 static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const char *receipt,
@@ -285,11 +202,6 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     enum step step;
     int rc;
 
-#ifdef IDEM_TESTING
-    enum idem__fault fault = idem__store_take_fault(c->store);
-    if (fault != IDEM__FAULT_NONE)
-        return finish_with_fault(c, conn, tx, receipt, len, failed, fault, out_rc);
-#endif
     if (!tx->begun)
         n = idem__store_begin_cmds(c, cmds);
     finish_at = n;
