@@ -8,21 +8,6 @@
 #include "exec.h"
 #include "store_internal.h"
 
-void idem__store_log(const idem_store *store, int level, const char *fmt, ...) IDEM_PRINTF(3, 4);
-
-void idem__store_log(const idem_store *store, int level, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    if (store->opts.log == NULL)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    store->opts.log(store->opts.log_ctx, level, msg);
-}
-
 int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,
                    idem_error *err)
 {

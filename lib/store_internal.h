@@ -97,8 +97,6 @@ enum step {
 
 #define COUNT(store, name) atomic_fetch_add_explicit(&(store)->stats.name, 1, memory_order_relaxed)
 
-void idem__store_log(const idem_store *store, int level, const char *fmt, ...) IDEM_PRINTF(3, 4);
-
 /* Validate c->req, parse its arguments into c->arguments and fingerprint them into c->fp
  * (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
 int idem__store_validate(call *c);

@@ -1,4 +1,5 @@
 #include "clock.h"
+#include "log.h"
 #include "idem/uuid.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,9 @@ static int backoff(call *c)
     if (c->out->attempts >= c->store->opts.max_attempts || idem__now_ms() + delay > c->deadline_ms)
         return 0;
     COUNT(c->store, serialization_retries);
-    idem__store_log(c->store, IDEM_LOG_DEBUG, "serialization failure on %s/%s; retry in %u ms",
-                    c->req->tenant, c->req->operation_id, delay);
+    idem__log(c->store->opts.log, c->store->opts.log_ctx, IDEM_LOG_DEBUG,
+              "serialization failure on %s/%s; retry in %u ms", c->req->tenant,
+              c->req->operation_id, delay);
     idem__sleep_ms(delay);
     return 1;
 }
@@ -28,8 +30,9 @@ static enum step resolve(call *c, idem_conn **conn, int *out_rc)
     int rc;
 
     COUNT(c->store, ambiguous_commits);
-    idem__store_log(c->store, IDEM_LOG_WARNING, "COMMIT reply lost for %s/%s; looking the key up",
-                    c->req->tenant, c->req->operation_id);
+    idem__log(c->store->opts.log, c->store->opts.log_ctx, IDEM_LOG_WARNING,
+              "COMMIT reply lost for %s/%s; looking the key up", c->req->tenant,
+              c->req->operation_id);
     idem_pool_release(*conn);
     *conn = NULL;
     rc = idem_pool_acquire(conn, c->store->pool, c->err);
