@@ -20,14 +20,23 @@ static int options_get(idem_migrate_options *out, const idem_migrate_options *op
 {
     idem_migrate_options defaults = IDEM_MIGRATE_OPTIONS_INIT;
 
+    int rc;
+
     *out = defaults;
-    if (opts != NULL && opts->version != IDEM_MIGRATE_OPTIONS_VERSION)
-        return idem__error_field(err, 0, "opts",
-                                 "version is %u, expected %d (initialize with "
-                                 "IDEM_MIGRATE_OPTIONS_INIT)",
-                                 opts->version, IDEM_MIGRATE_OPTIONS_VERSION);
-    *out = opts != NULL ? *opts : defaults;
+    if (opts == NULL)
+        return 0;
+    if ((rc = idem__check_version(err, opts->version, IDEM_MIGRATE_OPTIONS_VERSION, "opts")) != 0)
+        return rc;
+    *out = *opts;
     return 0;
+}
+
+int idem_migrate_options_init(idem_migrate_options *opts, unsigned int version)
+{
+    static const idem_migrate_options defaults = IDEM_MIGRATE_OPTIONS_INIT;
+
+    return idem__struct_init(opts, &defaults, sizeof(defaults), version,
+                             IDEM_MIGRATE_OPTIONS_VERSION);
 }
 
 static int conn_check(PGconn *conn, idem_error *err)

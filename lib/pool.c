@@ -448,29 +448,40 @@ void idem_conn_discard(idem_conn *conn)
         conn->discard = 1;
 }
 
-void idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
+int idem_pool_options_init(idem_pool_options *opts, unsigned int version)
 {
-    if (out == NULL)
-        return;
-    memset(out, 0, sizeof(*out));
+    static const idem_pool_options defaults = IDEM_POOL_OPTIONS_INIT;
+
+    return idem__struct_init(opts, &defaults, sizeof(defaults), version, IDEM_POOL_OPTIONS_VERSION);
+}
+
+int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
+{
+    static const idem_pool_stats zero = IDEM_POOL_STATS_INIT;
+
+    if (out == NULL || idem__check_version(NULL, out->version, IDEM_POOL_STATS_VERSION, "") != 0)
+        return IDEM_EINVAL;
+    *out = zero;
     /* After fork() the mutex may be held by a thread that does not exist here. */
     if (pool == NULL || pool->generation != fork_generation)
-        return;
+        return 0;
     pthread_mutex_lock(&pool->lock);
     *out = pool->st;
+    out->version = IDEM_POOL_STATS_VERSION;
     out->size = pool->size - pool->nopening;
     out->idle = pool->nidle;
     out->in_use = out->size - pool->nidle;
     out->waiting = pool->nwaiting;
     pthread_mutex_unlock(&pool->lock);
+    return 0;
 }
 
 static int check_options(const idem_pool_options *o, idem_error *err)
 {
-    if (o->version != IDEM_POOL_OPTIONS_VERSION)
-        return idem__error_field(err, 0, "version",
-                                 "is %u, expected %d (start from IDEM_POOL_OPTIONS_INIT)",
-                                 o->version, IDEM_POOL_OPTIONS_VERSION);
+    int rc = idem__check_version(err, o->version, IDEM_POOL_OPTIONS_VERSION, "options");
+
+    if (rc != 0)
+        return rc;
     if (o->max_size == 0)
         return idem__error_field(err, 0, "max_size", "must be at least 1");
     if (o->min_idle > o->max_size)

@@ -7,6 +7,15 @@
 #include "exec.h"
 #include "store_internal.h"
 
+struct idem_operation {
+    char *tenant, *operation_id, *tool, *trace_id, *receipt;
+    idem_state state;
+    size_t receipt_len;
+    int payload_version;
+    idem_fingerprint fingerprint;
+    int64_t created_at, completed_at, expires_at;
+};
+
 static int64_t read_int8(const PGresult *res, int col)
 {
     const unsigned char *p = (const unsigned char *)PQgetvalue(res, 0, col);
@@ -34,6 +43,24 @@ static char *dup_value(const PGresult *res, int col, size_t *len)
     return s;
 }
 
+static const char *const state_names[] = {"pending", "completed", "failed", "expired"};
+
+const char *idem_state_name(idem_state state)
+{
+    if ((unsigned)state >= sizeof(state_names) / sizeof(state_names[0]))
+        return "unknown";
+    return state_names[state];
+}
+
+static idem_state state_from_text(const char *text)
+{
+    for (size_t i = 0; i < sizeof(state_names) / sizeof(state_names[0]); i++) {
+        if (strcmp(text, state_names[i]) == 0)
+            return (idem_state)i;
+    }
+    return IDEM_STATE_PENDING;
+}
+
 static idem_operation *operation_from_row(const PGresult *res, const char *tenant,
                                           const char *operation_id)
 {
@@ -49,13 +76,13 @@ static idem_operation *operation_from_row(const PGresult *res, const char *tenan
     op->payload_version =
         (int)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 | (uint32_t)v[2] << 8 | v[3]);
     memcpy(op->fingerprint.bytes, PQgetvalue(res, 0, 2), IDEM_FINGERPRINT_SIZE);
-    op->state = dup_value(res, 0 + 3, NULL);
+    op->state = state_from_text(PQgetvalue(res, 0, 3));
     op->receipt = dup_value(res, 4, &op->receipt_len);
     op->trace_id = dup_value(res, 5, NULL);
     op->created_at = read_int8(res, 6);
     op->completed_at = read_int8(res, 7);
     op->expires_at = read_int8(res, 8);
-    if (op->tenant == NULL || op->operation_id == NULL || op->tool == NULL || op->state == NULL ||
+    if (op->tenant == NULL || op->operation_id == NULL || op->tool == NULL ||
         (op->receipt == NULL && !PQgetisnull(res, 0, 4)) ||
         (op->trace_id == NULL && !PQgetisnull(res, 0, 5))) {
         idem_operation_free(op);
@@ -106,7 +133,6 @@ void idem_operation_free(idem_operation *op)
     free(op->tenant);
     free(op->operation_id);
     free(op->tool);
-    free(op->state);
     free(op->trace_id);
     free(op->receipt);
     free(op);
@@ -114,57 +140,77 @@ void idem_operation_free(idem_operation *op)
 
 const char *idem_operation_tenant(const idem_operation *op)
 {
+    if (op == NULL)
+        return NULL;
     return op->tenant;
 }
 
 const char *idem_operation_id(const idem_operation *op)
 {
+    if (op == NULL)
+        return NULL;
     return op->operation_id;
 }
 
 const char *idem_operation_tool(const idem_operation *op)
 {
+    if (op == NULL)
+        return NULL;
     return op->tool;
 }
 
 int idem_operation_payload_version(const idem_operation *op)
 {
+    if (op == NULL)
+        return 0;
     return op->payload_version;
 }
 
-const char *idem_operation_state(const idem_operation *op)
+idem_state idem_operation_state(const idem_operation *op)
 {
+    if (op == NULL)
+        return IDEM_STATE_PENDING;
     return op->state;
 }
 
 const idem_fingerprint *idem_operation_fingerprint(const idem_operation *op)
 {
+    if (op == NULL)
+        return NULL;
     return &op->fingerprint;
 }
 
 const char *idem_operation_receipt(const idem_operation *op, size_t *len)
 {
     if (len != NULL)
-        *len = op->receipt_len;
-    return op->receipt;
+        *len = op != NULL ? op->receipt_len : 0;
+    return op != NULL ? op->receipt : NULL;
 }
 
 const char *idem_operation_trace_id(const idem_operation *op)
 {
+    if (op == NULL)
+        return NULL;
     return op->trace_id;
 }
 
 int64_t idem_operation_created_at(const idem_operation *op)
 {
+    if (op == NULL)
+        return 0;
     return op->created_at;
 }
 
 int64_t idem_operation_completed_at(const idem_operation *op)
 {
+    if (op == NULL)
+        return 0;
     return op->completed_at;
 }
 
 int64_t idem_operation_expires_at(const idem_operation *op)
 {
+    if (op == NULL)
+        return 0;
     return op->expires_at;
 }

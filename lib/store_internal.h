@@ -38,15 +38,8 @@ struct idem_store {
     struct {
         atomic_ullong executes, created, replayed, conflicts, invalid, effect_failures;
         atomic_ullong serialization_retries, claim_races, ambiguous_commits, unavailable;
+        atomic_ullong rejected, misconfigured;
     } stats;
-};
-
-struct idem_operation {
-    char *tenant, *operation_id, *tool, *state, *trace_id, *receipt;
-    size_t receipt_len;
-    int payload_version;
-    idem_fingerprint fingerprint;
-    int64_t created_at, completed_at, expires_at;
 };
 
 /* The claim's parameters, kept for the call (they go out inside pipelines). */
@@ -105,6 +98,10 @@ int idem__store_validate(call *c);
  * (c->out set, *rc its code), 0 when the key is free, or a negative code on a database
  * failure (store_record.c). */
 int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc);
+
+/* The call's receipt (already in c->out) is a stored final refusal: status rejected.
+ * Returns IDEM_EREJECTED. */
+int idem__store_rejected(call *c);
 
 /* One write attempt: BEGIN, claim, effect, record, COMMIT (store_write.c). */
 enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);

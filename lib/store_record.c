@@ -46,13 +46,24 @@ static int answer_from_row(call *c, const PGresult *res, int *mine)
         c->out->status = IDEM_STATUS_UNAVAILABLE;
         return IDEM_ENOMEM;
     }
-    c->out->failed = strcmp(state, "failed") == 0;
+    if (strcmp(state, "failed") == 0)
+        return idem__store_rejected(c);
     c->out->status = *mine ? IDEM_STATUS_CREATED : IDEM_STATUS_REPLAYED;
     if (*mine)
         COUNT(c->store, created);
     else
         COUNT(c->store, replayed);
     return 0;
+}
+
+int idem__store_rejected(call *c)
+{
+    c->out->status = IDEM_STATUS_REJECTED;
+    COUNT(c->store, rejected);
+    return idem__error_set(c->err, IDEM_EREJECTED,
+                           "operation %s was refused by the effect; the receipt says why, and "
+                           "every retry of this key gets the same refusal",
+                           c->req->operation_id);
 }
 
 /* Look the key up with @stmt (stmt_lookup or stmt_resolve). Returns 1 when a row decided

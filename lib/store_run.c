@@ -108,10 +108,15 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
               .err = err != NULL ? err : &local};
     int rc;
 
-    if (out == NULL || store == NULL)
-        return idem__error_field(err, IDEM_EINVAL, out == NULL ? "out" : "store",
-                                 "must not be NULL");
+    if (out == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
+    if ((rc = idem__check_version(err, out->version, IDEM_OUTCOME_VERSION, "out")) != 0)
+        return rc;
     *out = (idem_outcome)IDEM_OUTCOME_INIT;
+    if (store == NULL) {
+        out->status = IDEM_STATUS_INVALID;
+        return idem__error_field(err, IDEM_EINVAL, "store", "must not be NULL");
+    }
     err = c.err; /* the retry logic reads SQLSTATEs, so detail is always recorded */
     idem_error_clear(err);
     COUNT(store, executes);
@@ -128,10 +133,14 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
     if (rc == 0)
         idem_error_clear(err);
     if (rc != 0 && out->status != IDEM_STATUS_CONFLICT &&
-        out->status != IDEM_STATUS_EFFECT_FAILED && out->status != IDEM_STATUS_IN_PROGRESS) {
+        out->status != IDEM_STATUS_EFFECT_FAILED && out->status != IDEM_STATUS_IN_PROGRESS &&
+        out->status != IDEM_STATUS_REJECTED) {
+        rc = idem__error_misconfigured(err, rc);
         out->status = idem_status_from_error(rc);
         if (out->status == IDEM_STATUS_UNAVAILABLE)
             COUNT(store, unavailable);
+        if (out->status == IDEM_STATUS_MISCONFIGURED)
+            COUNT(store, misconfigured);
     }
     return rc;
 }

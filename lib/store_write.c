@@ -242,7 +242,10 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
     if (step == STEP_DONE && *out_rc == 0) {
         c->out->receipt = receipt;
         c->out->receipt_len = len;
-        c->out->failed = failed;
+        if (failed) {
+            *out_rc = idem__store_rejected(c);
+            return STEP_DONE;
+        }
         c->out->status = IDEM_STATUS_CREATED;
         COUNT(c->store, created);
         return STEP_DONE;
