@@ -154,6 +154,8 @@ int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error
 
     assert(out != NULL && conn != NULL && sql != NULL);
     snprintf(what, sizeof(what), "%.48s", sql);
+    if (fault_take(sql) != 0)
+        drop_socket(conn);
     return take_result(out, conn, PQexec(conn->pg, sql), what, err);
 }
 
@@ -226,6 +228,11 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
     res = PQexecPrepared(conn->pg, stmt->name, stmt->nparams, values, lengths, formats,
                          result_format);
     return take_result(out, conn, res, stmt->name, err);
+}
+
+int idem__conn_failed(const idem_conn *conn)
+{
+    return conn == NULL || conn->discard || PQstatus(conn->pg) != CONNECTION_OK;
 }
 
 void idem__conn_forget_prepared(idem_conn *conn)

@@ -65,6 +65,9 @@ void idem__fault_inject(const char *match, enum idem__fault_point point, unsigne
 void idem__fault_reset(void);
 #endif
 
+/* Whether the connection failed (it is marked to be closed on release). NULL is. */
+int idem__conn_failed(const idem_conn *conn);
+
 /* Forget that statements were prepared on this connection (after DISCARD ALL, say). */
 void idem__conn_forget_prepared(idem_conn *conn);
 

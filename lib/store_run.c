@@ -64,6 +64,13 @@ static int run(call *c)
 
     rc = idem_pool_acquire(&conn, c->store->pool, c->err);
     while (rc == 0 && step != STEP_DONE) {
+        /* A connection that failed is never used again within the call. */
+        if (idem__conn_failed(conn)) {
+            idem_pool_release(conn);
+            conn = NULL;
+            if ((rc = idem_pool_acquire(&conn, c->store->pool, c->err)) != 0)
+                break;
+        }
         /* Once this call has tried to write, a row may be its own: ask whose it is. */
         found = idem__store_lookup(
             c, conn, c->claim[0] != '\0' ? &idem__store_stmt_resolve : &idem__store_stmt_lookup,
