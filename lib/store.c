@@ -119,6 +119,7 @@ int idem_store_stats_get(idem_store_stats *out, idem_store *store)
     LOAD(unavailable);
     LOAD(rejected);
     LOAD(misconfigured);
+    LOAD(in_progress);
 #undef LOAD
     return 0;
 }

@@ -38,16 +38,16 @@ struct idem_store {
     struct {
         atomic_ullong executes, created, replayed, conflicts, invalid, effect_failures;
         atomic_ullong serialization_retries, claim_races, ambiguous_commits, unavailable;
-        atomic_ullong rejected, misconfigured;
+        atomic_ullong rejected, misconfigured, in_progress;
     } stats;
 };
 
 /* The claim's parameters, kept for the call (they go out inside pipelines). */
 typedef struct claim_params {
     char version[16], retention[24];
-    const char *values[8];
-    int lengths[8];
-    int formats[8];
+    const char *values[9];
+    int lengths[9];
+    int formats[9];
 } claim_params;
 
 /* One idem_store_execute() call in progress. */
@@ -64,6 +64,7 @@ typedef struct call {
     uint64_t deadline_ms;
     claim_params cp;
     char lock_timeout[24]; /* what is left of the deadline, for SET LOCAL lock_timeout */
+    char claim_wait[24];   /* the claim's own lock timeout */
     const char *lock_timeout_values[1];
 } call;
 
@@ -72,6 +73,7 @@ struct idem_tx {
     call *c;
     int begun;        /* BEGIN and the claim have been sent */
     int claim_lost;   /* the claim found the key taken: the attempt starts over */
+    int claim_busy;   /* a live attempt holds the key: the call answers in_progress */
     int ended;        /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
     int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
     char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
@@ -110,10 +112,16 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
  * BEGIN_CLAIM). Returns how many it wrote (store_write.c). */
 #define BEGIN_CMDS  3
 #define BEGIN_CLAIM 2
+/* How long a claim waits for another attempt's uncommitted claim of the same key. */
+#define IDEM__CLAIM_WAIT_MS 50
 size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds);
 
 /* Fill c->cp, the claim's parameters, once the claim token is made. */
 void idem__store_claim_params_init(call *c);
+
+/* Whether a begin pipeline's failure at @failed_at (with @sqlstate) is the claim's lock
+ * wait running out: another live attempt holds the key. */
+int idem__store_claim_busy(size_t failed_at, const char *sqlstate);
 
 /* PQclear each command's result. */
 void idem__store_pipe_clear(idem__pipe_cmd *cmds, size_t n);

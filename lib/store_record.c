@@ -37,6 +37,7 @@ static int answer_from_row(call *c, const PGresult *res, int *mine)
     }
     if (strcmp(state, "pending") == 0) {
         c->out->status = IDEM_STATUS_IN_PROGRESS;
+        COUNT(c->store, in_progress);
         return idem__error_set(c->err, IDEM_EBUSY,
                                "operation %s is in progress in another attempt; retry later "
                                "with the same key",

@@ -16,14 +16,19 @@ const idem__stmt idem__store_stmt_resolve = {
     " WHERE tenant = $1 AND operation_id = $2",
     2};
 
+/* The claim waits only briefly on a live attempt's uncommitted claim of the same key (the
+ * lock timeout set in front of it is IDEM__CLAIM_WAIT_MS), so that the call answers
+ * in_progress at once and gives its connection back; once it has inserted, its RETURNING
+ * gives the effect's statements the rest of the call's deadline. */
 const idem__stmt idem__store_stmt_claim = {
     "idem_store_claim",
     "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
     " state, trace_id, claim_token, expires_at)"
     " VALUES ($1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
     " now() + make_interval(secs => $8::int8))"
-    " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1",
-    8};
+    " ON CONFLICT (tenant, operation_id) DO NOTHING"
+    " RETURNING set_config('lock_timeout', $9, true)",
+    9};
 
 const idem__stmt idem__store_stmt_finish = {
     "idem_store_finish",

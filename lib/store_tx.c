@@ -44,6 +44,7 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
         }
     } else {
         snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
+        tx->claim_busy = idem__store_claim_busy(failed_at, local.sqlstate);
         if (failed_at <= BEGIN_CLAIM)
             tx->setup_rc = rc;
     }
@@ -65,9 +66,9 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     if (out == NULL || tx == NULL || sql == NULL || nparams < 0 || (nparams > 0 && !values))
         return idem__error_field(err, IDEM_EINVAL, "tx_exec",
                                  "out, tx, sql and values must be given");
-    if (tx->claim_lost)
+    if (tx->claim_lost || tx->claim_busy)
         return idem__error_set(err, IDEM_EBUSY,
-                               "the key was claimed concurrently; the attempt starts over");
+                               "the key is claimed by another attempt; this one is void");
     if (tx->ended)
         return idem__error_set(err, IDEM_EINVAL, "the effect already ended the transaction");
     if (!tx->begun)

@@ -26,6 +26,7 @@ void idem__store_claim_params_init(call *c)
     p->values[5] = c->req->trace_id;
     p->values[6] = c->claim;
     p->values[7] = p->retention;
+    p->values[8] = c->lock_timeout;
     memset(p->lengths, 0, sizeof(p->lengths));
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
@@ -47,9 +48,12 @@ size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
 {
     uint64_t now = idem__now_ms();
 
-    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu",
-             (unsigned long long)(c->deadline_ms > now ? c->deadline_ms - now : 1));
-    c->lock_timeout_values[0] = c->lock_timeout;
+    uint64_t left = c->deadline_ms > now ? c->deadline_ms - now : 1;
+
+    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu", (unsigned long long)left);
+    snprintf(c->claim_wait, sizeof(c->claim_wait), "%llu",
+             (unsigned long long)(left < IDEM__CLAIM_WAIT_MS ? left : IDEM__CLAIM_WAIT_MS));
+    c->lock_timeout_values[0] = c->claim_wait;
     cmds[0] = cmd_sql(BEGIN_SQL);
     cmds[1] = (idem__pipe_cmd){
         &idem__store_stmt_lock_timeout, NULL, 0, c->lock_timeout_values, NULL, NULL, 0, NULL};
@@ -151,6 +155,24 @@ static void unclaim(call *c, idem_conn *conn)
         PQclear(res);
 }
 
+int idem__store_claim_busy(size_t failed_at, const char *sqlstate)
+{
+    return failed_at == BEGIN_CLAIM && strcmp(sqlstate, "55P03") == 0;
+}
+
+/* Another attempt holds the key right now: answer in_progress and let the connection go. */
+static enum step busy(call *c, idem_conn *conn, int *out_rc)
+{
+    rollback(conn);
+    COUNT(c->store, in_progress);
+    c->out->status = IDEM_STATUS_IN_PROGRESS;
+    *out_rc = idem__error_set(c->err, IDEM_EBUSY,
+                              "operation %s is being executed by another attempt right now; "
+                              "retry later with the same key",
+                              c->req->operation_id);
+    return STEP_DONE;
+}
+
 /* The effect failed: what the call turns into. */
 static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, int *out_rc)
 {
@@ -208,14 +230,17 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     cmds[n++] = cmd_finish(&fp, c, receipt, len, failed);
     cmds[n++] = cmd_sql("COMMIT");
     rc = idem__conn_pipeline(conn, cmds, n, &failed_at, c->err);
-    step = after_commit(c, conn, &cmds[finish_at], rc, out_rc);
+    if (rc != 0 && !tx->begun && idem__store_claim_busy(failed_at, c->err->sqlstate))
+        step = busy(c, conn, out_rc);
+    else
+        step = after_commit(c, conn, &cmds[finish_at], rc, out_rc);
     idem__store_pipe_clear(cmds, n);
     return step;
 }
 
 enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
 {
-    idem_tx tx = {conn, c, 0, 0, 0, 0, ""};
+    idem_tx tx = {conn, c, 0, 0, 0, 0, 0, ""};
     char *receipt = NULL;
     size_t len = 0;
     int failed = 0, rc;
@@ -229,6 +254,10 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
         rc = idem__error_set(c->err, IDEM_EEFFECT,
                              "the effect ended the transaction itself; "
                              "COMMIT and ROLLBACK are the store's");
+    }
+    if (tx.claim_busy) {
+        free(receipt);
+        return busy(c, conn, out_rc);
     }
     if (tx.claim_lost) {
         free(receipt);

@@ -268,12 +268,14 @@ typedef struct idem_store_stats {
     unsigned long long unavailable;           /**< calls that ended unavailable */
     unsigned long long rejected;              /**< calls answered with a stored refusal */
     unsigned long long misconfigured;         /**< calls that ended misconfigured: alert */
+    unsigned long long in_progress;           /**< calls answered in_progress (another live
+                                                   attempt held the key) */
 } idem_store_stats;
 
 #define IDEM_STORE_STATS_VERSION 1
 #define IDEM_STORE_STATS_INIT                                                                      \
     {                                                                                              \
-        IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                               \
+        IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                            \
     }
 
 /** Fill @p out (its version set) with the store's counters now.
