@@ -1,4 +1,5 @@
-/* The runner: threads, rounds, latencies, ratios. */
+/* Rounds: the threads that run one side, the rounds that alternate the sides, latencies
+ * and ratios. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
