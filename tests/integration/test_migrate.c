@@ -281,11 +281,16 @@ Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
     PGconn *holder = pgtest_connect(ci), *conn = pgtest_connect(ci);
     idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    char expected[64];
 
+    PQclear(pgtest_exec(holder, "SET application_name = 'nightly-report'"));
     PQclear(pgtest_exec(holder, "SELECT pg_advisory_lock(7594306392314963826)"));
     o.lock_timeout_ms = 200;
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_ELOCKED);
-    cr_assert_not_null(strstr(err.message, "held by pid"), "%s", err.message);
+    snprintf(expected, sizeof(expected), "held by pid %d (", PQbackendPID(holder));
+    cr_assert_not_null(strstr(err.message, expected), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "application \"nightly-report\""), "%s", err.message);
+    cr_assert_null(strstr(err.message, "idem-migrate"), "%s", err.message);
     cr_assert_not(relation_exists(conn, "idem.schema_migrations"));
     PQfinish(holder);
     PQfinish(conn);

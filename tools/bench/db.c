@@ -106,19 +106,12 @@ void bench_db_drop(PGconn *admin, const char *name)
     exec_admin(admin, "DROP DATABASE IF EXISTS", name, "");
 }
 
-int bench_pool_cap;
-
-int bench_pool_size(int threads)
-{
-    return threads < bench_pool_cap ? threads : bench_pool_cap;
-}
-
-int bench_pool_open(idem_pool **out, const char *conninfo, int threads)
+int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap)
 {
     idem_pool_options opts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
-    opts.max_size = (unsigned int)bench_pool_size(threads);
+    opts.max_size = (unsigned int)(threads < cap ? threads : cap);
     opts.min_idle = opts.max_size;
     opts.acquire_timeout_ms = 30000;
     opts.application_name = "idem-bench";

@@ -201,11 +201,11 @@ static int bare_read(bench_worker *w)
 
 /* ---- measurements -------------------------------------------------------------------- */
 
-static int open_side(side_ctx *c, const char *conninfo, int threads)
+static int open_side(side_ctx *c, const char *conninfo, int threads, int pool_cap)
 {
     idem_error err = IDEM_ERROR_INIT;
 
-    if (bench_pool_open(&c->pool, conninfo, threads) != 0)
+    if (bench_pool_open(&c->pool, conninfo, threads, pool_cap) != 0)
         return -1;
     if (idem_store_new(&c->store, c->pool, NULL, &err) != 0)
         return bench_error("store", err.message);
@@ -238,7 +238,7 @@ static int create_at(bench_results *res, const bench_config *cfg, const char *co
                                          " between BEGIN and COMMIT (3)");
     int rc;
 
-    if (m == NULL || open_side(&c, conninfo, threads) != 0) {
+    if (m == NULL || open_side(&c, conninfo, threads, cfg->pool_cap) != 0) {
         close_side(&c);
         return -1;
     }
@@ -271,7 +271,7 @@ static int replay_at(bench_results *res, const bench_config *cfg, const char *co
                                          " prepared primary-key SELECT of the stored receipt");
     int rc;
 
-    if (m == NULL || open_side(&c, conninfo, threads) != 0) {
+    if (m == NULL || open_side(&c, conninfo, threads, cfg->pool_cap) != 0) {
         close_side(&c);
         return -1;
     }
@@ -320,7 +320,7 @@ static int growth_prepare(growth_size *g, const bench_config *cfg, PGconn *admin
     bench_say("growth: loading %ld operation records", g->rows);
     if (bench_load_operations(g->conninfo, "bench-growth", 0, g->rows) != 0)
         return -1;
-    return open_side(&g->ctx, g->conninfo, 1);
+    return open_side(&g->ctx, g->conninfo, 1, cfg->pool_cap);
 }
 
 static void growth_ratios(bench_measure *m, const growth_size *g, int n)
