@@ -81,6 +81,22 @@ int idem__error_set(idem_error *err, int code, const char *fmt, ...)
     return code;
 }
 
+int idem_error_set(idem_error *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL)
+        return code;
+    idem_error_clear(err);
+    err->code = code;
+    if (fmt == NULL)
+        return code;
+    va_start(ap, fmt);
+    error_vformat(err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 int idem__error_field(idem_error *err, int code, const char *field, const char *fmt, ...)
 {
     char reason[IDEM_ERROR_MESSAGE_MAX];
@@ -98,6 +114,30 @@ int idem__error_field(idem_error *err, int code, const char *field, const char *
     snprintf(err->field, sizeof(err->field), "%s", field);
     join_message(err->message, sizeof(err->message), field, reason);
     return code;
+}
+
+int idem__check_version(idem_error *err, unsigned int version, unsigned int current,
+                        const char *field)
+{
+    char name[IDEM_ERROR_FIELD_MAX];
+
+    if (version >= 1 && version <= current)
+        return 0;
+    snprintf(name, sizeof(name), "%s.version", field);
+    return idem__error_field(err, IDEM_EINVAL, name,
+                             "is %u; this library accepts 1 to %u (use the *_INIT macro or "
+                             "the *_init() function)",
+                             version, current);
+}
+
+int idem__struct_init(void *dst, const void *defaults, size_t size, unsigned int version,
+                      unsigned int current)
+{
+    if (dst == NULL || idem__check_version(NULL, version, current, "") != 0)
+        return IDEM_EINVAL;
+    memcpy(dst, defaults, size);
+    memcpy(dst, &version, sizeof(version));
+    return 0;
 }
 
 int idem__error_context(idem_error *err, const char *fmt, ...)
@@ -156,6 +196,13 @@ static void pg_message(char *buf, size_t size, const PGconn *conn, const PGresul
         buf[--len] = '\0';
 }
 
+static void copy_field(char *dst, size_t size, const PGresult *res, int field)
+{
+    const char *v = res != NULL ? PQresultErrorField(res, field) : NULL;
+
+    snprintf(dst, size, "%s", v != NULL ? v : "");
+}
+
 int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, const char *fmt, ...)
 {
     char context[IDEM_ERROR_MESSAGE_MAX / 2];
@@ -177,5 +224,42 @@ int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, con
     if (state != NULL)
         snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state);
     join_message(err->message, sizeof(err->message), context, lower);
+    copy_field(err->detail, sizeof(err->detail), res, PG_DIAG_MESSAGE_DETAIL);
+    copy_field(err->hint, sizeof(err->hint), res, PG_DIAG_MESSAGE_HINT);
+    copy_field(err->constraint, sizeof(err->constraint), res, PG_DIAG_CONSTRAINT_NAME);
     return code;
+}
+
+/* Permanent SQLSTATEs: the deployment is wrong, and no retry can help. */
+static const struct {
+    const char *sqlstate;
+    int code;
+    const char *advice;
+} misconfigurations[] = {
+    {"42P01", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no table */
+    {"42703", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no column */
+    {"42883", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no function */
+    {"3F000", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no schema */
+    {"42501", IDEM_EPERM,
+     "grant the application's role USAGE on schema idem and SELECT, INSERT, UPDATE, DELETE "
+     "on its tables (README, \"Running it in production\")"},
+    {"3D000", IDEM_ESCHEMA, "check the database name in the connection string"},
+    {"28000", IDEM_EPERM, "check the role and its authentication in the connection string"},
+    {"28P01", IDEM_EPERM, "check the role and its password in the connection string"},
+};
+
+int idem__error_misconfigured(idem_error *err, int rc)
+{
+    if (err == NULL || rc != IDEM_EDB)
+        return rc;
+    for (size_t i = 0; i < sizeof(misconfigurations) / sizeof(misconfigurations[0]); i++) {
+        if (strcmp(err->sqlstate, misconfigurations[i].sqlstate) == 0) {
+            err->code = misconfigurations[i].code;
+            if (err->hint[0] == '\0')
+                snprintf(err->hint, sizeof(err->hint), "%s", misconfigurations[i].advice);
+            idem__error_context(err, "misconfigured (%s)", misconfigurations[i].advice);
+            return err->code;
+        }
+    }
+    return rc;
 }

@@ -14,6 +14,17 @@ int idem__error_set(idem_error *err, int code, const char *fmt, ...) IDEM_PRINTF
 int idem__error_field(idem_error *err, int code, const char *field, const char *fmt, ...)
     IDEM_PRINTF(4, 5);
 
+/* Check a caller-allocated struct's version: every version from 1 to @current is
+ * accepted. Otherwise IDEM_EINVAL naming "<field>.version". */
+int idem__check_version(idem_error *err, unsigned int version, unsigned int current,
+                        const char *field);
+
+/* Fill a caller-allocated versioned struct (its first member is `unsigned int version`)
+ * with @defaults, @size bytes of them (the size of @version's layout), and set its
+ * version. Returns 0, or IDEM_EINVAL for NULL or a version outside 1..@current. */
+int idem__struct_init(void *dst, const void *defaults, size_t size, unsigned int version,
+                      unsigned int current);
+
 /* Add context in front of the message already recorded ("context: lower message").
  * Returns the recorded code (IDEM_EINVAL... ) or 0 when err is NULL. */
 int idem__error_context(idem_error *err, const char *fmt, ...) IDEM_PRINTF(2, 3);
@@ -23,6 +34,12 @@ int idem__error_context(idem_error *err, const char *fmt, ...) IDEM_PRINTF(2, 3)
  * message are kept, with the formatted context in front. res and conn may be NULL. */
 int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, const char *fmt, ...)
     IDEM_PRINTF(4, 5);
+
+/* A database error whose SQLSTATE says the deployment is wrong (schema missing or out of
+ * date, privilege missing): turn IDEM_EDB into IDEM_ESCHEMA or IDEM_EPERM, with advice on
+ * what to fix in front of the message and in err->hint. Other codes pass unchanged.
+ * Returns the code. */
+int idem__error_misconfigured(idem_error *err, int rc);
 
 /* SQLSTATE classes. NULL or "" is neither. */
 int idem__sqlstate_is_disconnect(const char *sqlstate); /* class 08, 57P01..57P03 */

@@ -5,10 +5,103 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#ifdef IDEM_TESTING
+#include <pthread.h>
+#endif
 
 #include "error.h"
 #include "exec.h"
 #include "pool_conn.h"
+
+#ifdef IDEM_TESTING
+#define MAX_FAULTS 8
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char match[64];
+    enum idem__fault_point point;
+    unsigned int count;
+} faults[MAX_FAULTS];
+
+void idem__fault_inject(const char *match, enum idem__fault_point point, unsigned int count)
+{
+    pthread_mutex_lock(&fault_lock);
+    for (size_t i = 0; i < MAX_FAULTS; i++) {
+        if (faults[i].count == 0) {
+            snprintf(faults[i].match, sizeof(faults[i].match), "%s", match);
+            faults[i].point = point;
+            faults[i].count = count;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&fault_lock);
+}
+
+void idem__fault_reset(void)
+{
+    pthread_mutex_lock(&fault_lock);
+    memset(faults, 0, sizeof(faults));
+    pthread_mutex_unlock(&fault_lock);
+}
+
+/* The fault that applies to a command named @name, taken (counted down); 0 for none. */
+static int fault_take(const char *name)
+{
+    int point = 0;
+
+    pthread_mutex_lock(&fault_lock);
+    for (size_t i = 0; i < MAX_FAULTS && point == 0; i++) {
+        if (faults[i].count > 0 && strncmp(name, faults[i].match, strlen(faults[i].match)) == 0) {
+            faults[i].count--;
+            point = (int)faults[i].point;
+        }
+    }
+    pthread_mutex_unlock(&fault_lock);
+    return point;
+}
+#endif
+
+static const char *cmd_name(const idem__pipe_cmd *cmd)
+{
+    return cmd->stmt != NULL ? cmd->stmt->name : cmd->sql;
+}
+
+#ifdef IDEM_TESTING
+/* The fault for a batch of commands: the first that one of them draws. */
+static int fault_for(const idem__pipe_cmd *cmds, size_t n)
+{
+    int point = 0;
+
+    for (size_t i = 0; i < n && point == 0; i++)
+        point = fault_take(cmd_name(&cmds[i]));
+    return point;
+}
+#else
+#define fault_take(name)   0
+#define fault_for(cmds, n) 0
+#endif
+
+/* The connection dies here (a fault point): the server sees its socket close. */
+static void drop_socket(idem_conn *conn)
+{
+    shutdown(PQsocket(conn->pg), SHUT_RDWR);
+    conn->discard = 1;
+}
+
+/* The replies were read, and then the connection died: the caller learns nothing. */
+static int lose_replies(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
+                        idem_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        PQclear(cmds[i].result);
+        cmds[i].result = NULL;
+    }
+    *failed_at = n;
+    drop_socket(conn);
+    return idem__error_set(err, IDEM_EUNAVAIL,
+                           "injected: the connection was lost before the "
+                           "replies arrived");
+}
 
 /* Whether the connection is in a state no one can use. Inside a pipeline libpq reports
  * every connection as busy, so there only the connection itself is judged; the pipeline
@@ -61,6 +154,8 @@ int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error
 
     assert(out != NULL && conn != NULL && sql != NULL);
     snprintf(what, sizeof(what), "%.48s", sql);
+    if (fault_take(sql) != 0)
+        drop_socket(conn);
     return take_result(out, conn, PQexec(conn->pg, sql), what, err);
 }
 
@@ -128,9 +223,16 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
         if (rc < 0)
             return rc;
     }
+    if (fault_take(stmt->name) != 0)
+        drop_socket(conn);
     res = PQexecPrepared(conn->pg, stmt->name, stmt->nparams, values, lengths, formats,
                          result_format);
     return take_result(out, conn, res, stmt->name, err);
+}
+
+int idem__conn_failed(const idem_conn *conn)
+{
+    return conn == NULL || conn->discard || PQstatus(conn->pg) != CONNECTION_OK;
 }
 
 void idem__conn_forget_prepared(idem_conn *conn)
@@ -172,8 +274,7 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
             PQclear(res);
             continue;
         }
-        rc = take_result_in(&cmds[i].result, conn, res,
-                            cmds[i].stmt != NULL ? cmds[i].stmt->name : cmds[i].sql, 1, err);
+        rc = take_result_in(&cmds[i].result, conn, res, cmd_name(&cmds[i]), 1, err);
         if (rc != 0)
             *failed_at = i;
         if (res == NULL || PQstatus(conn->pg) != CONNECTION_OK)
@@ -192,7 +293,7 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
 int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                         idem_error *err)
 {
-    int rc = 0;
+    int rc = 0, fault;
 
     assert(conn != NULL && cmds != NULL && failed_at != NULL);
     *failed_at = n;
@@ -202,6 +303,9 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
             (rc = prepare(conn, cmds[i].stmt, err)) < 0)
             return rc;
     }
+    fault = fault_for(cmds, n);
+    if (fault == IDEM__FAULT_DROP_BEFORE_SEND)
+        drop_socket(conn);
     if (PQenterPipelineMode(conn->pg) != 1)
         return idem__error_pg(err, conn->pg, NULL, "pipeline");
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -214,9 +318,13 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
         conn->discard = 1;
         return rc;
     }
+    if (fault == IDEM__FAULT_DROP_AFTER_SEND)
+        drop_socket(conn);
     rc = pipe_collect(conn, cmds, n, failed_at, err);
     if (PQexitPipelineMode(conn->pg) != 1 || unusable(conn, 0))
         conn->discard = 1;
+    if (fault == IDEM__FAULT_LOSE_REPLY)
+        rc = lose_replies(conn, cmds, n, failed_at, err);
     return rc;
 }
 

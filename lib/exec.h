@@ -51,6 +51,23 @@ typedef struct idem__pipe_cmd {
 int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                         idem_error *err);
 
+/* Fault points of the execution layer (test builds only: the installed library has none
+ * of this). A fault applies to the next @count commands, on any connection, whose
+ * statement name or SQL text starts with @match ("COMMIT", "idem_store_resolve"). */
+enum idem__fault_point {
+    IDEM__FAULT_DROP_BEFORE_SEND = 1, /* the socket dies before the command is sent */
+    IDEM__FAULT_DROP_AFTER_SEND,      /* sent (and carried out), the socket dies before the reply */
+    IDEM__FAULT_LOSE_REPLY,           /* replies read, then the socket dies: reported lost */
+};
+#ifdef IDEM_TESTING
+void idem__fault_inject(const char *match, enum idem__fault_point point, unsigned int count);
+/* Remove every fault not yet taken. */
+void idem__fault_reset(void);
+#endif
+
+/* Whether the connection failed (it is marked to be closed on release). NULL is. */
+int idem__conn_failed(const idem_conn *conn);
+
 /* Forget that statements were prepared on this connection (after DISCARD ALL, say). */
 void idem__conn_forget_prepared(idem_conn *conn);
 

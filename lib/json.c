@@ -44,6 +44,13 @@ static int error_at(idem_error *err, const char *text, size_t at, const char *re
                            at + 1, reason);
 }
 
+int idem_json_options_init(idem_json_options *opts, unsigned int version)
+{
+    static const idem_json_options defaults = IDEM_JSON_OPTIONS_INIT;
+
+    return idem__struct_init(opts, &defaults, sizeof(defaults), version, IDEM_JSON_OPTIONS_VERSION);
+}
+
 static int resolve_options(size_t *max_bytes, size_t *max_depth, const idem_json_options *opts,
                            idem_error *err)
 {
@@ -51,9 +58,8 @@ static int resolve_options(size_t *max_bytes, size_t *max_depth, const idem_json
     *max_depth = IDEM_JSON_MAX_DEPTH_DEFAULT;
     if (opts == NULL)
         return 0;
-    if (opts->version != IDEM_JSON_OPTIONS_VERSION)
-        return idem__error_set(err, IDEM_EINVAL, "JSON options: unsupported version %u",
-                               opts->version);
+    if (idem__check_version(err, opts->version, IDEM_JSON_OPTIONS_VERSION, "options") != 0)
+        return IDEM_EINVAL;
     if (opts->max_bytes != 0)
         *max_bytes = opts->max_bytes;
     if (opts->max_depth != 0)

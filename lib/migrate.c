@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "error.h"
 #include "migrate_embedded.h"
 #include "migrate_internal.h"
@@ -19,14 +20,23 @@ static int options_get(idem_migrate_options *out, const idem_migrate_options *op
 {
     idem_migrate_options defaults = IDEM_MIGRATE_OPTIONS_INIT;
 
+    int rc;
+
     *out = defaults;
-    if (opts != NULL && opts->version != IDEM_MIGRATE_OPTIONS_VERSION)
-        return idem__error_field(err, 0, "opts",
-                                 "version is %u, expected %d (initialize with "
-                                 "IDEM_MIGRATE_OPTIONS_INIT)",
-                                 opts->version, IDEM_MIGRATE_OPTIONS_VERSION);
-    *out = opts != NULL ? *opts : defaults;
+    if (opts == NULL)
+        return 0;
+    if ((rc = idem__check_version(err, opts->version, IDEM_MIGRATE_OPTIONS_VERSION, "opts")) != 0)
+        return rc;
+    *out = *opts;
     return 0;
+}
+
+int idem_migrate_options_init(idem_migrate_options *opts, unsigned int version)
+{
+    static const idem_migrate_options defaults = IDEM_MIGRATE_OPTIONS_INIT;
+
+    return idem__struct_init(opts, &defaults, sizeof(defaults), version,
+                             IDEM_MIGRATE_OPTIONS_VERSION);
 }
 
 static int conn_check(PGconn *conn, idem_error *err)
@@ -283,8 +293,8 @@ static int apply_one(PGconn *conn, idem_migration *m, const idem__migration_file
     long long duration_ms = 0;
     int rc;
 
-    idem__migrate_log(o, IDEM_LOG_INFO, "applying %s%s", m->name,
-                      m->no_transaction ? " (no transaction)" : "");
+    idem__log(o->log, o->log_ctx, IDEM_LOG_INFO, "applying %s%s", m->name,
+              m->no_transaction ? " (no transaction)" : "");
     progress(o, IDEM_MIGRATE_STARTING, m);
     rc = idem__migration_apply(&duration_ms, conn, f, err);
     if (rc != 0) {
@@ -295,7 +305,7 @@ static int apply_one(PGconn *conn, idem_migration *m, const idem__migration_file
     m->duration_ms = duration_ms;
     memcpy(m->applied_checksum, m->checksum, sizeof(m->applied_checksum));
     snprintf(m->applied_name, sizeof(m->applied_name), "%s", m->name);
-    idem__migrate_log(o, IDEM_LOG_INFO, "applied %s in %lld ms", m->name, duration_ms);
+    idem__log(o->log, o->log_ctx, IDEM_LOG_INFO, "applied %s in %lld ms", m->name, duration_ms);
     progress(o, IDEM_MIGRATE_APPLIED, m);
     return 0;
 }
@@ -318,7 +328,7 @@ static int up_locked(PGconn *conn, idem_migrate_list *list, int to_version,
     if (rc == 0)
         rc = plan_filter(list, to_version, err);
     if (rc == 0 && list->count == 0)
-        idem__migrate_log(o, IDEM_LOG_INFO, "nothing to apply: the schema is up to date");
+        idem__log(o->log, o->log_ctx, IDEM_LOG_INFO, "nothing to apply: the schema is up to date");
     for (size_t i = 0; rc == 0 && i < list->count; i++)
         rc = apply_one(conn, &list->items[i], list->files[i], o, err);
     return rc;

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "migrate_internal.h"
 
@@ -16,14 +17,6 @@ static const char SQL_SETTINGS_SAVE[] =
     "SELECT current_setting('search_path'), current_setting('client_encoding')";
 static const char SQL_SETTINGS_SESSION[] = "SELECT set_config('search_path', $1::text, false),"
                                            " set_config('client_encoding', $2::text, false)";
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int exec_params(PGconn *conn, const char *sql, int n, const char *const *values,
                        const idem__migration_file *f, const char *what, idem_error *err)
@@ -185,7 +178,7 @@ static int run_all(PGconn *conn, const idem__migration_file *f, int in_tx, long 
 {
     idem__sql_stmt *stmts = NULL;
     size_t count = 0;
-    long long start = monotonic_ms();
+    long long start = (long long)idem__now_ms();
     int rc = idem__sql_split(&stmts, &count, f->sql, f->len);
 
     if (rc != 0)
@@ -204,7 +197,7 @@ static int run_all(PGconn *conn, const idem__migration_file *f, int in_tx, long 
     if (rc == 0 && !in_tx && PQtransactionStatus(conn) != PQTRANS_IDLE)
         rc = idem__error_set(err, IDEM_EDB, "%s: the file ends inside a transaction it opened",
                              f->name);
-    *duration_ms = monotonic_ms() - start;
+    *duration_ms = (long long)idem__now_ms() - start;
     free(stmts);
     return rc;
 }

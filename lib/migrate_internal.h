@@ -87,8 +87,4 @@ void idem__migrate_unlock(PGconn *conn);
 int idem__migration_apply(long long *out, PGconn *conn, const idem__migration_file *file,
                           idem_error *err);
 
-/* printf into the log hook, when there is one. */
-void idem__migrate_log(const idem_migrate_options *opts, int level, const char *fmt, ...)
-    IDEM_PRINTF(3, 4);
-
 #endif

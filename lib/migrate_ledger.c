@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+#include "log.h"
 #include "error.h"
 #include "migrate_internal.h"
 
@@ -72,19 +74,6 @@ static const char SQL_BOOTSTRAP[] =
     " 'Time the file''s statements took, in milliseconds.';"
     "COMMENT ON COLUMN idem.schema_migrations.applied_by IS"
     " 'Database role that applied the migration.';";
-
-void idem__migrate_log(const idem_migrate_options *opts, int level, const char *fmt, ...)
-{
-    char msg[IDEM_ERROR_MESSAGE_MAX];
-    va_list ap;
-
-    if (opts == NULL || opts->log == NULL)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    opts->log(opts->log_ctx, level, msg);
-}
 
 /* Run a parameterized query expecting tuples; *out is cleared by the caller. */
 static int query(PGresult **out, PGconn *conn, const char *sql, int n, const char *const *values,
@@ -172,7 +161,8 @@ int idem__ledger_bootstrap(PGconn *conn, const idem_migrate_options *opts, idem_
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         rc = idem__error_pg(err, conn, res, "creating schema idem and idem.schema_migrations");
     else
-        idem__migrate_log(opts, IDEM_LOG_INFO, "created the ledger idem.schema_migrations");
+        idem__log(opts->log, opts->log_ctx, IDEM_LOG_INFO,
+                  "created the ledger idem.schema_migrations");
     PQclear(res);
     return rc;
 }
@@ -195,22 +185,6 @@ int idem__ledger_record(PGconn *conn, const idem__migration_file *file, long lon
                             file->name);
     PQclear(res);
     return rc;
-}
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 static void lock_key_text(char *buf, size_t size)
@@ -259,12 +233,12 @@ static void lock_holder(char *buf, size_t size, PGconn *conn)
  * no-transaction migration would wait for it. */
 int idem__migrate_lock(PGconn *conn, const idem_migrate_options *opts, idem_error *err)
 {
-    long long start = monotonic_ms();
+    long long start = (long long)idem__now_ms();
     char holder[160];
     int rc, waited = 0;
 
     while ((rc = try_lock(conn, err)) == 0) {
-        if (monotonic_ms() - start >= (long long)opts->lock_timeout_ms) {
+        if ((long long)idem__now_ms() - start >= (long long)opts->lock_timeout_ms) {
             lock_holder(holder, sizeof(holder), conn);
             return idem__error_set(err, IDEM_ELOCKED,
                                    "the migration lock (advisory lock %lld) is still held%s "
@@ -273,14 +247,14 @@ int idem__migrate_lock(PGconn *conn, const idem_migrate_options *opts, idem_erro
         }
         if (!waited) {
             lock_holder(holder, sizeof(holder), conn);
-            idem__migrate_log(opts, IDEM_LOG_INFO,
-                              "waiting up to %u ms for the migration lock, held%s",
-                              opts->lock_timeout_ms, holder);
+            idem__log(opts->log, opts->log_ctx, IDEM_LOG_INFO,
+                      "waiting up to %u ms for the migration lock, held%s", opts->lock_timeout_ms,
+                      holder);
             if (opts->progress != NULL)
                 opts->progress(opts->progress_ctx, IDEM_MIGRATE_LOCK_WAIT, NULL);
             waited = 1;
         }
-        sleep_ms(LOCK_POLL_MS);
+        idem__sleep_ms(LOCK_POLL_MS);
     }
     return rc < 0 ? rc : 0;
 }

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
+#include "log.h"
 #include "pool_conn.h"
 
 enum close_reason { CLOSE_BROKEN = 1, CLOSE_LIFETIME, CLOSE_IDLE, CLOSE_HEALTH };
@@ -44,7 +46,6 @@ struct idem_pool {
     unsigned int nwaiting;
     long long next_prune_ms;
     long long prune_every_ms;
-    uint32_t jitter_state;
     idem_pool_stats st; /* the counters; idem_pool_stats_get() adds the gauges */
 };
 
@@ -76,13 +77,8 @@ static void chomp(char *s)
 static void route_notice(void *arg, const char *message)
 {
     const idem_pool *pool = arg;
-    char line[IDEM_ERROR_MESSAGE_MAX];
 
-    if (pool->opts.log == NULL)
-        return;
-    snprintf(line, sizeof(line), "pool: server says: %s", message);
-    chomp(line);
-    pool->opts.log(pool->opts.log_ctx, IDEM_LOG_INFO, line);
+    idem__log(pool->opts.log, pool->opts.log_ctx, IDEM_LOG_INFO, "pool: server says: %s", message);
 }
 
 static const char *reason_text(int reason)
@@ -103,14 +99,10 @@ static void close_conn(const idem_pool *pool, idem_conn *conn)
 {
     int bad = conn->close_reason == CLOSE_BROKEN || conn->close_reason == CLOSE_HEALTH;
     const char *why = bad ? PQerrorMessage(conn->pg) : "";
-    char msg[IDEM_ERROR_MESSAGE_MAX];
 
-    if (pool->opts.log != NULL) {
-        snprintf(msg, sizeof(msg), "pool: closing a connection (%s)%s%s",
-                 reason_text(conn->close_reason), why[0] != '\0' ? ": " : "", why);
-        chomp(msg);
-        pool->opts.log(pool->opts.log_ctx, bad ? IDEM_LOG_WARNING : IDEM_LOG_DEBUG, msg);
-    }
+    idem__log(pool->opts.log, pool->opts.log_ctx, bad ? IDEM_LOG_WARNING : IDEM_LOG_DEBUG,
+              "pool: closing a connection (%s)%s%s", reason_text(conn->close_reason),
+              why[0] != '\0' ? ": " : "", why);
     idem__conn_close(conn);
 }
 
@@ -147,15 +139,10 @@ static void count_close_locked(idem_pool *pool, int reason)
 static long long expiry_locked(idem_pool *pool, long long now)
 {
     unsigned int life = pool->opts.max_lifetime_ms;
-    uint32_t x = pool->jitter_state;
 
     if (life == 0)
         return LLONG_MAX;
-    x ^= x << 13; /* xorshift32 */
-    x ^= x >> 17;
-    x ^= x << 5;
-    pool->jitter_state = x;
-    return now + life - (long long)(x % (life / 10 + 1));
+    return now + life - (long long)(idem__random64() % (life / 10 + 1));
 }
 
 static waiter *dequeue_locked(idem_pool *pool)
@@ -282,17 +269,6 @@ static int exhausted_locked(const idem_pool *pool, idem_error *err)
                            pool->st.timeouts);
 }
 
-static void deadline_after(struct timespec *ts, unsigned int ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Queue up until a release hands over a connection or a slot, or the time is up. */
 static int wait_locked(idem_conn **out, idem_pool *pool, idem_error *err)
 {
@@ -302,7 +278,7 @@ static int wait_locked(idem_conn **out, idem_pool *pool, idem_error *err)
 
     if (pthread_cond_init(&w.wake, &pool->cond_attr) != 0)
         return idem__error_set(err, IDEM_ENOMEM, "cannot create a condition variable");
-    deadline_after(&deadline, pool->opts.acquire_timeout_ms);
+    idem__deadline_after(&deadline, pool->opts.acquire_timeout_ms);
     enqueue_locked(pool, &w);
     while (w.conn == NULL && !w.slot && !timed_out)
         timed_out = pthread_cond_timedwait(&w.wake, &pool->lock, &deadline) == ETIMEDOUT;
@@ -321,7 +297,7 @@ static int wait_locked(idem_conn **out, idem_pool *pool, idem_error *err)
 static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, idem_error *err)
 {
     idem_conn *pruned = NULL;
-    long long now = idem__monotonic_ms();
+    long long now = idem__coarse_ms();
     int rc = 0;
 
     *now_out = now;
@@ -356,7 +332,7 @@ static int open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, ide
     else
         rc = idem__pg_connect(&conn->pg, pool->keys, pool->values, pool->opts.connect_timeout_ms,
                               route_notice, pool, err);
-    now = idem__monotonic_ms();
+    now = idem__coarse_ms();
     pthread_mutex_lock(&pool->lock);
     pool->nopening--;
     if (rc == 0) {
@@ -440,7 +416,7 @@ void idem_pool_release(idem_conn *conn)
         return;
     pool = conn->pool;
     state = idem__conn_clean(conn, pool->opts.connect_timeout_ms);
-    now = idem__monotonic_ms();
+    now = idem__coarse_ms();
     if (state == IDEM__CONN_BROKEN)
         reason = CLOSE_BROKEN;
     else if (now >= conn->expires_ms)
@@ -472,29 +448,40 @@ void idem_conn_discard(idem_conn *conn)
         conn->discard = 1;
 }
 
-void idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
+int idem_pool_options_init(idem_pool_options *opts, unsigned int version)
 {
-    if (out == NULL)
-        return;
-    memset(out, 0, sizeof(*out));
+    static const idem_pool_options defaults = IDEM_POOL_OPTIONS_INIT;
+
+    return idem__struct_init(opts, &defaults, sizeof(defaults), version, IDEM_POOL_OPTIONS_VERSION);
+}
+
+int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
+{
+    static const idem_pool_stats zero = IDEM_POOL_STATS_INIT;
+
+    if (out == NULL || idem__check_version(NULL, out->version, IDEM_POOL_STATS_VERSION, "") != 0)
+        return IDEM_EINVAL;
+    *out = zero;
     /* After fork() the mutex may be held by a thread that does not exist here. */
     if (pool == NULL || pool->generation != fork_generation)
-        return;
+        return 0;
     pthread_mutex_lock(&pool->lock);
     *out = pool->st;
+    out->version = IDEM_POOL_STATS_VERSION;
     out->size = pool->size - pool->nopening;
     out->idle = pool->nidle;
     out->in_use = out->size - pool->nidle;
     out->waiting = pool->nwaiting;
     pthread_mutex_unlock(&pool->lock);
+    return 0;
 }
 
 static int check_options(const idem_pool_options *o, idem_error *err)
 {
-    if (o->version != IDEM_POOL_OPTIONS_VERSION)
-        return idem__error_field(err, 0, "version",
-                                 "is %u, expected %d (start from IDEM_POOL_OPTIONS_INIT)",
-                                 o->version, IDEM_POOL_OPTIONS_VERSION);
+    int rc = idem__check_version(err, o->version, IDEM_POOL_OPTIONS_VERSION, "options");
+
+    if (rc != 0)
+        return rc;
     if (o->max_size == 0)
         return idem__error_field(err, 0, "max_size", "must be at least 1");
     if (o->min_idle > o->max_size)
@@ -533,8 +520,6 @@ static int pool_alloc(idem_pool **out, const idem_pool_options *opts, idem_error
     pool->opts = *opts;
     pool->opts.application_name = NULL;
     pool->generation = fork_generation;
-    pool->jitter_state = (uint32_t)idem__monotonic_ms() ^ (uint32_t)(uintptr_t)pool;
-    pool->jitter_state |= 1; /* xorshift must not start at 0 */
     pool->prune_every_ms = prune_interval(opts);
     *out = pool;
     return 0;

@@ -7,24 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "pool_conn.h"
-
-/* Pool bookkeeping counts milliseconds: the coarse clock, where there is one, is precise
- * enough (a few ms) and costs a few nanoseconds instead of tens on each acquire. */
-#ifdef CLOCK_MONOTONIC_COARSE
-#define BOOKKEEPING_CLOCK CLOCK_MONOTONIC_COARSE
-#else
-#define BOOKKEEPING_CLOCK CLOCK_MONOTONIC
-#endif
-
-long long idem__monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(BOOKKEEPING_CLOCK, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Wait until fd is ready for events or the deadline passes; 1 when ready (or in error,
  * which the caller's next libpq call reports), 0 at the deadline. */
@@ -36,7 +21,7 @@ static int wait_socket(int fd, short events, long long deadline_ms)
     if (fd < 0)
         return 1; /* nothing to wait for: let libpq say what is wrong */
     for (;;) {
-        long long left = deadline_ms - idem__monotonic_ms();
+        long long left = deadline_ms - idem__coarse_ms();
         int timeout = deadline_ms == LLONG_MAX ? -1
                       : left <= 0              ? 0
                       : left > INT_MAX         ? INT_MAX
@@ -58,7 +43,7 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
 {
     PGconn *pg = PQconnectStartParams(keys, values, 1);
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    long long deadline = timeout_ms > 0 ? idem__monotonic_ms() + timeout_ms : LLONG_MAX;
+    long long deadline = timeout_ms > 0 ? idem__coarse_ms() + timeout_ms : LLONG_MAX;
     int rc = 0;
 
     if (pg == NULL)
@@ -100,7 +85,7 @@ static int input_waiting(PGconn *pg)
 static int bounded_command(PGconn *pg, const char *sql, ExecStatusType expect,
                            unsigned int timeout_ms)
 {
-    long long deadline = timeout_ms > 0 ? idem__monotonic_ms() + timeout_ms : LLONG_MAX;
+    long long deadline = timeout_ms > 0 ? idem__coarse_ms() + timeout_ms : LLONG_MAX;
     PGresult *res;
     int ok = 1;
 

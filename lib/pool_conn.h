@@ -27,9 +27,6 @@ enum idem__conn_state {
     IDEM__CONN_BROKEN,      /* must be closed */
 };
 
-/* Monotonic clock in milliseconds, to within a few (a coarse clock where there is one). */
-long long idem__monotonic_ms(void);
-
 /* Open a connection (PQconnectStartParams with expand_dbname), giving up after
  * timeout_ms (0 = no limit); libpq's notices go to notices(notices_arg, ...). On success
  * *out is the caller's. Returns 0, IDEM_EUNAVAIL or IDEM_ENOMEM. */

@@ -15,6 +15,22 @@ struct idem_retry_budget {
     uint64_t refilled_ms;
 };
 
+int idem_retry_policy_init(idem_retry_policy *policy, unsigned int version)
+{
+    static const idem_retry_policy defaults = IDEM_RETRY_POLICY_INIT;
+
+    return idem__struct_init(policy, &defaults, sizeof(defaults), version,
+                             IDEM_RETRY_POLICY_VERSION);
+}
+
+int idem_retry_budget_options_init(idem_retry_budget_options *opts, unsigned int version)
+{
+    static const idem_retry_budget_options defaults = IDEM_RETRY_BUDGET_OPTIONS_INIT;
+
+    return idem__struct_init(opts, &defaults, sizeof(defaults), version,
+                             IDEM_RETRY_BUDGET_OPTIONS_VERSION);
+}
+
 unsigned int idem_retry_backoff_ms(const idem_retry_policy *policy, unsigned int retry_number)
 {
     static const idem_retry_policy defaults = IDEM_RETRY_POLICY_INIT;
@@ -42,6 +58,8 @@ int idem_retry_budget_new(idem_retry_budget **out, const idem_retry_budget_optio
         opts = &defaults;
     if (out == NULL)
         return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
+    if (idem__check_version(err, opts->version, IDEM_RETRY_BUDGET_OPTIONS_VERSION, "options") != 0)
+        return IDEM_EINVAL;
     if (!isfinite(opts->ratio) || opts->ratio < 0)
         return idem__error_field(err, IDEM_EINVAL, "ratio", "must be a finite number >= 0");
     if (opts->max_tokens == 0)

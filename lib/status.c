@@ -14,6 +14,8 @@ static const struct {
     [IDEM_STATUS_EXPIRED] = {"expired", IDEM_NEXT_RECONCILE},
     [IDEM_STATUS_OUTCOME_UNKNOWN] = {"outcome_unknown", IDEM_NEXT_RECONCILE},
     [IDEM_STATUS_EFFECT_FAILED] = {"effect_failed", IDEM_NEXT_RETURN_TO_CALLER},
+    [IDEM_STATUS_REJECTED] = {"rejected", IDEM_NEXT_RETURN_TO_CALLER},
+    [IDEM_STATUS_MISCONFIGURED] = {"misconfigured", IDEM_NEXT_RETURN_TO_CALLER},
 };
 
 #define STATUS_COUNT (sizeof(status_table) / sizeof(status_table[0]))
@@ -64,6 +66,11 @@ idem_status idem_status_from_error(int code)
         return IDEM_STATUS_OUTCOME_UNKNOWN;
     case IDEM_EEFFECT:
         return IDEM_STATUS_EFFECT_FAILED;
+    case IDEM_EREJECTED:
+        return IDEM_STATUS_REJECTED;
+    case IDEM_ESCHEMA:
+    case IDEM_EPERM:
+        return IDEM_STATUS_MISCONFIGURED;
     default:
         return IDEM_STATUS_UNAVAILABLE;
     }

@@ -1,20 +1,121 @@
-/* Internal parts of the store shared with the test build. */
+/* The store's parts (store*.c): the shared state of one call and what each part offers
+ * the others. Private to the library. */
 #ifndef IDEM_LIB_STORE_INTERNAL_H
 #define IDEM_LIB_STORE_INTERNAL_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "exec.h"
 #include "idem/store.h"
+#include "idem/uuid.h"
 
 #ifdef IDEM_TESTING
 /* Failures the test suite injects at the COMMIT boundary (test builds only: the
- * installed library has none of this). Each applies to the next `count` commits. */
+ * installed library has none of this), as fault points of the execution layer (exec.h).
+ * Each applies to the next `count` commits. */
 enum idem__fault {
     IDEM__FAULT_NONE = 0,
-    IDEM__FAULT_REPLY_LOST_AFTER_COMMIT, /* COMMIT succeeds; the call reports unavailable */
-    IDEM__FAULT_FAIL_BEFORE_COMMIT,      /* ROLLBACK instead of COMMIT; reports unavailable */
+    IDEM__FAULT_REPLY_LOST_AFTER_COMMIT, /* COMMIT succeeds, its reply and the lookup that
+                                            would resolve it are lost: unavailable */
+    IDEM__FAULT_FAIL_BEFORE_COMMIT,      /* the connection dies before COMMIT and the lookup
+                                            fails too: nothing committed, unavailable */
     IDEM__FAULT_DROP_BEFORE_COMMIT,      /* the socket dies before COMMIT is sent */
     IDEM__FAULT_DROP_DURING_COMMIT,      /* COMMIT is sent, the socket dies before its reply */
 };
 void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigned int count);
 #endif
+
+/* The store's statements (store_sql.c). */
+extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
+    idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_lock_timeout,
+    idem__store_stmt_get;
+
+struct idem_store {
+    idem_pool *pool;
+    idem_store_options opts;
+    idem_retry_policy backoff;
+    struct {
+        atomic_ullong executes, created, replayed, conflicts, invalid, effect_failures;
+        atomic_ullong serialization_retries, claim_races, ambiguous_commits, unavailable;
+        atomic_ullong rejected, misconfigured;
+    } stats;
+};
+
+/* The claim's parameters, kept for the call (they go out inside pipelines). */
+typedef struct claim_params {
+    char version[16], retention[24];
+    const char *values[8];
+    int lengths[8];
+    int formats[8];
+} claim_params;
+
+/* One idem_store_execute() call in progress. */
+typedef struct call {
+    idem_store *store;
+    const idem_request *req;
+    json_t *arguments;
+    idem_fingerprint fp;
+    char claim[IDEM_UUID_STRING_SIZE];
+    idem_effect_fn effect;
+    void *ctx;
+    idem_outcome *out;
+    idem_error *err;
+    uint64_t deadline_ms;
+    claim_params cp;
+    char lock_timeout[24]; /* what is left of the deadline, for SET LOCAL lock_timeout */
+    const char *lock_timeout_values[1];
+} call;
+
+struct idem_tx {
+    idem_conn *conn;
+    call *c;
+    int begun;        /* BEGIN and the claim have been sent */
+    int claim_lost;   /* the claim found the key taken: the attempt starts over */
+    int ended;        /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
+    int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
+    char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
+};
+
+/* What one attempt decided. */
+enum step {
+    STEP_DONE,    /* out->status is final; the return code is in call.rc */
+    STEP_AGAIN,   /* start over now: the key changed hands under us */
+    STEP_BACKOFF, /* serialization failure or deadlock: back off, then start over */
+    STEP_RESOLVE, /* the COMMIT's outcome is unknown: look on a fresh connection */
+};
+
+/* PostgreSQL keeps no field longer than 1 GiB. */
+#define MAX_PAYLOAD ((size_t)1 << 30)
+
+#define COUNT(store, name) atomic_fetch_add_explicit(&(store)->stats.name, 1, memory_order_relaxed)
+
+/* Validate c->req, parse its arguments into c->arguments and fingerprint them into c->fp
+ * (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
+int idem__store_validate(call *c);
+
+/* Look the key up with @stmt (lookup or resolve). Returns 1 when a row decided the call
+ * (c->out set, *rc its code), 0 when the key is free, or a negative code on a database
+ * failure (store_record.c). */
+int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc);
+
+/* The call's receipt (already in c->out) is a stored final refusal: status rejected.
+ * Returns IDEM_EREJECTED. */
+int idem__store_rejected(call *c);
+
+/* One write attempt: BEGIN, claim, effect, record, COMMIT (store_write.c). */
+enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
+
+/* The commands that open an attempt: BEGIN, the lock timeout, the claim (the last, at
+ * BEGIN_CLAIM). Returns how many it wrote (store_write.c). */
+#define BEGIN_CMDS  3
+#define BEGIN_CLAIM 2
+size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds);
+
+/* Fill c->cp, the claim's parameters, once the claim token is made. */
+void idem__store_claim_params_init(call *c);
+
+/* PQclear each command's result. */
+void idem__store_pipe_clear(idem__pipe_cmd *cmds, size_t n);
 
 #endif

@@ -19,6 +19,8 @@ int idem_uuid_v7(char out[IDEM_UUID_STRING_SIZE], idem_error *err)
     unsigned char b[16];
     uint64_t ms = unix_ms();
 
+    if (out == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     if (RAND_bytes(b + 6, 10) != 1)
         return idem__error_set(err, IDEM_EIO, "uuid: the random generator failed");
     for (int i = 0; i < 6; i++)

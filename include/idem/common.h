@@ -45,7 +45,9 @@ extern "C" {
     X(ESCHEMA, -11, "database schema missing, outdated or changed")                                \
     X(ENOTFOUND, -12, "not found")                                                                 \
     X(EIO, -13, "input/output error")                                                              \
-    X(ELOCKED, -14, "lock held by another session")
+    X(ELOCKED, -14, "lock held by another session")                                                \
+    X(EREJECTED, -15, "the effect refused the request; the refusal is stored")                     \
+    X(EPERM, -16, "permission denied in the database")
 
 /** Error codes. All are negative; 0 (IDEM_OK) is success. */
 enum idem_errno {
@@ -72,6 +74,10 @@ IDEM_API const char *idem_err_name(int code);
 #define IDEM_ERROR_MESSAGE_MAX 512
 /** Size of ::idem_error's field buffer, terminator included. */
 #define IDEM_ERROR_FIELD_MAX 48
+/** Size of ::idem_error's detail and hint buffers, terminator included. */
+#define IDEM_ERROR_DETAIL_MAX 256
+/** Size of ::idem_error's constraint buffer (PostgreSQL names are at most 63 bytes). */
+#define IDEM_ERROR_CONSTRAINT_MAX 64
 
 /**
  * Detail of a failure, filled by the function that failed. Caller-allocated (on the
@@ -86,16 +92,30 @@ typedef struct idem_error {
     char field[IDEM_ERROR_FIELD_MAX];
     /** Human-readable detail: lower layers' text first, context added in front. */
     char message[IDEM_ERROR_MESSAGE_MAX];
+    /** The server's DETAIL for a PostgreSQL error, else "". */
+    char detail[IDEM_ERROR_DETAIL_MAX];
+    /** The server's HINT, or idem's advice on what to fix (misconfiguration), else "". */
+    char hint[IDEM_ERROR_DETAIL_MAX];
+    /** The constraint a PostgreSQL error names (a CHECK or unique violation), else "". */
+    char constraint[IDEM_ERROR_CONSTRAINT_MAX];
 } idem_error;
 
 /** Initializer for an empty ::idem_error. */
 #define IDEM_ERROR_INIT                                                                            \
     {                                                                                              \
-        0, "", "", ""                                                                              \
+        0, "", "", "", "", "", ""                                                                  \
     }
 
 /** Reset @p err to empty. NULL is accepted. */
 IDEM_API void idem_error_clear(idem_error *err);
+
+/**
+ * Record an error: for effect authors and other code that reports through an
+ * ::idem_error. Clears @p err, sets its code and a printf-formatted message (cut to
+ * ::IDEM_ERROR_MESSAGE_MAX). NULL @p err is accepted.
+ * @return @p code, so that `return idem_error_set(err, IDEM_EEFFECT, "...");` reads well.
+ */
+IDEM_API int idem_error_set(idem_error *err, int code, const char *fmt, ...) IDEM_PRINTF(3, 4);
 
 /** Log levels passed to ::idem_log_fn. */
 enum idem_log_level {

@@ -34,6 +34,10 @@ typedef struct idem_json_options {
         IDEM_JSON_OPTIONS_VERSION, IDEM_JSON_MAX_BYTES_DEFAULT, IDEM_JSON_MAX_DEPTH_DEFAULT        \
     }
 
+/** Fill @p opts with the defaults of struct version @p version (for bindings that cannot
+ *  use ::IDEM_JSON_OPTIONS_INIT). @return 0, or IDEM_EINVAL (NULL, unknown version). */
+IDEM_API int idem_json_options_init(idem_json_options *opts, unsigned int version);
+
 /**
  * Parse JSON text strictly: one value, no trailing garbage, no duplicate object keys,
  * valid UTF-8 with no unpaired surrogate escapes, no NaN/Infinity, size and depth within

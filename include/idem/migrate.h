@@ -102,6 +102,10 @@ typedef struct idem_migrate_options {
         IDEM_MIGRATE_OPTIONS_VERSION, NULL, 60000, NULL, NULL, NULL, NULL                          \
     }
 
+/** Fill @p opts with the defaults of struct version @p version (for bindings that cannot
+ *  use ::IDEM_MIGRATE_OPTIONS_INIT). @return 0, or IDEM_EINVAL (NULL, unknown version). */
+IDEM_API int idem_migrate_options_init(idem_migrate_options *opts, unsigned int version);
+
 /** A list of migrations, in version order. Opaque. */
 typedef struct idem_migrate_list idem_migrate_list;
 

@@ -69,8 +69,14 @@ typedef struct idem_pool_options {
         IDEM_POOL_OPTIONS_VERSION, 10, 0, 5000, 5000, 1800000, 600000, 5000, 0, "idem", NULL, NULL \
     }
 
-/** A snapshot of a pool's counters. */
+/** Fill @p opts with the defaults of struct version @p version (for bindings that cannot
+ *  use ::IDEM_POOL_OPTIONS_INIT). @return 0, or IDEM_EINVAL (NULL, unknown version). */
+IDEM_API int idem_pool_options_init(idem_pool_options *opts, unsigned int version);
+
+/** A snapshot of a pool's counters. Caller-allocated: initialize with
+ *  ::IDEM_POOL_STATS_INIT (or set version to ::IDEM_POOL_STATS_VERSION). */
 typedef struct idem_pool_stats {
+    unsigned int version;                /**< ::IDEM_POOL_STATS_VERSION */
     unsigned int size;                   /**< connections open now */
     unsigned int idle;                   /**< of which idle in the pool */
     unsigned int in_use;                 /**< of which checked out */
@@ -85,6 +91,12 @@ typedef struct idem_pool_stats {
     unsigned long long closed_health;    /**< failed the health check on checkout */
     unsigned long long rolled_back;      /**< came back inside a transaction, rolled back */
 } idem_pool_stats;
+
+#define IDEM_POOL_STATS_VERSION 1
+#define IDEM_POOL_STATS_INIT                                                                       \
+    {                                                                                              \
+        IDEM_POOL_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                             \
+    }
 
 /**
  * Create a pool. The connection string is checked now (a bad one fails here, not at
@@ -129,8 +141,9 @@ IDEM_API PGconn *idem_conn_pg(idem_conn *conn);
 /** Close this connection when it is released instead of reusing it. */
 IDEM_API void idem_conn_discard(idem_conn *conn);
 
-/** Fill @p out with the pool's counters now. */
-IDEM_API void idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool);
+/** Fill @p out (its version set) with the pool's counters now; all zero for a NULL pool
+ *  or in a forked child. @return 0, or IDEM_EINVAL (NULL @p out, unknown version). */
+IDEM_API int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool);
 
 #ifdef __cplusplus
 }

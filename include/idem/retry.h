@@ -46,6 +46,10 @@ typedef struct idem_retry_policy {
         IDEM_RETRY_POLICY_VERSION, 5, 50, 5000, 30000                                              \
     }
 
+/** Fill @p policy with the defaults of struct version @p version (for bindings that cannot
+ *  use ::IDEM_RETRY_POLICY_INIT). @return 0, or IDEM_EINVAL (NULL, unknown version). */
+IDEM_API int idem_retry_policy_init(idem_retry_policy *policy, unsigned int version);
+
 /**
  * A backoff with full jitter: uniform in [0, min(max_delay_ms, base_delay_ms * 2^(n-1))]
  * where @p retry_number n counts retries from 1. Thread-safe (per-thread generator seeded
@@ -72,6 +76,9 @@ typedef struct idem_retry_budget_options {
     {                                                                                              \
         IDEM_RETRY_BUDGET_OPTIONS_VERSION, 0.1, 10, 100                                            \
     }
+
+/** Fill @p opts with the defaults of struct version @p version. @return 0, or IDEM_EINVAL. */
+IDEM_API int idem_retry_budget_options_init(idem_retry_budget_options *opts, unsigned int version);
 
 /**
  * @param out  caller owns; free with idem_retry_budget_free(). Untouched on failure.

@@ -12,7 +12,13 @@
  * | unavailable     | database unreachable, pool exhausted, retries spent | retry later, same key |
  * | expired         | key past retention; marked for reconciliation       | reconcile          |
  * | outcome_unknown | external dispatch happened, result not recorded     | reconcile          |
- * | effect_failed   | the effect refused (its own error); nothing stored  | return to caller   |
+ * | effect_failed   | the effect failed (its own error); nothing stored   | return to caller   |
+ * | rejected        | the effect's final refusal, stored; every retry gets the same | return to
+ * caller, do not retry | | misconfigured   | schema missing or out of date, privilege missing    |
+ * return to caller; an operator fixes it |
+ *
+ * A refusal never looks like success to a caller that reads only the status, and a
+ * permanent error is never classified "retry".
  */
 #ifndef IDEM_STATUS_H
 #define IDEM_STATUS_H
@@ -34,6 +40,8 @@ typedef enum idem_status {
     IDEM_STATUS_EXPIRED,
     IDEM_STATUS_OUTCOME_UNKNOWN,
     IDEM_STATUS_EFFECT_FAILED,
+    IDEM_STATUS_REJECTED,      /**< the effect's final refusal, stored and replayed */
+    IDEM_STATUS_MISCONFIGURED, /**< the deployment is wrong; retrying cannot help */
 } idem_status;
 
 /** What the caller does after a status. */
@@ -57,8 +65,9 @@ IDEM_API const char *idem_next_step_name(idem_next_step step);
 /**
  * The status that an idem error code stands for: IDEM_ECONFLICT → conflict,
  * IDEM_EINVAL → invalid, IDEM_EBUSY → in_progress, IDEM_EEXPIRED → expired,
- * IDEM_EUNKNOWN → outcome_unknown, IDEM_EEFFECT → effect_failed, and every other
- * failure (database, timeout, memory) → unavailable. 0 maps to created.
+ * IDEM_EUNKNOWN → outcome_unknown, IDEM_EEFFECT → effect_failed, IDEM_EREJECTED →
+ * rejected, IDEM_ESCHEMA and IDEM_EPERM → misconfigured, and every other failure
+ * (database, timeout, memory) → unavailable. 0 maps to created.
  */
 IDEM_API idem_status idem_status_from_error(int code);
 

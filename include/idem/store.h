@@ -46,14 +46,17 @@ extern "C" {
 /** A store over a pool. Opaque; thread-safe: one store serves every thread. */
 typedef struct idem_store idem_store;
 
-/** Store settings. Initialize with ::IDEM_STORE_OPTIONS_INIT. */
+/** Store settings. Initialize with ::IDEM_STORE_OPTIONS_INIT or idem_store_options_init(),
+ *  then change what you need. A library accepts every version from 1 to its own; fields a
+ *  caller's older version lacks keep their defaults. */
 typedef struct idem_store_options {
     unsigned int version;         /**< ::IDEM_STORE_OPTIONS_VERSION */
     unsigned int retention_s;     /**< how long a record is kept (its expires_at);
                                        default 604800 (7 days) */
     unsigned int deadline_ms;     /**< the longest one idem_store_execute() may spend on
                                        attempts, backoffs and lock waits (each write sets
-                                       lock_timeout to what is left of it); default 10000 */
+                                       lock_timeout to what is left of it); > 0; default
+                                       10000 */
     unsigned int max_attempts;    /**< transaction attempts per call; default 20 */
     unsigned int backoff_base_ms; /**< first serialization backoff ceiling; default 2 */
     unsigned int backoff_max_ms;  /**< backoff cap; default 100 */
@@ -71,11 +74,18 @@ typedef struct idem_store_options {
     }
 
 /**
+ * Fill @p opts with the defaults of struct version @p version (for bindings that cannot
+ * use ::IDEM_STORE_OPTIONS_INIT).
+ * @return 0, or IDEM_EINVAL (NULL, or a version this library does not know).
+ */
+IDEM_API int idem_store_options_init(idem_store_options *opts, unsigned int version);
+
+/**
  * Create a store.
  * @param out   caller owns; free with idem_store_free(). Untouched on failure.
  * @param pool  borrowed; must outlive the store.
  * @param opts  NULL for the defaults.
- * @return 0, IDEM_EINVAL, IDEM_ENOMEM.
+ * @return 0, IDEM_EINVAL (err->field names the option), IDEM_ENOMEM.
  */
 IDEM_API int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,
                             idem_error *err);
@@ -83,7 +93,8 @@ IDEM_API int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_
 /** NULL is accepted. */
 IDEM_API void idem_store_free(idem_store *store);
 
-/** One request: the key, what is called, and with which arguments. */
+/** One request: the key, what is called, and with which arguments. Initialize with
+ *  ::IDEM_REQUEST_INIT or idem_request_init(). The strings are borrowed for the call. */
 typedef struct idem_request {
     unsigned int version;     /**< ::IDEM_REQUEST_VERSION */
     const char *tenant;       /**< authorized by the caller; see validate.h */
@@ -101,6 +112,10 @@ typedef struct idem_request {
     {                                                                                              \
         IDEM_REQUEST_VERSION, NULL, NULL, NULL, 1, NULL, 0, NULL                                   \
     }
+
+/** Fill @p req with an empty request of struct version @p version (payload_version 1).
+ *  @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_request_init(idem_request *req, unsigned int version);
 
 /** The transaction an effect runs in. Opaque; valid only during the effect call. */
 typedef struct idem_tx idem_tx;
@@ -127,8 +142,9 @@ IDEM_API const char *idem_tx_operation_id(const idem_tx *tx);
 /** Effect results (non-negative); a negative IDEM_E* code is a transient failure. */
 enum idem_effect_result {
     IDEM_EFFECT_OK = 0,           /**< *response is the receipt; stored as completed */
-    IDEM_EFFECT_FINAL_FAILURE = 1 /**< *response describes a final refusal; stored as failed
-                                       and replayed like a success */
+    IDEM_EFFECT_FINAL_FAILURE = 1 /**< *response describes a final refusal: stored, and this
+                                       call and every retry end `rejected` with it as the
+                                       receipt */
 };
 
 /**
@@ -150,34 +166,46 @@ enum idem_effect_result {
 typedef int (*idem_effect_fn)(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
                               idem_error *err);
 
-/** What a call produced. */
+/** What a call produced. Caller-allocated: initialize with ::IDEM_OUTCOME_INIT or
+ *  idem_outcome_init() (its version must be set before the call). */
 typedef struct idem_outcome {
-    idem_status status;    /**< always set by idem_store_execute() */
-    char *receipt;         /**< created/replayed: the stored receipt's exact bytes,
-                                NUL-terminated; caller owns (idem_outcome_clear()); else NULL */
+    unsigned int version;  /**< ::IDEM_OUTCOME_VERSION */
+    idem_status status;    /**< always set by idem_store_execute() (once the struct's
+                                version is valid) */
+    char *receipt;         /**< created, replayed and rejected: the stored receipt's exact
+                                bytes, NUL-terminated; caller owns (idem_outcome_clear());
+                                else NULL */
     size_t receipt_len;    /**< its length, terminator excluded */
-    int failed;            /**< 1 when the receipt is a stored final failure */
     unsigned int attempts; /**< transaction attempts this call made (0 for a pure replay) */
 } idem_outcome;
 
+#define IDEM_OUTCOME_VERSION 1
 /** Empty initializer for ::idem_outcome. */
 #define IDEM_OUTCOME_INIT                                                                          \
     {                                                                                              \
-        IDEM_STATUS_UNAVAILABLE, NULL, 0, 0, 0                                                     \
+        IDEM_OUTCOME_VERSION, IDEM_STATUS_UNAVAILABLE, NULL, 0, 0                                  \
     }
 
-/** Free the receipt and reset. NULL is accepted. */
+/** Fill @p outcome with an empty outcome of struct version @p version.
+ *  @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_outcome_init(idem_outcome *outcome, unsigned int version);
+
+/** Free the receipt and reset, keeping the version. NULL is accepted. */
 IDEM_API void idem_outcome_clear(idem_outcome *outcome);
 
 /**
  * Execute a request idempotently (see the protocol at the top of this file).
  *
- * @param out  always filled: out->status is the outcome; out->receipt is set for created
- *             and replayed. Clear it with idem_outcome_clear() (also before reuse).
+ * @param out  always filled once its version is valid: out->status is the outcome;
+ *             out->receipt is set for created, replayed and rejected. Clear it with
+ *             idem_outcome_clear() (also before reuse).
  * @return 0 for created and replayed (err is then empty); otherwise the code of the status
  *         (idem_status_from_error()): IDEM_ECONFLICT, IDEM_EINVAL (err->field names the
- *         field), IDEM_EBUSY, IDEM_EEFFECT (err has the effect's message), or for
- *         unavailable IDEM_EUNAVAIL, IDEM_EDB or IDEM_ENOMEM, with detail in @p err.
+ *         field; a NULL store ends `invalid`), IDEM_EBUSY, IDEM_EEFFECT (err has the
+ *         effect's message), IDEM_EREJECTED (the receipt is the stored refusal),
+ *         IDEM_ESCHEMA or IDEM_EPERM for misconfigured (err->hint says what to fix: run
+ *         `idem-migrate up`, or which GRANT), or for unavailable IDEM_EUNAVAIL, IDEM_EDB or
+ *         IDEM_ENOMEM, with detail in @p err.
  */
 IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
                                 idem_effect_fn effect, void *ctx, idem_error *err);
@@ -194,15 +222,26 @@ typedef struct idem_operation idem_operation;
 IDEM_API int idem_store_get(idem_operation **out, idem_store *store, const char *tenant,
                             const char *operation_id, idem_error *err);
 
+/** Where a record stands. */
+typedef enum idem_state {
+    IDEM_STATE_PENDING = 0,   /**< claimed; the effect's outcome is not recorded yet */
+    IDEM_STATE_COMPLETED = 1, /**< the effect committed; the receipt is stored */
+    IDEM_STATE_FAILED = 2,    /**< the effect's final refusal is stored (calls: rejected) */
+    IDEM_STATE_EXPIRED = 3,   /**< a tombstone: past retention, the receipt dropped */
+} idem_state;
+
+/** "pending", "completed", "failed", "expired"; "unknown" outside the set. Static. */
+IDEM_API const char *idem_state_name(idem_state state);
+
 /** NULL is accepted. */
 IDEM_API void idem_operation_free(idem_operation *op);
-/** Accessors; strings are borrowed until idem_operation_free(). */
+/** Accessors; strings are borrowed until idem_operation_free(). A NULL @p op gives NULL,
+ *  0 or IDEM_STATE_PENDING. */
 IDEM_API const char *idem_operation_tenant(const idem_operation *op);
 IDEM_API const char *idem_operation_id(const idem_operation *op);
 IDEM_API const char *idem_operation_tool(const idem_operation *op);
 IDEM_API int idem_operation_payload_version(const idem_operation *op);
-/** "pending", "completed" or "failed". */
-IDEM_API const char *idem_operation_state(const idem_operation *op);
+IDEM_API idem_state idem_operation_state(const idem_operation *op);
 IDEM_API const idem_fingerprint *idem_operation_fingerprint(const idem_operation *op);
 /** The stored receipt (NULL while pending); @p len may be NULL. */
 IDEM_API const char *idem_operation_receipt(const idem_operation *op, size_t *len);
@@ -213,8 +252,10 @@ IDEM_API int64_t idem_operation_created_at(const idem_operation *op);
 IDEM_API int64_t idem_operation_completed_at(const idem_operation *op);
 IDEM_API int64_t idem_operation_expires_at(const idem_operation *op);
 
-/** Counters of a store since creation. */
+/** Counters of a store since creation. Caller-allocated: initialize with
+ *  ::IDEM_STORE_STATS_INIT (or set version to ::IDEM_STORE_STATS_VERSION). */
 typedef struct idem_store_stats {
+    unsigned int version;                     /**< ::IDEM_STORE_STATS_VERSION */
     unsigned long long executes;              /**< idem_store_execute() calls */
     unsigned long long created;               /**< calls that committed an effect */
     unsigned long long replayed;              /**< calls answered from a stored receipt */
@@ -225,10 +266,19 @@ typedef struct idem_store_stats {
     unsigned long long claim_races;           /**< claims lost to a concurrent commit */
     unsigned long long ambiguous_commits;     /**< COMMITs whose reply was lost, resolved */
     unsigned long long unavailable;           /**< calls that ended unavailable */
+    unsigned long long rejected;              /**< calls answered with a stored refusal */
+    unsigned long long misconfigured;         /**< calls that ended misconfigured: alert */
 } idem_store_stats;
 
-/** Fill @p out with the store's counters now. */
-IDEM_API void idem_store_stats_get(idem_store_stats *out, idem_store *store);
+#define IDEM_STORE_STATS_VERSION 1
+#define IDEM_STORE_STATS_INIT                                                                      \
+    {                                                                                              \
+        IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                               \
+    }
+
+/** Fill @p out (its version set) with the store's counters now.
+ *  @return 0, or IDEM_EINVAL (NULL, or an unknown version; @p out untouched). */
+IDEM_API int idem_store_stats_get(idem_store_stats *out, idem_store *store);
 
 #ifdef __cplusplus
 }

@@ -643,7 +643,7 @@ Test(migrate, bad_arguments_are_einval_naming_the_field)
     cr_assert_eq(idem_migrate_check(NULL, &err), IDEM_EINVAL);
     o.version = 99;
     cr_assert_eq(idem_migrate_status(&list, NULL, &o, &err), IDEM_EINVAL);
-    cr_assert_str_eq(err.field, "opts");
+    cr_assert_str_eq(err.field, "opts.version");
     cr_assert_eq(idem_migrate_plan(&list, NULL, -1, NULL, &err), IDEM_EINVAL);
     cr_assert_str_eq(err.field, "to_version");
     cr_assert_null(list);

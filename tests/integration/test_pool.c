@@ -122,7 +122,7 @@ static long wait_sessions(const char *app, long want)
 
 static idem_pool_stats stats(idem_pool *pool)
 {
-    idem_pool_stats st;
+    idem_pool_stats st = IDEM_POOL_STATS_INIT;
 
     idem_pool_stats_get(&st, pool);
     return st;
@@ -389,7 +389,7 @@ static void hammer_round(struct hammer *h, int me)
     idem_error err = IDEM_ERROR_INIT;
     idem_conn *conn = NULL;
     PGresult *res = NULL;
-    idem_pool_stats st;
+    idem_pool_stats st = IDEM_POOL_STATS_INIT;
 
     if (idem_pool_acquire(&conn, h->pool, &err) < 0) {
         hammer_note_failure(h, err.message);
@@ -1137,8 +1137,9 @@ Test(pool, stats_in_a_forked_child_are_zero_and_never_block)
 
     cr_assert_neq(child, -1);
     if (child == 0) {
-        idem_pool_stats st;
+        idem_pool_stats st = IDEM_POOL_STATS_INIT;
         memset(&st, 0xff, sizeof(st));
+        st.version = IDEM_POOL_STATS_VERSION;
         idem_pool_stats_get(&st, pool);
         _exit(st.size == 0 && st.opened == 0 && st.acquires == 0 ? 0 : 1);
     }

@@ -98,7 +98,7 @@ Test(pool_restart, pool_serves_again_after_the_server_restarts)
     char *ci = pgtest_new_database("restart");
     idem_pool *pool = new_pool(ci, "idem-pooltest-restart");
     idem_error err = IDEM_ERROR_INIT;
-    idem_pool_stats st;
+    idem_pool_stats st = IDEM_POOL_STATS_INIT;
 
     cr_assert_eq(use_once(pool, &err), 0, "%s", err.message);
     cr_assert_eq(pg_ctl("stop"), 0, "pg_ctl stop failed");
@@ -172,7 +172,7 @@ Test(pool_restart, caller_in_flight_when_the_server_stops_gets_unavailable)
     pthread_join(thread, NULL);
     cr_assert_eq(f.rc, IDEM_EUNAVAIL, "%s: %s", idem_err_name(f.rc), f.err.message);
 
-    idem_pool_stats st;
+    idem_pool_stats st = IDEM_POOL_STATS_INIT;
     idem_pool_stats_get(&st, pool);
     cr_assert_eq(st.closed_broken, 1);
     cr_assert_eq(pg_ctl("start"), 0, "pg_ctl start failed");

@@ -328,7 +328,7 @@ Test(store, invalid_input_names_the_field_and_writes_nothing)
     cr_assert_str_eq(err.field, "effect");
     cr_assert_eq(tasks(), 0);
     cr_assert_eq(operations(), 0);
-    idem_store_stats st;
+    idem_store_stats st = IDEM_STORE_STATS_INIT;
     idem_store_stats_get(&st, store);
     cr_assert_geq(st.invalid, sizeof(cases) / sizeof(cases[0]));
 }
@@ -426,7 +426,7 @@ Test(store, many_threads_over_a_hundred_keys_make_exactly_a_hundred_tasks, .time
     int calls = getenv("IDEM_TEST_LIGHT") != NULL ? 200 : 2000;
     open_store("conc64", NULL, 16);
     run_workers(64, calls, 100);
-    idem_store_stats st;
+    idem_store_stats st = IDEM_STORE_STATS_INIT;
     idem_store_stats_get(&st, store);
     cr_assert_eq(st.created, 100);
 }
@@ -467,11 +467,11 @@ Test(store, serialization_failures_are_retried_and_the_effect_commits_once)
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     cr_assert_eq(out.attempts, 3);
     cr_assert_eq(f.runs, 3);
-    idem_store_stats st;
+    idem_store_stats st = IDEM_STORE_STATS_INIT;
     idem_store_stats_get(&st, store);
     cr_assert_eq(st.serialization_retries, 2);
     cr_assert_eq(tasks(), 1);
-    idem_pool_stats ps;
+    idem_pool_stats ps = IDEM_POOL_STATS_INIT;
     idem_pool_stats_get(&ps, pool);
     cr_assert_eq(ps.opened, 1, "a serialization failure keeps the connection (%llu opened)",
                  ps.opened);
@@ -544,7 +544,7 @@ Test(store, connection_dropped_before_commit_reaches_server_is_retried_cleanly)
                  err.message);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     cr_assert_eq(cnt.runs, 2, "the first run was rolled back, the second committed");
-    idem_store_stats st;
+    idem_store_stats st = IDEM_STORE_STATS_INIT;
     idem_store_stats_get(&st, store);
     cr_assert_eq(st.ambiguous_commits, 1);
     cr_assert_eq(tasks(), 1);
@@ -570,7 +570,7 @@ Test(store, connection_dropped_after_commit_was_sent_resolves_to_created)
                  "this call's own commit, found on a fresh connection: %s",
                  idem_status_name(out.status));
     cr_assert_eq(cnt.runs, 1, "the effect committed once and never ran again");
-    idem_store_stats st;
+    idem_store_stats st = IDEM_STORE_STATS_INIT;
     idem_store_stats_get(&st, store);
     cr_assert_eq(st.ambiguous_commits, 1);
     cr_assert_eq(tasks(), 1);
@@ -586,13 +586,14 @@ Test(store, final_failure_response_is_stored_and_replayed)
     idem_outcome out = IDEM_OUTCOME_INIT, again = IDEM_OUTCOME_INIT;
     open_store("final", NULL, 1);
 
-    cr_assert_eq(create_task(&out, "acme", "op-final", "{\"subject\":\"\"}", NULL), 0);
-    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
-    cr_assert_eq(out.failed, 1);
+    cr_assert_eq(create_task(&out, "acme", "op-final", "{\"subject\":\"\"}", NULL), IDEM_EREJECTED,
+                 "a refusal never returns success");
+    cr_assert_eq(out.status, IDEM_STATUS_REJECTED);
+    cr_assert_eq(idem_status_next_step(out.status), IDEM_NEXT_RETURN_TO_CALLER);
     cr_assert(strstr(out.receipt, "\"status\":\"rejected\"") != NULL, "%s", out.receipt);
-    cr_assert_eq(create_task(&again, "acme", "op-final", "{\"subject\":\"\"}", NULL), 0);
-    cr_assert_eq(again.status, IDEM_STATUS_REPLAYED);
-    cr_assert_eq(again.failed, 1);
+    cr_assert_eq(create_task(&again, "acme", "op-final", "{\"subject\":\"\"}", NULL),
+                 IDEM_EREJECTED);
+    cr_assert_eq(again.status, IDEM_STATUS_REJECTED, "the retry gets the same refusal");
     cr_assert_str_eq(again.receipt, out.receipt);
     cr_assert_eq(tasks(), 0);
     cr_assert_eq(
@@ -653,7 +654,8 @@ Test(store, get_returns_the_record_with_its_receipt_and_trace_id)
     cr_assert_str_eq(idem_operation_id(op), "op-get");
     cr_assert_str_eq(idem_operation_tool(op), EXAMPLE_TOOL_NAME);
     cr_assert_eq(idem_operation_payload_version(op), 1);
-    cr_assert_str_eq(idem_operation_state(op), "completed");
+    cr_assert_eq(idem_operation_state(op), IDEM_STATE_COMPLETED);
+    cr_assert_str_eq(idem_state_name(idem_operation_state(op)), "completed");
     cr_assert_str_eq(idem_operation_trace_id(op), "call_abc123");
     size_t len = 0;
     const char *r = idem_operation_receipt(op, &len);
@@ -853,7 +855,7 @@ Test(store, claim_lost_to_a_concurrent_commit_answers_from_the_record_even_if_th
     cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
     cr_assert_str_eq(out.receipt, "{\"winner\":true}");
     cr_assert_str_empty(err.message, "no stale message on success: %s", err.message);
-    idem_store_stats st;
+    idem_store_stats st = IDEM_STORE_STATS_INIT;
     idem_store_stats_get(&st, store);
     cr_assert_eq(st.claim_races, 1);
     cr_assert_eq(operations(), 1);

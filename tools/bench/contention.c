@@ -143,7 +143,7 @@ static void check(bench_invariant *inv, contention *c, const char *conninfo)
 {
     hot_key *next;
 
-    idem_store_stats stats;
+    idem_store_stats stats = IDEM_STORE_STATS_INIT;
 
     idem_store_stats_get(&stats, c->store);
     *inv = (bench_invariant){1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};

@@ -1,0 +1,86 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "exec.h"
+#include "store_internal.h"
+
+static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_error *err)
+{
+    char *copy = malloc(len + 1);
+
+    if (copy == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "receipt: out of memory");
+    memcpy(copy, bytes, len);
+    copy[len] = '\0';
+    out->receipt = copy;
+    out->receipt_len = len;
+    return 0;
+}
+
+/* Decide from a looked-up row (binary: fingerprint, state, response, and after a lost
+ * COMMIT reply the claim token as text). @mine: the row was claimed by this call. */
+static int answer_from_row(call *c, const PGresult *res, int *mine)
+{
+    const char *state = PQgetvalue(res, 0, 1);
+    int same = PQgetlength(res, 0, 0) == IDEM_FINGERPRINT_SIZE &&
+               memcmp(PQgetvalue(res, 0, 0), c->fp.bytes, IDEM_FINGERPRINT_SIZE) == 0;
+
+    *mine = PQnfields(res) == 4 && strcmp(PQgetvalue(res, 0, 3), c->claim) == 0;
+    if (!same) {
+        c->out->status = IDEM_STATUS_CONFLICT;
+        COUNT(c->store, conflicts);
+        return idem__error_field(c->err, IDEM_ECONFLICT, "arguments",
+                                 "operation ID %s was already used with different arguments",
+                                 c->req->operation_id);
+    }
+    if (strcmp(state, "pending") == 0) {
+        c->out->status = IDEM_STATUS_IN_PROGRESS;
+        return idem__error_set(c->err, IDEM_EBUSY,
+                               "operation %s is in progress in another attempt; retry later "
+                               "with the same key",
+                               c->req->operation_id);
+    }
+    if (set_receipt(c->out, PQgetvalue(res, 0, 2), (size_t)PQgetlength(res, 0, 2), c->err) != 0) {
+        c->out->status = IDEM_STATUS_UNAVAILABLE;
+        return IDEM_ENOMEM;
+    }
+    if (strcmp(state, "failed") == 0)
+        return idem__store_rejected(c);
+    c->out->status = *mine ? IDEM_STATUS_CREATED : IDEM_STATUS_REPLAYED;
+    if (*mine)
+        COUNT(c->store, created);
+    else
+        COUNT(c->store, replayed);
+    return 0;
+}
+
+int idem__store_rejected(call *c)
+{
+    c->out->status = IDEM_STATUS_REJECTED;
+    COUNT(c->store, rejected);
+    return idem__error_set(c->err, IDEM_EREJECTED,
+                           "operation %s was refused by the effect; the receipt says why, and "
+                           "every retry of this key gets the same refusal",
+                           c->req->operation_id);
+}
+
+/* Look the key up with @stmt (stmt_lookup or stmt_resolve). Returns 1 when a row decided
+ * the call (c->out set, *rc its code), 0 when the key is free, or a negative code on a
+ * database failure. */
+int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc)
+{
+    const char *values[2] = {c->req->tenant, c->req->operation_id};
+    PGresult *res = NULL;
+    int mine, found;
+
+    int erc = idem__conn_exec_prepared(&res, conn, stmt, values, NULL, NULL, 1, c->err);
+    if (erc != 0)
+        return erc;
+    found = PQntuples(res) == 1;
+    if (found)
+        *rc = answer_from_row(c, res, &mine);
+    PQclear(res);
+    return found;
+}

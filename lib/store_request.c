@@ -1,0 +1,58 @@
+#include "idem/validate.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "exec.h"
+#include "store_internal.h"
+
+/* Turn a lower layer's EINVAL into one that names @field, keeping its message. */
+static int blame_field(idem_error *err, int rc, const char *field)
+{
+    if (err == NULL || rc != IDEM_EINVAL)
+        return rc;
+    if (strcmp(err->field, field) != 0 && strncmp(err->message, field, strlen(field)) != 0)
+        idem__error_context(err, "%s", field);
+    snprintf(err->field, sizeof(err->field), "%s", field);
+    return rc;
+}
+
+int idem__store_validate(call *c)
+{
+    const idem_request *req = c->req;
+    json_t *args = NULL;
+    idem_json_options jopts = IDEM_JSON_OPTIONS_INIT;
+    int rc;
+
+    if (req == NULL)
+        return idem__error_field(c->err, IDEM_EINVAL, "request", "must not be NULL");
+    if (req->version != IDEM_REQUEST_VERSION)
+        return idem__error_field(c->err, IDEM_EINVAL, "request.version", "must be %d",
+                                 IDEM_REQUEST_VERSION);
+    if ((rc = idem_validate_tenant(req->tenant, c->err)) != 0 ||
+        (rc = idem_validate_operation_id(req->operation_id, c->err)) != 0 ||
+        (rc = idem_validate_tool(req->tool, c->err)) != 0 ||
+        (rc = idem_validate_payload_version(req->payload_version, c->err)) != 0 ||
+        (rc = idem_validate_trace_id(req->trace_id, c->err)) != 0)
+        return rc;
+    if (c->effect == NULL)
+        return idem__error_field(c->err, IDEM_EINVAL, "effect", "must not be NULL");
+    if (req->arguments == NULL)
+        return idem__error_field(c->err, IDEM_EINVAL, "arguments", "must not be NULL");
+    if (req->arguments_len > c->store->opts.max_arguments_bytes)
+        return idem__error_field(c->err, IDEM_EINVAL, "arguments",
+                                 "%zu bytes exceed the limit of %zu", req->arguments_len,
+                                 c->store->opts.max_arguments_bytes);
+    jopts.max_bytes = c->store->opts.max_arguments_bytes;
+    rc = idem_json_parse(&args, req->arguments, req->arguments_len, &jopts, c->err);
+    if (rc != 0)
+        return blame_field(c->err, rc, "arguments");
+    rc = idem_fingerprint_compute(&c->fp, req->tool, req->payload_version, args, c->err);
+    if (rc != 0) {
+        json_decref(args);
+        return blame_field(c->err, rc, "arguments");
+    }
+    c->arguments = args;
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* The store's SQL, in one place. Binary parameters carry the fingerprint and the receipt
+ * as exact bytes; results are read in binary for the same reason. */
+#include "exec.h"
+#include "store_internal.h"
+
+const idem__stmt idem__store_stmt_lookup = {
+    "idem_store_lookup",
+    "SELECT fingerprint, state, response FROM idem.operations"
+    " WHERE tenant = $1 AND operation_id = $2",
+    2};
+
+/* After a lost COMMIT reply: the same, and whose claim the row is. */
+const idem__stmt idem__store_stmt_resolve = {
+    "idem_store_resolve",
+    "SELECT fingerprint, state, response, claim_token::text FROM idem.operations"
+    " WHERE tenant = $1 AND operation_id = $2",
+    2};
+
+const idem__stmt idem__store_stmt_claim = {
+    "idem_store_claim",
+    "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
+    " state, trace_id, claim_token, expires_at)"
+    " VALUES ($1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
+    " now() + make_interval(secs => $8::int8))"
+    " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1",
+    8};
+
+const idem__stmt idem__store_stmt_finish = {
+    "idem_store_finish",
+    "UPDATE idem.operations SET state = $3, response = $4, completed_at = now()"
+    " WHERE tenant = $1 AND operation_id = $2 AND claim_token = $5::uuid"
+    " AND state = 'pending'",
+    5};
+
+/* Undo a claim that an effect committed by itself (it must not; see idem__store_write_attempt). */
+const idem__stmt idem__store_stmt_unclaim = {
+    "idem_store_unclaim",
+    "DELETE FROM idem.operations WHERE tenant = $1 AND operation_id = $2"
+    " AND claim_token = $3::uuid AND state = 'pending'",
+    3};
+
+/* Lock waits inside the transaction end with the call's deadline. */
+const idem__stmt idem__store_stmt_lock_timeout = {"idem_store_lock_timeout",
+                                                  "SELECT set_config('lock_timeout', $1, true)", 1};
+
+const idem__stmt idem__store_stmt_get = {
+    "idem_store_get",
+    "SELECT tool, payload_version, fingerprint, state, response, trace_id,"
+    " (extract(epoch FROM created_at) * 1000000)::int8,"
+    " coalesce((extract(epoch FROM completed_at) * 1000000)::int8, 0),"
+    " (extract(epoch FROM expires_at) * 1000000)::int8"
+    " FROM idem.operations WHERE tenant = $1 AND operation_id = $2",
+    2};

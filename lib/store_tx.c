@@ -1,0 +1,103 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "exec.h"
+#include "store_internal.h"
+
+/* COMMIT, ROLLBACK and the like belong to the store: a statement that ended the
+ * transaction ends the effect's use of it. */
+static int check_still_open(idem_tx *tx, idem_error *err)
+{
+    if (PQtransactionStatus(idem_conn_pg(tx->conn)) == PQTRANS_INTRANS)
+        return 0;
+    tx->ended = 1;
+    return idem__error_set(err, IDEM_EINVAL,
+                           "the effect's statement ended the transaction; "
+                           "COMMIT and ROLLBACK are the store's");
+}
+
+/* The effect's first statement travels with BEGIN and the claim: one round trip. */
+static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
+                         const char *const *values, idem_error *err)
+{
+    idem__pipe_cmd cmds[BEGIN_CMDS + 1];
+    idem_error local = IDEM_ERROR_INIT;
+    size_t n = idem__store_begin_cmds(tx->c, cmds), failed_at;
+    int rc;
+
+    cmds[n++] = (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};
+    rc = idem__conn_pipeline(tx->conn, cmds, n, &failed_at, &local);
+    tx->begun = 1;
+    /* A claim that inserted nothing means the key is taken, whatever came after it. */
+    if (cmds[BEGIN_CLAIM].result != NULL && PQntuples(cmds[BEGIN_CLAIM].result) == 0) {
+        tx->claim_lost = 1;
+        rc = idem__error_set(&local, IDEM_EBUSY,
+                             "the key was claimed concurrently; the attempt starts over");
+    } else if (rc == 0) {
+        *out = cmds[n - 1].result;
+        cmds[n - 1].result = NULL;
+        if ((rc = check_still_open(tx, &local)) != 0) {
+            PQclear(*out);
+            *out = NULL;
+        }
+    } else {
+        snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
+        if (failed_at <= BEGIN_CLAIM)
+            tx->setup_rc = rc;
+    }
+    idem__store_pipe_clear(cmds, n);
+    if (rc != 0 && err != NULL)
+        *err = local;
+    return rc;
+}
+
+int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
+                 const char *const *values, idem_error *err)
+{
+    PGconn *pg;
+    PGresult *res;
+    ExecStatusType st;
+    const char *state;
+    int rc;
+
+    if (out == NULL || tx == NULL || sql == NULL || nparams < 0 || (nparams > 0 && !values))
+        return idem__error_field(err, IDEM_EINVAL, "tx_exec",
+                                 "out, tx, sql and values must be given");
+    if (tx->claim_lost)
+        return idem__error_set(err, IDEM_EBUSY,
+                               "the key was claimed concurrently; the attempt starts over");
+    if (tx->ended)
+        return idem__error_set(err, IDEM_EINVAL, "the effect already ended the transaction");
+    if (!tx->begun)
+        return tx_first_exec(out, tx, sql, nparams, values, err);
+    pg = idem_conn_pg(tx->conn);
+    res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
+    st = PQresultStatus(res);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        if ((rc = check_still_open(tx, err)) != 0) {
+            PQclear(res);
+            return rc;
+        }
+        *out = res;
+        return 0;
+    }
+    state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", state != NULL ? state : "");
+    rc = idem__error_pg(err, pg, res, "effect statement");
+    if (rc == IDEM_EUNAVAIL)
+        idem_conn_discard(tx->conn);
+    PQclear(res);
+    return rc;
+}
+
+const char *idem_tx_tenant(const idem_tx *tx)
+{
+    return tx->c->req->tenant;
+}
+
+const char *idem_tx_operation_id(const idem_tx *tx)
+{
+    return tx->c->req->operation_id;
+}

@@ -1,0 +1,255 @@
+#include "clock.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "exec.h"
+#include "store_internal.h"
+
+/* The write path costs two round trips after the lookup: BEGIN, the claim and the
+ * effect's first statement travel in one pipeline; the finishing UPDATE and COMMIT in
+ * another. */
+#define BEGIN_SQL "BEGIN ISOLATION LEVEL SERIALIZABLE"
+
+void idem__store_claim_params_init(call *c)
+{
+    claim_params *p = &c->cp;
+
+    snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
+    snprintf(p->retention, sizeof(p->retention), "%u", c->store->opts.retention_s);
+    p->values[0] = c->req->tenant;
+    p->values[1] = c->req->operation_id;
+    p->values[2] = c->req->tool;
+    p->values[3] = p->version;
+    p->values[4] = (const char *)c->fp.bytes;
+    p->values[5] = c->req->trace_id;
+    p->values[6] = c->claim;
+    p->values[7] = p->retention;
+    memset(p->lengths, 0, sizeof(p->lengths));
+    memset(p->formats, 0, sizeof(p->formats));
+    p->lengths[4] = IDEM_FINGERPRINT_SIZE;
+    p->formats[4] = 1;
+}
+
+static idem__pipe_cmd cmd_sql(const char *sql)
+{
+    return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
+}
+
+static idem__pipe_cmd cmd_claim(const call *c)
+{
+    return (idem__pipe_cmd){&idem__store_stmt_claim, NULL,          0, c->cp.values,
+                            c->cp.lengths,           c->cp.formats, 0, NULL};
+}
+
+size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
+{
+    uint64_t now = idem__now_ms();
+
+    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu",
+             (unsigned long long)(c->deadline_ms > now ? c->deadline_ms - now : 1));
+    c->lock_timeout_values[0] = c->lock_timeout;
+    cmds[0] = cmd_sql(BEGIN_SQL);
+    cmds[1] = (idem__pipe_cmd){
+        &idem__store_stmt_lock_timeout, NULL, 0, c->lock_timeout_values, NULL, NULL, 0, NULL};
+    cmds[2] = cmd_claim(c);
+    return BEGIN_CMDS;
+}
+
+void idem__store_pipe_clear(idem__pipe_cmd *cmds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        PQclear(cmds[i].result);
+        cmds[i].result = NULL;
+    }
+}
+
+/* The finishing UPDATE's parameters. */
+typedef struct finish_params {
+    const char *values[5];
+    int lengths[5];
+    int formats[5];
+} finish_params;
+
+static idem__pipe_cmd cmd_finish(finish_params *p, const call *c, const char *receipt, size_t len,
+                                 int failed)
+{
+    p->values[0] = c->req->tenant;
+    p->values[1] = c->req->operation_id;
+    p->values[2] = failed ? "failed" : "completed";
+    p->values[3] = receipt;
+    p->values[4] = c->claim;
+    memset(p->lengths, 0, sizeof(p->lengths));
+    memset(p->formats, 0, sizeof(p->formats));
+    p->lengths[3] = (int)len;
+    p->formats[3] = 1;
+    return (idem__pipe_cmd){
+        &idem__store_stmt_finish, NULL, 0, p->values, p->lengths, p->formats, 0, NULL};
+}
+
+static void rollback(idem_conn *conn)
+{
+    PGresult *res = NULL;
+
+    if (idem__conn_exec(&res, conn, "ROLLBACK", NULL) == 0)
+        PQclear(res);
+}
+
+/* A failed statement inside the transaction: back off on 40001/40P01, else finish. */
+static enum step tx_failure(call *c, idem_conn *conn, int rc, int *out_rc)
+{
+    rollback(conn);
+    if (idem__sqlstate_is_retryable(c->err->sqlstate))
+        return STEP_BACKOFF;
+    *out_rc = rc;
+    return STEP_DONE;
+}
+
+/* Run the effect and serialize its response. Returns 0 with *receipt set, or a negative
+ * code; the effect's SQLSTATE (if any) is left in tx->sqlstate. */
+static int run_effect(call *c, idem_tx *tx, char **receipt, size_t *len, int *failed)
+{
+    json_t *response = NULL;
+    int rc = c->effect(&response, tx, c->arguments, c->ctx, c->err);
+
+    if (rc < 0) {
+        json_decref(response);
+        if (c->err->message[0] == '\0')
+            idem__error_set(c->err, rc, "effect failed: %s", idem_strerror(rc));
+        snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "%s", tx->sqlstate);
+        return rc;
+    }
+    if (response == NULL || (rc != IDEM_EFFECT_OK && rc != IDEM_EFFECT_FINAL_FAILURE)) {
+        json_decref(response);
+        return idem__error_set(c->err, IDEM_EEFFECT, "effect returned %d without a response", rc);
+    }
+    *failed = rc == IDEM_EFFECT_FINAL_FAILURE;
+    rc = idem_jcs_serialize(receipt, len, response, c->err);
+    json_decref(response);
+    if (rc != 0)
+        return idem__error_context(c->err, "effect response"), IDEM_EEFFECT;
+    if (*len > c->store->opts.max_response_bytes) {
+        free(*receipt);
+        *receipt = NULL;
+        return idem__error_set(c->err, IDEM_EEFFECT,
+                               "effect response: %zu bytes exceed the limit of %zu", *len,
+                               c->store->opts.max_response_bytes);
+    }
+    return 0;
+}
+
+/* An effect that sent COMMIT itself committed the pending claim with its rows: take the
+ * claim back, so that the key is not left pending for ever. */
+static void unclaim(call *c, idem_conn *conn)
+{
+    const char *values[3] = {c->req->tenant, c->req->operation_id, c->claim};
+    PGresult *res = NULL;
+
+    if (idem__conn_exec_prepared(&res, conn, &idem__store_stmt_unclaim, values, NULL, NULL, 0,
+                                 NULL) == 0)
+        PQclear(res);
+}
+
+/* The effect failed: what the call turns into. */
+static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, int *out_rc)
+{
+    if (tx->begun)
+        rollback(conn);
+    if (tx->ended)
+        unclaim(c, conn);
+    if (idem__sqlstate_is_retryable(tx->sqlstate))
+        return STEP_BACKOFF;
+    if (tx->setup_rc != 0 || rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
+        *out_rc = tx->setup_rc != 0 ? tx->setup_rc : IDEM_EUNAVAIL;
+        return STEP_DONE;
+    }
+    COUNT(c->store, effect_failures);
+    c->out->status = IDEM_STATUS_EFFECT_FAILED;
+    c->err->code = IDEM_EEFFECT;
+    *out_rc = IDEM_EEFFECT;
+    return STEP_DONE;
+}
+
+/* What the closing pipeline's results mean. */
+static enum step after_commit(call *c, idem_conn *conn, const idem__pipe_cmd *finish, int rc,
+                              int *out_rc)
+{
+    if (rc == 0) {
+        if (strcmp(PQcmdTuples(finish->result), "1") == 0) {
+            *out_rc = 0;
+            return STEP_DONE;
+        }
+        /* The claim in this pipeline found the key taken: nothing was written. */
+        COUNT(c->store, claim_races);
+        return STEP_AGAIN;
+    }
+    if (rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
+        idem_conn_discard(conn);
+        return STEP_RESOLVE; /* COMMIT may or may not have been carried out */
+    }
+    return tx_failure(c, conn, rc, out_rc);
+}
+
+/* Store the receipt and COMMIT, in one round trip (with BEGIN and the claim in front when
+ * the effect ran no statement). */
+static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const char *receipt,
+                                   size_t len, int failed, int *out_rc)
+{
+    idem__pipe_cmd cmds[BEGIN_CMDS + 2];
+    finish_params fp;
+    size_t n = 0, finish_at, failed_at;
+    enum step step;
+    int rc;
+
+    if (!tx->begun)
+        n = idem__store_begin_cmds(c, cmds);
+    finish_at = n;
+    cmds[n++] = cmd_finish(&fp, c, receipt, len, failed);
+    cmds[n++] = cmd_sql("COMMIT");
+    rc = idem__conn_pipeline(conn, cmds, n, &failed_at, c->err);
+    step = after_commit(c, conn, &cmds[finish_at], rc, out_rc);
+    idem__store_pipe_clear(cmds, n);
+    return step;
+}
+
+enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
+{
+    idem_tx tx = {conn, c, 0, 0, 0, 0, ""};
+    char *receipt = NULL;
+    size_t len = 0;
+    int failed = 0, rc;
+    enum step step;
+
+    idem_error_clear(c->err); /* nothing from an earlier attempt */
+    rc = run_effect(c, &tx, &receipt, &len, &failed);
+    if (tx.ended && rc >= 0) {
+        free(receipt);
+        receipt = NULL;
+        rc = idem__error_set(c->err, IDEM_EEFFECT,
+                             "the effect ended the transaction itself; "
+                             "COMMIT and ROLLBACK are the store's");
+    }
+    if (tx.claim_lost) {
+        free(receipt);
+        rollback(conn);
+        COUNT(c->store, claim_races);
+        return STEP_AGAIN;
+    }
+    if (rc != 0)
+        return effect_failure(c, conn, &tx, rc, out_rc);
+    step = finish_and_commit(c, conn, &tx, receipt, len, failed, out_rc);
+    if (step == STEP_DONE && *out_rc == 0) {
+        c->out->receipt = receipt;
+        c->out->receipt_len = len;
+        if (failed) {
+            *out_rc = idem__store_rejected(c);
+            return STEP_DONE;
+        }
+        c->out->status = IDEM_STATUS_CREATED;
+        COUNT(c->store, created);
+        return STEP_DONE;
+    }
+    free(receipt);
+    return step;
+}
