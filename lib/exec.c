@@ -328,13 +328,6 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
     return rc;
 }
 
-/* 3F000 no such schema, 42P01 table, 42703 column, 42883 function. */
-static int sqlstate_is_missing_object(const char *s)
-{
-    return s != NULL && (strcmp(s, "3F000") == 0 || strcmp(s, "42P01") == 0 ||
-                         strcmp(s, "42703") == 0 || strcmp(s, "42883") == 0);
-}
-
 int idem__pg_exec(PGresult **out, PGconn *conn, const char *sql, int nparams,
                   const char *const *values, const int *lengths, const int *formats,
                   int result_format, const char *what, idem_error *err)
@@ -348,14 +341,7 @@ int idem__pg_exec(PGresult **out, PGconn *conn, const char *sql, int nparams,
         *out = res;
         return 0;
     }
-    rc = idem__error_pg(err, conn, res, "%s", what);
-    if (res != NULL && sqlstate_is_missing_object(PQresultErrorField(res, PG_DIAG_SQLSTATE))) {
-        idem__error_context(err, "the database schema is older than this library (run "
-                                 "idem-migrate up)");
-        rc = IDEM_ESCHEMA;
-        if (err != NULL)
-            err->code = rc;
-    }
+    rc = idem__error_misconfigured(err, idem__error_pg(err, conn, res, "%s", what));
     PQclear(res);
     return rc;
 }

@@ -160,10 +160,8 @@ static int prefixed(int rc, const char *field, idem_error *err)
 
 static int check_filter(const idem_reconcile_filter *f, idem_error *err)
 {
-    if (f->version != IDEM_RECONCILE_FILTER_VERSION)
-        return idem__error_field(err, 0, "filter.version",
-                                 "is %u, expected %d (initialize with IDEM_RECONCILE_FILTER_INIT)",
-                                 f->version, IDEM_RECONCILE_FILTER_VERSION);
+    if (idem__check_version(err, f->version, IDEM_RECONCILE_FILTER_VERSION, "filter") != 0)
+        return IDEM_EINVAL;
     if (f->tenant != NULL && idem_validate_tenant(f->tenant, err) != 0)
         return prefixed(IDEM_EINVAL, "filter.tenant", err);
     if (f->operation_id != NULL && idem_validate_operation_id(f->operation_id, err) != 0)
@@ -252,6 +250,14 @@ static int query_items(idem_reconcile_items **out, PGconn *conn, const idem_reco
     if (rc != 0)
         return rc;
     return items_from_result(out, res, err);
+}
+
+int idem_reconcile_filter_init(idem_reconcile_filter *filter, unsigned int version)
+{
+    static const idem_reconcile_filter defaults = IDEM_RECONCILE_FILTER_INIT;
+
+    return idem__struct_init(filter, &defaults, sizeof(defaults), version,
+                             IDEM_RECONCILE_FILTER_VERSION);
 }
 
 int idem_reconcile_list(idem_reconcile_items **out, PGconn *conn,

@@ -6,7 +6,6 @@
  * LOCKED, and the outer UPDATE or DELETE changes exactly those. The passes run one after
  * the other, expire first: while records are due, the purge pass's index range is full of
  * them, so purging after the expire pass has emptied that range keeps its scan short. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "error.h"
 #include "exec.h"
 #include "idem/sweep.h"
+#include "log.h"
 
 #define MAX_BATCH    1000000u
 #define MAX_SKEW_S   86400u
@@ -72,31 +72,24 @@ typedef struct sweep {
     char batch[16], key_memory[16], purge_after[16];
 } sweep;
 
-static void sweep_log(const sweep *s, const char *fmt, ...) IDEM_PRINTF(2, 3);
+#define sweep_log(s, ...) idem__log((s)->opts.log, (s)->opts.log_ctx, IDEM_LOG_INFO, __VA_ARGS__)
 
-static void sweep_log(const sweep *s, const char *fmt, ...)
+static const idem_sweep_options sweep_defaults = IDEM_SWEEP_OPTIONS_INIT;
+
+int idem_sweep_options_init(idem_sweep_options *opts, unsigned int version)
 {
-    char msg[256];
-    va_list ap;
-
-    if (s->opts.log == NULL)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    s->opts.log(s->opts.log_ctx, IDEM_LOG_INFO, msg);
+    return idem__struct_init(opts, &sweep_defaults, sizeof(sweep_defaults), version,
+                             IDEM_SWEEP_OPTIONS_VERSION);
 }
 
 static int check_options(idem_sweep_options *out, const idem_sweep_options *opts, idem_error *err)
 {
-    static const idem_sweep_options defaults = IDEM_SWEEP_OPTIONS_INIT;
+    int rc;
 
     if (opts == NULL)
-        opts = &defaults;
-    if (opts->version != IDEM_SWEEP_OPTIONS_VERSION)
-        return idem__error_field(err, 0, "options.version",
-                                 "is %u, expected %d (initialize with IDEM_SWEEP_OPTIONS_INIT)",
-                                 opts->version, IDEM_SWEEP_OPTIONS_VERSION);
+        opts = &sweep_defaults;
+    if ((rc = idem__check_version(err, opts->version, IDEM_SWEEP_OPTIONS_VERSION, "options")) != 0)
+        return rc;
     if (opts->batch_size == 0 || opts->batch_size > MAX_BATCH)
         return idem__error_field(err, 0, "options.batch_size", "must be 1 to %u, got %u", MAX_BATCH,
                                  opts->batch_size);

@@ -73,7 +73,8 @@ typedef enum idem_reconcile_state {
     IDEM_RECONCILE_RESOLVED = 2 /**< resolved */
 } idem_reconcile_state;
 
-/** What idem_reconcile_list() returns. Initialize with ::IDEM_RECONCILE_FILTER_INIT. */
+/** What idem_reconcile_list() returns. Initialize with ::IDEM_RECONCILE_FILTER_INIT or
+ *  idem_reconcile_filter_init(), then set what you need. */
 typedef struct idem_reconcile_filter {
     unsigned int version;       /**< ::IDEM_RECONCILE_FILTER_VERSION */
     const char *tenant;         /**< NULL: every tenant */
@@ -91,13 +92,18 @@ typedef struct idem_reconcile_filter {
         IDEM_RECONCILE_FILTER_VERSION, NULL, NULL, NULL, IDEM_RECONCILE_ANY, 0, 1000               \
     }
 
+/** Fill @p filter with the defaults of struct version @p version (every item, up to the
+ *  default limit). @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_reconcile_filter_init(idem_reconcile_filter *filter, unsigned int version);
+
 /**
  * The items that match @p filter, most recently seen first.
  * @param out     caller owns; free with idem_reconcile_items_free(). Untouched on failure.
  * @param conn    borrowed; idle.
  * @param filter  NULL for every item (up to the default limit).
  * @return 0 (possibly an empty list); IDEM_EINVAL (err->field names the filter field);
- *         IDEM_ESCHEMA (migration 0003 missing); IDEM_EUNAVAIL; IDEM_EDB; IDEM_ENOMEM.
+ *         IDEM_ESCHEMA (migration 0003 missing); IDEM_EPERM; IDEM_EUNAVAIL; IDEM_EDB;
+ *         IDEM_ENOMEM.
  */
 IDEM_API int idem_reconcile_list(idem_reconcile_items **out, PGconn *conn,
                                  const idem_reconcile_filter *filter, idem_error *err);

@@ -46,7 +46,8 @@ extern "C" {
  *  ("idemswep" in ASCII). */
 #define IDEM_SWEEP_LOCK_KEY 0x6964656d73776570LL
 
-/** Sweep settings. Initialize with ::IDEM_SWEEP_OPTIONS_INIT, then change what you need. */
+/** Sweep settings. Initialize with ::IDEM_SWEEP_OPTIONS_INIT or idem_sweep_options_init(),
+ *  then change what you need. */
 typedef struct idem_sweep_options {
     unsigned int version;         /**< ::IDEM_SWEEP_OPTIONS_VERSION */
     unsigned int batch_size;      /**< rows per transaction, 1 to 1000000; default 5000 */
@@ -72,6 +73,13 @@ typedef struct idem_sweep_options {
         IDEM_SWEEP_OPTIONS_VERSION, 5000, 0, 0, 2592000, 300, 5000, 0, NULL, NULL                  \
     }
 
+/**
+ * Fill @p opts with the defaults of struct version @p version (for bindings that cannot
+ * use ::IDEM_SWEEP_OPTIONS_INIT).
+ * @return 0, or IDEM_EINVAL (NULL, or a version this library does not know).
+ */
+IDEM_API int idem_sweep_options_init(idem_sweep_options *opts, unsigned int version);
+
 /** What a sweep did. */
 typedef struct idem_sweep_result {
     unsigned long long expired;      /**< records turned into tombstones (dry run: due now) */
@@ -96,7 +104,8 @@ typedef struct idem_sweep_result {
  * @param opts  NULL for the defaults.
  * @return 0; IDEM_ELOCKED (another sweep holds ::IDEM_SWEEP_LOCK_KEY: nothing was done);
  *         IDEM_EINVAL (err->field names the option); IDEM_ESCHEMA (the schema lacks
- *         migration 0003: run idem-migrate up); IDEM_ETIMEDOUT (a table lock was held
+ *         migration 0003: run idem-migrate up); IDEM_EPERM (the role lacks a privilege on
+ *         the idem tables); IDEM_ETIMEDOUT (a table lock was held
  *         longer than lock_timeout_ms); IDEM_EUNAVAIL (connection lost); IDEM_EDB;
  *         IDEM_ENOMEM.
  */

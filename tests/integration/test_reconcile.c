@@ -342,3 +342,15 @@ Test(reconcile, bad_input_names_the_field_and_changes_nothing)
     cr_assert_eq(idem_reconcile_items_count(NULL), 0);
     cr_assert_null(idem_reconcile_key_record(NULL));
 }
+
+Test(reconcile, filter_init_gives_the_defaults_and_refuses_unknown_versions)
+{
+    idem_reconcile_filter f, defaults = IDEM_RECONCILE_FILTER_INIT;
+
+    cr_assert_eq(idem_reconcile_filter_init(&f, IDEM_RECONCILE_FILTER_VERSION), 0);
+    cr_assert_eq(memcmp(&f, &defaults, sizeof(f)), 0);
+    cr_assert_eq(f.limit, 1000);
+    cr_assert_eq(idem_reconcile_filter_init(&f, 0), IDEM_EINVAL);
+    cr_assert_eq(idem_reconcile_filter_init(&f, IDEM_RECONCILE_FILTER_VERSION + 1), IDEM_EINVAL);
+    cr_assert_eq(idem_reconcile_filter_init(NULL, 1), IDEM_EINVAL);
+}

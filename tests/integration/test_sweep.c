@@ -386,3 +386,14 @@ Test(sweep, bad_input_names_the_field_and_changes_nothing)
     free(before);
     free(after);
 }
+
+Test(sweep, options_init_gives_the_defaults_and_refuses_unknown_versions)
+{
+    idem_sweep_options opts, defaults = IDEM_SWEEP_OPTIONS_INIT;
+
+    cr_assert_eq(idem_sweep_options_init(&opts, IDEM_SWEEP_OPTIONS_VERSION), 0);
+    cr_assert_eq(memcmp(&opts, &defaults, sizeof(opts)), 0);
+    cr_assert_eq(idem_sweep_options_init(&opts, 0), IDEM_EINVAL);
+    cr_assert_eq(idem_sweep_options_init(&opts, IDEM_SWEEP_OPTIONS_VERSION + 1), IDEM_EINVAL);
+    cr_assert_eq(idem_sweep_options_init(NULL, 1), IDEM_EINVAL);
+}
