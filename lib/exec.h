@@ -71,4 +71,15 @@ int idem__conn_failed(const idem_conn *conn);
 /* Forget that statements were prepared on this connection (after DISCARD ALL, say). */
 void idem__conn_forget_prepared(idem_conn *conn);
 
+/* Run one statement with PQexecParams on a connection the caller lent us (not a pooled
+ * one: nothing is prepared there, since a prepared statement would outlive the call).
+ * On success (PGRES_COMMAND_OK or PGRES_TUPLES_OK) *out is the result, caller PQclear()s
+ * it. On failure *out is untouched and err has the SQLSTATE and the server's message with
+ * @what in front; a misconfigured deployment (a missing migration, a missing privilege)
+ * gives IDEM_ESCHEMA or IDEM_EPERM with advice (idem__error_misconfigured()). Returns 0,
+ * IDEM_ESCHEMA, IDEM_EPERM, IDEM_EDB or IDEM_EUNAVAIL. */
+int idem__pg_exec(PGresult **out, PGconn *conn, const char *sql, int nparams,
+                  const char *const *values, const int *lengths, const int *formats,
+                  int result_format, const char *what, idem_error *err);
+
 #endif

@@ -178,7 +178,7 @@ int idem_jcs_format_double(char out[IDEM_JCS_NUMBER_MAX], double value)
 
 /* Decode one code point of strict UTF-8 (RFC 3629: no overlong forms, no surrogates,
  * nothing above U+10FFFF) at s[*i]; advance *i. Returns 0, or -1 when invalid. */
-static int utf8_next(const unsigned char *s, size_t n, size_t *i, uint32_t *cp)
+int idem__utf8_next(const unsigned char *s, size_t n, size_t *i, uint32_t *cp)
 {
     unsigned char c = s[*i];
     uint32_t v, min;
@@ -219,7 +219,7 @@ static int check_utf8(const char *s, size_t n, idem_error *err)
     uint32_t cp;
 
     while (i < n) {
-        if (utf8_next(u, n, &i, &cp) != 0)
+        if (idem__utf8_next(u, n, &i, &cp) != 0)
             return idem__error_set(err, IDEM_EINVAL,
                                    "string is not valid UTF-8 (byte 0x%02x at offset %zu)",
                                    (unsigned)u[i], i);
@@ -305,7 +305,7 @@ static long utf16_next(struct utf16_reader *r)
     }
     if (r->i >= r->n)
         return -1;
-    if (utf8_next(r->s, r->n, &r->i, &cp) != 0)
+    if (idem__utf8_next(r->s, r->n, &r->i, &cp) != 0)
         return (long)r->s[r->i++];
     if (cp < 0x10000)
         return (long)cp;

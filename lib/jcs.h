@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "idem/common.h"
 
@@ -18,6 +19,11 @@ typedef struct idem__buf {
     size_t len;
     size_t cap;
 } idem__buf;
+
+/* Decode one code point of strict UTF-8 (RFC 3629: no overlong forms, no surrogates,
+ * nothing above U+10FFFF) at s[*i] (of n bytes); advance *i. Returns 0, or -1 when
+ * invalid. */
+int idem__utf8_next(const unsigned char *s, size_t n, size_t *i, uint32_t *cp);
 
 /* Append n bytes. Returns 0 or IDEM_ENOMEM (the buffer is then unchanged). */
 int idem__buf_append(idem__buf *buf, const void *bytes, size_t n);

@@ -15,5 +15,7 @@
 #include "validate.h"
 #include "fingerprint.h"
 #include "pool.h"
+#include "sweep.h"
+#include "reconcile.h"
 
 #endif

@@ -1,0 +1,20 @@
+/* Recording reconciliation items, for the store (the reading side is public: reconcile.h). */
+#ifndef IDEM_LIB_RECONCILE_INTERNAL_H
+#define IDEM_LIB_RECONCILE_INTERNAL_H
+
+#include "idem/fingerprint.h"
+#include "idem/pool.h"
+
+/* The kind of a retry refused after its key's retention window. */
+#define IDEM__RECONCILE_EXPIRED "expired"
+
+/* Record one more request of @kind for the key, in autocommit on a pooled connection:
+ * insert the item, or raise its count, update last_seen, tool, fingerprint and whether it
+ * matches, and reopen it. @matches: 1, 0, or -1 when there is nothing to compare with (an
+ * unknown kept from the previous request when it had the same fingerprint). Returns 0,
+ * IDEM_EDB, IDEM_EUNAVAIL. */
+int idem__reconcile_record(idem_conn *conn, const char *tenant, const char *operation_id,
+                           const char *kind, const char *tool, const idem_fingerprint *fp,
+                           int matches, idem_error *err);
+
+#endif

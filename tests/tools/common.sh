@@ -1,0 +1,84 @@
+# Sourced by the tool tests: skipping without a server, fresh databases, and checks.
+# Each script sets $prefix (database name prefix) before sourcing.
+failures=0 n=0
+
+if ! psql -Atqc 'SELECT 1' dbname=postgres >/dev/null 2>&1; then
+    if [ -n "${IDEM_REQUIRE_PG:-}" ]; then
+        echo "PostgreSQL required but unreachable" >&2
+        exit 1
+    fi
+    echo "SKIPPED: no PostgreSQL server; run under tools/with-postgres" >&2
+    exit 77
+fi
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# newdb TAG [VERSION]: a fresh database with idem's migrations (up to VERSION); prints its
+# name.
+newdb() {
+    local name="${prefix}_$1_$$"
+    psql -Atqc "CREATE DATABASE \"$name\" TEMPLATE template0" dbname=postgres >/dev/null || exit 1
+    "$migrate" --dsn "dbname=$name" -q up ${2:+--to "$2"} >/dev/null || exit 1
+    echo "$name"
+}
+
+q() { psql -Atq -d "$1" -c "$2"; }
+
+# check NAME EXPECTED-EXIT COMMAND...: runs COMMAND; its stdout in $out, stderr in $err.
+check() {
+    local name=$1 want=$2 got
+    shift 2
+    n=$((n + 1))
+    out=$("$@" 2>"$scratch/stderr")
+    got=$?
+    err=$(cat "$scratch/stderr")
+    if [ "$got" != "$want" ]; then
+        echo "FAIL: $name: exit $got, expected $want; stdout, stderr:" >&2
+        echo "$out" | sed 's/^/    /' >&2
+        echo "$err" | sed 's/^/    /' >&2
+        failures=$((failures + 1))
+        return 1
+    fi
+    return 0
+}
+
+expect() { # expect NAME TEST...: TEST (a command) must succeed
+    local name=$1
+    shift
+    n=$((n + 1))
+    if ! "$@"; then
+        echo "FAIL: $name (${*})" >&2
+        [ -n "${out:-}" ] && echo "$out" | sed 's/^/    out: /' >&2
+        [ -n "${err:-}" ] && echo "$err" | sed 's/^/    err: /' >&2
+        failures=$((failures + 1))
+    fi
+}
+
+contains() { grep -q -- "$1" <<<"$out"; }
+err_contains() { grep -q -- "$1" <<<"$err"; }
+json_ok() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert $1, d" "$out"; }
+
+# hold_lock DB KEY: a psql session holding advisory lock KEY until release_lock.
+hold_lock() {
+    mkfifo "$scratch/hold"
+    psql -Atq -d "$1" -f "$scratch/hold" >/dev/null 2>&1 &
+    holder=$!
+    exec 7>"$scratch/hold"
+    echo "SELECT pg_advisory_lock($2);" >&7
+    for _ in $(seq 1 100); do
+        [ "$(q "$1" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 1 ] && break
+        sleep 0.1
+    done
+}
+
+release_lock() {
+    exec 7>&-
+    wait "$holder"
+    rm -f "$scratch/hold"
+}
+
+finish() {
+    echo "$((n - failures)) of $n checks passed"
+    [ "$failures" = 0 ]
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# test-idem-reconcile.sh IDEM-RECONCILE IDEM-MIGRATE: list, show and resolve round trip,
+# filters, output formats and exit codes, against the server of tools/with-postgres.
+set -uo pipefail
+tool=$1 migrate=$2 prefix=rt
+. "$(dirname "$0")/common.sh"
+
+# item DB TENANT OPERATION_ID KIND COUNT SEEN_IN: one open reconciliation item.
+item() {
+    q "$1" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool, fingerprint,
+        fingerprint_matches, count, first_seen, last_seen)
+        VALUES ('$2', '$3', '$4', 'create_support_task', sha256('$3'), true, $5,
+        now() + interval '$6' - interval '1 day', now() + interval '$6')"
+}
+
+check help 0 "$tool" --help
+expect help_lists_exit_codes contains "75  database unavailable"
+check version 0 "$tool" --version
+check usage_no_command 64 "$tool"
+check usage_bad_command 64 "$tool" frobnicate
+check usage_list_operand 64 "$tool" list acme
+check usage_show_operands 64 "$tool" show acme
+check usage_resolve_note 64 "$tool" resolve acme op-1
+check usage_since 64 "$tool" list --since yesterday
+check usage_limit 64 "$tool" list --limit -3
+check usage_tenant_for_show 64 "$tool" show acme op-1 --tenant acme
+check usage_note_for_list 64 "$tool" list --note x
+check no_server 75 "$tool" --dsn "host=/nonexistent port=1" list
+
+db=$(newdb main)
+q "$db" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,
+    state, claim_token, completed_at, expires_at, forget_at, expired_at)
+    VALUES ('acme', 'op-1', 'create_support_task', 1, sha256('op-1'), 'expired',
+    gen_random_uuid(), now() - interval '8 days', now() + interval '20 days',
+    now() + interval '20 days', now() - interval '1 day')"
+item "$db" acme op-1 expired 3 "-1 minute"
+item "$db" acme op-2 expired 1 "-3 hours"
+item "$db" globex op-1 expired 1 "-2 days"
+
+# An empty filter result is no error.
+check list_none 0 "$tool" --dsn "dbname=$db" list --tenant initech
+expect list_none_says_so contains "0 items"
+
+# The table, most recently seen first; the PG* environment is used without --dsn.
+check list 0 env PGDATABASE="$db" "$tool" list
+expect list_header contains "OPERATION ID"
+expect list_rows test "$(grep -c ' expired ' <<<"$out")" = 3
+expect list_newest_first test "$(sed -n 2p <<<"$out" | awk '{print $1, $2}')" = "acme op-1"
+expect list_summary contains "3 items, 3 open"
+check list_tenant 0 "$tool" --dsn "dbname=$db" list --tenant globex
+expect list_tenant_only_globex test "$(grep -c '^acme' <<<"$out")" = 0
+expect list_tenant_has_globex contains "^globex *op-1"
+check list_since 0 "$tool" --dsn "dbname=$db" list --since 1h
+expect list_since_one contains "1 item, 1 open"
+check list_json 0 "$tool" --dsn "dbname=$db" list --json --kind expired
+expect list_json_parses json_ok 'd["count"] == 3 and d["items"][0]["count"] == 3 and d["items"][0]["open"] and d["items"][0]["fingerprint_matches"] is True'
+
+# show: the tombstone and every item of the key, this tenant only.
+check show 0 "$tool" --dsn "dbname=$db" show acme op-1
+expect show_tombstone contains "tombstone: state expired"
+expect show_item contains "expired: 3 requests"
+check show_json 0 "$tool" --dsn "dbname=$db" show acme op-1 --json
+expect show_json_parses json_ok 'd["record"]["state"] == "expired" and d["record"]["receipt"] is None and len(d["items"]) == 1'
+check show_forgotten 0 "$tool" --dsn "dbname=$db" show acme op-2
+expect show_forgotten_says_so contains "forgotten"
+check show_unknown 2 "$tool" --dsn "dbname=$db" show acme op-9
+check show_bad_tenant 64 "$tool" --dsn "dbname=$db" show 'acme corp' op-1
+expect show_bad_tenant_names_field err_contains "tenant"
+
+# resolve: records the note, who (the role, or --by) and when; only that key and tenant.
+check resolve 0 "$tool" --dsn "dbname=$db" resolve acme op-1 --note "customer told: ran once"
+expect resolve_says_one contains "resolved 1 item"
+check resolve_again 2 "$tool" --dsn "dbname=$db" resolve acme op-1 --note again
+expect resolve_again_says_resolved err_contains "already resolved"
+check resolve_by 0 "$tool" --dsn "dbname=$db" resolve globex op-1 --by "Alice Ops" --note "n/a" --json
+expect resolve_by_json json_ok 'd["resolved"] == 1'
+check list_resolved 0 "$tool" --dsn "dbname=$db" list --resolved --json
+expect list_resolved_two json_ok 'len(d["items"]) == 2 and {i["resolved_by"] for i in d["items"]} == {"Alice Ops", "'"$(q "$db" "SELECT current_user")"'"} and any(i["note"] == "customer told: ran once" for i in d["items"])'
+check list_open 0 "$tool" --dsn "dbname=$db" list --open
+expect list_open_one contains "1 item, 1 open"
+expect list_open_is_op2 contains "^acme *op-2"
+check resolve_bad_note 64 "$tool" --dsn "dbname=$db" resolve acme op-2 --note ""
+expect resolve_bad_note_names_field err_contains "note"
+check resolve_bad_kind 64 "$tool" --dsn "dbname=$db" resolve acme op-2 --kind Bad --note x
+
+# A schema without migration 0003: exit 1, saying what to do.
+db=$(newdb old 2)
+check old_schema 1 "$tool" --dsn "dbname=$db" list
+expect old_schema_says_migrate err_contains "idem-migrate up"
+
+finish

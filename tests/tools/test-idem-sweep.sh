@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# test-idem-sweep.sh IDEM-SWEEP IDEM-MIGRATE: the sweeper's command line, output, metrics
+# file and exit codes, against the server of tools/with-postgres. Time passes by
+# backdating columns, never by sleeping.
+set -uo pipefail
+tool=$1 migrate=$2 prefix=st
+. "$(dirname "$0")/common.sh"
+
+# records DB PREFIX N STATE EXPIRES_IN FORGET_IN: N records of tenant acme.
+records() {
+    q "$1" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,
+        state, response, claim_token, completed_at, expires_at, forget_at, expired_at)
+        SELECT 'acme', '$2' || i, 't', 1, sha256(('$2' || i)::bytea), '$4',
+        CASE WHEN '$4' IN ('completed', 'failed') THEN convert_to('{}', 'UTF8') END,
+        gen_random_uuid(), CASE WHEN '$4' <> 'pending' THEN now() END,
+        now() + interval '$5', now() + interval '$6', CASE WHEN '$4' = 'expired' THEN now() END
+        FROM generate_series(1, $3) i"
+}
+count() { q "$1" "SELECT count(*) FROM idem.operations WHERE state = '$2'"; }
+digest() { q "$1" "SELECT md5(string_agg(o::text, ',' ORDER BY operation_id)) FROM idem.operations o"; }
+
+# The contract is in --help.
+check help 0 "$tool" --help
+expect help_lists_exit_codes contains "75  database unavailable"
+check version 0 "$tool" --version
+check usage_bad_option 64 "$tool" --frob
+check usage_operand 64 "$tool" extra
+check usage_bad_batch 64 "$tool" --batch 0
+check usage_batch_not_number 64 "$tool" --batch ten
+check usage_bad_runtime 64 "$tool" --max-runtime -1
+check usage_empty_metrics 64 "$tool" --metrics-file ''
+expect usage_says_try_help err_contains "Try 'idem-sweep --help'"
+check no_server 75 "$tool" --dsn "host=/nonexistent port=1"
+expect no_server_says_so err_contains "cannot connect"
+
+db=$(newdb main)
+records "$db" due- 7 completed "-1 hour" "+1 day"
+records "$db" kept- 3 completed "+1 hour" "+1 day"
+records "$db" old- 2 expired "-1 day" "-1 day"
+records "$db" pending- 2 pending "-1 day" "-1 day"
+
+# --dry-run counts, changes nothing, and writes no metrics.
+before=$(digest "$db")
+check dry_run 0 "$tool" --dsn "dbname=$db" --dry-run --json --metrics-file "$scratch/dry.prom"
+expect dry_run_counts json_ok 'd["dry_run"] and d["expired"] == 7 and d["purged"] == 2'
+expect dry_run_changes_nothing test "$(digest "$db")" = "$before"
+expect dry_run_no_metrics test ! -e "$scratch/dry.prom"
+
+# A run is silent on success; the PG* environment is used without --dsn.
+check run_silent 0 env PGDATABASE="$db" "$tool"
+expect run_silent_stdout test -z "$out"
+expect run_silent_stderr test -z "$err"
+expect run_expired test "$(count "$db" expired)" = 7
+expect run_purged test "$(q "$db" "SELECT count(*) FROM idem.operations WHERE operation_id LIKE 'old-%'")" = 0
+expect run_pending_untouched test "$(count "$db" pending)" = 2
+expect run_kept test "$(count "$db" completed)" = 3
+
+# --verbose narrates on stderr; --json prints the summary on stdout.
+records "$db" more- 4 completed "-1 minute" "+1 day"
+check verbose 0 "$tool" --dsn "dbname=$db" --verbose --json
+expect verbose_narrates err_contains "expired: 4 in batch 1"
+expect json_summary json_ok 'd["expired"] == 4 and d["purged"] == 0 and d["complete"] and not d["locked_out"] and d["duration_seconds"] >= 0'
+
+# --metrics-file: Prometheus text format, written by rename (no temporary file left).
+q "$db" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool, fingerprint, count)
+         VALUES ('acme', 'due-1', 'expired', 't', sha256('x'), 3)"
+records "$db" m- 5 completed "-1 minute" "+1 day"
+check metrics 0 "$tool" --dsn "dbname=$db" --metrics-file "$scratch/idem.prom"
+expect metrics_written test -s "$scratch/idem.prom"
+expect metrics_no_temporary test "$(ls "$scratch" | grep -c 'idem.prom.tmp')" = 0
+expect metrics_parse python3 - "$scratch/idem.prom" <<'PY'
+import re, sys, time
+# The text exposition format: HELP and TYPE lines, then samples "name value".
+name = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+value = r"[-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|NaN|[-+]?Inf)"
+seen, typed = {}, {}
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+assert lines[-1] == "", "ends with a newline"
+for line in lines[:-1]:
+    if m := re.fullmatch(rf"# HELP ({name}) (.+)", line):
+        continue
+    if m := re.fullmatch(rf"# TYPE ({name}) (counter|gauge|histogram|summary|untyped)", line):
+        assert m[1] not in typed, f"TYPE twice: {line}"
+        typed[m[1]] = m[2]
+        continue
+    m = re.fullmatch(rf"({name}) ({value})", line)
+    assert m, f"not a sample: {line!r}"
+    assert m[1] in typed, f"sample before its TYPE: {line}"
+    assert m[1] not in seen, f"sample twice: {line}"
+    seen[m[1]] = float(m[2])
+assert seen["idem_sweep_expired_rows"] == 5, seen
+assert seen["idem_sweep_purged_tombstones"] == 0, seen
+assert seen["idem_sweep_late_retries_recorded"] == 3, seen
+assert seen["idem_sweep_reconciliation_items_open"] == 1, seen
+assert seen["idem_sweep_duration_seconds"] >= 0, seen
+assert abs(seen["idem_sweep_last_success_timestamp_seconds"] - time.time()) < 600, seen
+PY
+check metrics_unwritable 1 "$tool" --dsn "dbname=$db" --metrics-file "$scratch/no/such/dir/x.prom"
+expect metrics_unwritable_says_so err_contains "cannot write the metrics file"
+
+# A backlog larger than a run's limit is worked off across runs.
+records "$db" backlog- 25 completed "-1 hour" "+1 day"
+check backlog_first 0 "$tool" --dsn "dbname=$db" --batch 10 --max-batches 2 --json
+expect backlog_first_partial json_ok 'd["expired"] == 20 and not d["complete"]'
+check backlog_second 0 "$tool" --dsn "dbname=$db" --batch 10 --json
+expect backlog_second_rest json_ok 'd["expired"] == 5 and d["complete"]'
+
+# Another sweep holds the lock: exit 0 at once; silent unless --verbose.
+records "$db" locked- 3 completed "-1 hour" "+1 day"
+hold_lock "$db" 7594306392416544112
+check locked_silent 0 "$tool" --dsn "dbname=$db"
+expect locked_silent_stderr test -z "$err"
+check locked_verbose 0 "$tool" --dsn "dbname=$db" --verbose
+expect locked_verbose_says_so err_contains "another sweep"
+check locked_json 0 "$tool" --dsn "dbname=$db" --json
+expect locked_json_says_so json_ok 'd["locked_out"] and d["expired"] == 0'
+expect locked_changed_nothing test "$(q "$db" "SELECT count(*) FROM idem.operations WHERE operation_id LIKE 'locked-%' AND state = 'completed'")" = 3
+release_lock
+
+# Two sweepers at once: both exit 0, and the backlog is worked once.
+db=$(newdb race)
+records "$db" r- 20000 completed "-1 hour" "+1 day"
+"$tool" --dsn "dbname=$db" --batch 500 --json >"$scratch/race1" 2>&1 &
+p1=$!
+"$tool" --dsn "dbname=$db" --batch 500 --json >"$scratch/race2" 2>&1 &
+p2=$!
+wait "$p1"; s1=$?
+wait "$p2"; s2=$?
+expect race_first_exit_0 test "$s1" = 0
+expect race_second_exit_0 test "$s2" = 0
+expect race_all_expired test "$(count "$db" expired)" = 20000
+expect race_counted_once python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); assert a["expired"]+b["expired"] == 20000, (a,b)' "$scratch/race1" "$scratch/race2"
+
+# A schema without migration 0003: exit 1, saying what to do.
+db=$(newdb old 2)
+check old_schema 1 "$tool" --dsn "dbname=$db"
+expect old_schema_says_migrate err_contains "idem-migrate up"
+
+finish

@@ -1,0 +1,350 @@
+/* idem-sweep: the retention sweeper, for cron or a systemd timer. Turns operation records
+ * past their retention window into tombstones and deletes tombstones past their key
+ * memory (include/idem/sweep.h); silent on success. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "idem/idem.h"
+
+#include "cli.h"
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_ERROR = 1,
+    EXIT_USAGE = CLI_EXIT_USAGE,
+    EXIT_TEMPFAIL = 75, /* sysexits' EX_TEMPFAIL: try again later */
+};
+
+static const char usage_text[] =
+    "usage: idem-sweep [OPTIONS]\n"
+    "\n"
+    "Turn idem's operation records that are past their retention window into tombstones\n"
+    "(key, tool, fingerprint and times; the receipt is dropped), and delete tombstones\n"
+    "that are past their key memory. Pending records and the rows effects wrote are never\n"
+    "touched. Works in batches, one short transaction each, skipping rows that live calls\n"
+    "hold; a backlog larger than one run is worked off across runs. Only one idem-sweep\n"
+    "works at a time (advisory lock 7594306392416544112); a second one exits 0 at once.\n"
+    "Silent on success: meant for cron or a systemd timer.\n"
+    "\n"
+    "Options:\n"
+    "  --dsn CONNINFO         libpq connection string or postgresql:// URI; without it the\n"
+    "                         PG* environment variables are used\n"
+    "  --batch N              rows per transaction (default 5000)\n"
+    "  --max-runtime SEC      start no batch after SEC seconds; what is left waits for the\n"
+    "                         next run (default: until nothing is due)\n"
+    "  --max-batches N        stop after N batches (default: no limit)\n"
+    "  --key-memory SEC       key memory of records claimed before schema version 3, which\n"
+    "                         lack their own (default 2592000, 30 days)\n"
+    "  --clock-skew SEC       the store's clock skew allowance; tombstones are deleted twice\n"
+    "                         this long after their key memory ends (default 300)\n"
+    "  --lock-timeout SEC     longest wait for a table lock held by someone else, per batch\n"
+    "                         (default 5)\n"
+    "  --connect-timeout SEC  longest wait to connect (default 10, or PGCONNECT_TIMEOUT)\n"
+    "  --dry-run              count what is due now; change nothing (no metrics file)\n"
+    "  --json                 print a JSON summary on stdout\n"
+    "  --metrics-file PATH    after a successful run, write Prometheus text-format metrics\n"
+    "                         to PATH (atomically: a temporary file renamed over it)\n"
+    "  -v, --verbose          narrate on stderr\n"
+    "  -h, --help             print this help\n"
+    "  -V, --version          print the version\n"
+    "\n"
+    "Exit status:\n"
+    "   0  done, or another idem-sweep is running (said on stderr with --verbose)\n"
+    "   1  error: a database error, the schema lacks migration 0003 (run idem-migrate\n"
+    "      up), the metrics file could not be written, out of memory\n"
+    "  64  usage error\n"
+    "  75  database unavailable: cannot connect, connection lost, or a table lock held\n"
+    "      longer than --lock-timeout; the next run retries\n";
+
+typedef struct cli {
+    const char *dsn;
+    const char *metrics_file;
+    unsigned int connect_timeout_s;
+    int json;
+    int verbose;
+    idem_sweep_options opts;
+} cli;
+
+#define usage_error(...) cli_usage_error("idem-sweep", __VA_ARGS__)
+
+static int parse_uint(unsigned int *out, const char *opt, const char *arg, long long min,
+                      long long max, long long scale)
+{
+    long long v;
+
+    if (cli_parse_number(&v, arg, min, max) != 0)
+        return usage_error("%s: '%s' is not a whole number from %lld to %lld", opt, arg, min, max);
+    *out = (unsigned int)(v * scale);
+    return 0;
+}
+
+static int parse_option(cli *c, int opt, const char *arg)
+{
+    switch (opt) {
+    case 'd':
+        c->dsn = arg;
+        return 0;
+    case 'b':
+        return parse_uint(&c->opts.batch_size, "--batch", arg, 1, 1000000, 1);
+    case 'r':
+        return parse_uint(&c->opts.max_runtime_ms, "--max-runtime", arg, 1, 86400, 1000);
+    case 'n':
+        return parse_uint(&c->opts.max_batches, "--max-batches", arg, 1, 1000000000, 1);
+    case 'k':
+        return parse_uint(&c->opts.key_memory_s, "--key-memory", arg, 1, 3153600000LL, 1);
+    case 's':
+        return parse_uint(&c->opts.clock_skew_s, "--clock-skew", arg, 0, 86400, 1);
+    case 'l':
+        return parse_uint(&c->opts.lock_timeout_ms, "--lock-timeout", arg, 1, 3600, 1000);
+    case 'c':
+        return parse_uint(&c->connect_timeout_s, "--connect-timeout", arg, 1, 3600, 1);
+    case 'D':
+        c->opts.dry_run = 1;
+        return 0;
+    case 'j':
+        c->json = 1;
+        return 0;
+    case 'm':
+        c->metrics_file = arg;
+        return arg[0] != '\0' ? 0 : usage_error("--metrics-file: empty path");
+    case 'v':
+        c->verbose = 1;
+        return 0;
+    default:
+        return usage_error("unknown option");
+    }
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(cli *c, int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"dsn", required_argument, NULL, 'd'},
+        {"batch", required_argument, NULL, 'b'},
+        {"max-runtime", required_argument, NULL, 'r'},
+        {"max-batches", required_argument, NULL, 'n'},
+        {"key-memory", required_argument, NULL, 'k'},
+        {"clock-skew", required_argument, NULL, 's'},
+        {"lock-timeout", required_argument, NULL, 'l'},
+        {"connect-timeout", required_argument, NULL, 'c'},
+        {"dry-run", no_argument, NULL, 'D'},
+        {"json", no_argument, NULL, 'j'},
+        {"metrics-file", required_argument, NULL, 'm'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, rc;
+
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "vhV", longs, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        }
+        if (opt == 'V') {
+            printf("idem-sweep %s\n", idem_version());
+            return EXIT_OK;
+        }
+        if (opt == '?')
+            return usage_error("unknown option or missing argument: %s", argv[optind - 1]);
+        if ((rc = parse_option(c, opt, optarg)) != 0)
+            return rc;
+    }
+    if (optind != argc)
+        return usage_error("unexpected argument '%s' (idem-sweep takes options only)",
+                           argv[optind]);
+    return -1;
+}
+
+/* Connect, bounded by the connect timeout unless PGCONNECT_TIMEOUT or the DSN sets one. */
+static PGconn *connect_db(const cli *c)
+{
+    char timeout[16];
+    const char *keys[] = {"fallback_application_name", "connect_timeout", "dbname", NULL};
+    const char *values[] = {"idem-sweep", timeout, c->dsn, NULL};
+    PGconn *conn;
+
+    snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
+    if (getenv("PGCONNECT_TIMEOUT") != NULL && c->connect_timeout_s == 0)
+        values[1] = NULL;
+    else if (c->connect_timeout_s == 0)
+        snprintf(timeout, sizeof(timeout), "10");
+    conn = PQconnectdbParams(keys, values, 1);
+    if (conn == NULL) {
+        fprintf(stderr, "idem-sweep: out of memory\n");
+        return NULL;
+    }
+    if (PQstatus(conn) != CONNECTION_OK) {
+        fprintf(stderr, "idem-sweep: cannot connect: %s", PQerrorMessage(conn));
+        PQfinish(conn);
+        return NULL;
+    }
+    return conn;
+}
+
+static void on_log(void *ctx, int level, const char *message)
+{
+    const cli *c = ctx;
+
+    if (c->verbose || level >= IDEM_LOG_WARNING)
+        fprintf(stderr, "idem-sweep: %s\n", message);
+}
+
+static int exit_for(int rc)
+{
+    switch (rc) {
+    case IDEM_OK:
+    case IDEM_ELOCKED:
+        return EXIT_OK;
+    case IDEM_EUNAVAIL:
+    case IDEM_ETIMEDOUT:
+        return EXIT_TEMPFAIL;
+    case IDEM_EINVAL:
+        return EXIT_USAGE;
+    default:
+        return EXIT_ERROR;
+    }
+}
+
+static int print_json(const idem_sweep_result *r, int locked, int dry_run)
+{
+    json_t *doc =
+        json_pack("{s:b, s:b, s:I, s:I, s:i, s:b, s:I, s:I, s:f}", "locked_out", locked, "dry_run",
+                  dry_run, "expired", (json_int_t)r->expired, "purged", (json_int_t)r->purged,
+                  "batches", (int)r->batches, "complete", r->complete, "late_retries",
+                  (json_int_t)r->late_retries, "open_reconciliation_items",
+                  (json_int_t)r->open_items, "duration_seconds", (double)r->duration_ms / 1000.0);
+    char *text =
+        doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
+                    : NULL;
+
+    json_decref(doc);
+    if (text == NULL) {
+        fprintf(stderr, "idem-sweep: out of memory\n");
+        return EXIT_ERROR;
+    }
+    puts(text);
+    free(text);
+    return EXIT_OK;
+}
+
+/* One metric: HELP, TYPE and its value. */
+static void metric(FILE *f, const char *name, const char *type, const char *help, double value)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %.15g\n", name, help, name, type, name, value);
+}
+
+static void write_metrics_to(FILE *f, const idem_sweep_result *r, double now)
+{
+    metric(f, "idem_sweep_expired_rows", "gauge",
+           "Records turned into tombstones by the last successful run.", (double)r->expired);
+    metric(f, "idem_sweep_purged_tombstones", "gauge",
+           "Tombstones deleted by the last successful run.", (double)r->purged);
+    metric(f, "idem_sweep_batches", "gauge", "Batches (transactions) of the last successful run.",
+           (double)r->batches);
+    metric(f, "idem_sweep_complete", "gauge",
+           "1 when the last successful run left nothing due, 0 when it stopped at its limit.",
+           (double)r->complete);
+    metric(f, "idem_sweep_late_retries_recorded", "gauge",
+           "Late retries recorded for reconciliation so far (retries after retention, not "
+           "executed).",
+           (double)r->late_retries);
+    metric(f, "idem_sweep_reconciliation_items_open", "gauge",
+           "Reconciliation items not yet resolved (idem-reconcile list --open).",
+           (double)r->open_items);
+    metric(f, "idem_sweep_duration_seconds", "gauge", "Duration of the last successful run.",
+           (double)r->duration_ms / 1000.0);
+    metric(f, "idem_sweep_last_success_timestamp_seconds", "gauge",
+           "When the last successful run ended, in seconds since the Unix epoch.", now);
+}
+
+/* Write PATH.tmp.PID next to PATH, then rename it over PATH: a reader (node_exporter's
+ * textfile collector) sees the old file or the new one, never half of one. */
+static int write_metrics(const char *path, const idem_sweep_result *r)
+{
+    size_t size = strlen(path) + 32;
+    char *tmp = malloc(size);
+    struct timespec now;
+    FILE *f = NULL;
+    int rc = -1;
+
+    if (tmp == NULL) {
+        fprintf(stderr, "idem-sweep: out of memory\n");
+        return EXIT_ERROR;
+    }
+    snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
+    clock_gettime(CLOCK_REALTIME, &now);
+    f = fopen(tmp, "w");
+    if (f != NULL) {
+        write_metrics_to(f, r, (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        rc = ferror(f) ? -1 : 0;
+        if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+            rc = -1;
+        if (fclose(f) != 0)
+            rc = -1;
+    }
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1;
+    if (rc != 0) {
+        fprintf(stderr, "idem-sweep: cannot write the metrics file %s: %s\n", path,
+                strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return rc == 0 ? EXIT_OK : EXIT_ERROR;
+}
+
+static int report(const cli *c, int rc, const idem_sweep_result *r, const idem_error *err)
+{
+    int code = exit_for(rc);
+
+    if (rc == IDEM_ELOCKED && c->verbose)
+        fprintf(stderr, "idem-sweep: %s\n", err->message);
+    else if (rc != 0 && rc != IDEM_ELOCKED)
+        fprintf(stderr, "idem-sweep: %s\n", err->message[0] ? err->message : idem_strerror(rc));
+    if (rc == 0 && c->verbose)
+        fprintf(stderr, "idem-sweep: %s %llu records, %s %llu tombstones in %u batches, %.3f s%s\n",
+                c->opts.dry_run ? "due to expire:" : "expired", r->expired,
+                c->opts.dry_run ? "due to purge:" : "purged", r->purged, r->batches,
+                (double)r->duration_ms / 1000.0,
+                r->complete || c->opts.dry_run ? "" : "; more is due: the next run continues");
+    if (code == EXIT_OK && c->json)
+        code = print_json(r, rc == IDEM_ELOCKED, c->opts.dry_run);
+    if (rc == 0 && code == EXIT_OK && c->metrics_file != NULL && !c->opts.dry_run)
+        code = write_metrics(c->metrics_file, r);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    idem_sweep_options defaults = IDEM_SWEEP_OPTIONS_INIT;
+    idem_sweep_result result;
+    idem_error err = IDEM_ERROR_INIT;
+    cli c;
+    PGconn *conn;
+    int code, rc;
+
+    memset(&c, 0, sizeof(c));
+    memset(&result, 0, sizeof(result));
+    c.opts = defaults;
+    code = parse_args(&c, argc, argv);
+    if (code >= 0)
+        return code;
+    c.opts.log = on_log;
+    c.opts.log_ctx = &c;
+    conn = connect_db(&c);
+    if (conn == NULL)
+        return EXIT_TEMPFAIL;
+    rc = idem_sweep_run(&result, conn, &c.opts, &err);
+    PQfinish(conn);
+    return report(&c, rc, &result, &err);
+}
