@@ -66,6 +66,8 @@ typedef struct call {
     char lock_timeout[24]; /* what is left of the deadline, for SET LOCAL lock_timeout */
     char claim_wait[24];   /* the claim's own lock timeout */
     const char *lock_timeout_values[1];
+    int resume_pending; /* external begin: a pending row of this fingerprint is left to the
+                           claim, which resumes it if its lease has lapsed */
 } call;
 
 struct idem_tx {
@@ -97,8 +99,9 @@ enum step {
 int idem__store_validate(call *c);
 
 /* Look the key up with @stmt (lookup or resolve). Returns 1 when a row decided the call
- * (c->out set, *rc its code), 0 when the key is free, or a negative code on a database
- * failure (store_record.c). */
+ * (c->out set, *rc its code), 0 when the key is free (or, with c->resume_pending, pending
+ * under the request's fingerprint), or a negative code on a database failure
+ * (store_record.c). */
 int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc);
 
 /* The call's receipt (already in c->out) is a stored final refusal: status rejected.

@@ -19,13 +19,30 @@ static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_er
     return 0;
 }
 
+/* Whether a looked-up row's fingerprint is the request's. */
+static int same_fingerprint(const call *c, const PGresult *res)
+{
+    return PQgetlength(res, 0, 0) == IDEM_FINGERPRINT_SIZE &&
+           memcmp(PQgetvalue(res, 0, 0), c->fp.bytes, IDEM_FINGERPRINT_SIZE) == 0;
+}
+
+/* An external dispatch whose result is not known: nothing runs until it is reconciled. */
+static int outcome_unknown(call *c)
+{
+    c->out->status = IDEM_STATUS_OUTCOME_UNKNOWN;
+    return idem__error_set(c->err, IDEM_EUNKNOWN,
+                           "operation %s was dispatched to an external service and its result "
+                           "is not known; it is not dispatched again until it is reconciled "
+                           "(idem-reconcile show %s %s)",
+                           c->req->operation_id, c->req->tenant, c->req->operation_id);
+}
+
 /* Decide from a looked-up row (binary: fingerprint, state, response, and after a lost
  * COMMIT reply the claim token as text). @mine: the row was claimed by this call. */
 static int answer_from_row(call *c, const PGresult *res, int *mine)
 {
     const char *state = PQgetvalue(res, 0, 1);
-    int same = PQgetlength(res, 0, 0) == IDEM_FINGERPRINT_SIZE &&
-               memcmp(PQgetvalue(res, 0, 0), c->fp.bytes, IDEM_FINGERPRINT_SIZE) == 0;
+    int same = same_fingerprint(c, res);
 
     *mine = PQnfields(res) == 4 && strcmp(PQgetvalue(res, 0, 3), c->claim) == 0;
     if (!same) {
@@ -35,6 +52,8 @@ static int answer_from_row(call *c, const PGresult *res, int *mine)
                                  "operation ID %s was already used with different arguments",
                                  c->req->operation_id);
     }
+    if (strcmp(state, "outcome_unknown") == 0)
+        return outcome_unknown(c);
     if (strcmp(state, "pending") == 0) {
         c->out->status = IDEM_STATUS_IN_PROGRESS;
         COUNT(c->store, in_progress);
@@ -80,7 +99,10 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
     if (erc != 0)
         return erc;
     found = PQntuples(res) == 1;
-    if (found)
+    if (found && c->resume_pending && strcmp(PQgetvalue(res, 0, 1), "pending") == 0 &&
+        same_fingerprint(c, res))
+        found = 0; /* the external claim decides: the lease may have lapsed */
+    else if (found)
         *rc = answer_from_row(c, res, &mine);
     PQclear(res);
     return found;

@@ -228,9 +228,12 @@ typedef enum idem_state {
     IDEM_STATE_COMPLETED = 1, /**< the effect committed; the receipt is stored */
     IDEM_STATE_FAILED = 2,    /**< the effect's final refusal is stored (calls: rejected) */
     IDEM_STATE_EXPIRED = 3,   /**< a tombstone: past retention, the receipt dropped */
+    /** an external dispatch whose result is not known: reconcile it (external.h) */
+    IDEM_STATE_OUTCOME_UNKNOWN = 4,
 } idem_state;
 
-/** "pending", "completed", "failed", "expired"; "unknown" outside the set. Static. */
+/** "pending", "completed", "failed", "expired", "outcome_unknown"; "unknown" outside the
+ *  set. Static. */
 IDEM_API const char *idem_state_name(idem_state state);
 
 /** NULL is accepted. */
