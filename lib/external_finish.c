@@ -243,7 +243,7 @@ static int release(idem_external_attempt *a, const char *outcome, const char *er
     r.values[6] = backoff;
     rc = run(&r, changed);
     idem_pool_release(r.conn);
-    if (rc == 0)
+    if (rc == 0 && *changed)
         a->ended = 1;
     return rc;
 }

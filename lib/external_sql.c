@@ -4,9 +4,6 @@
  * item and any reconciliation item change together or not at all. */
 #include "external_internal.h"
 
-#define US(col)   "(extract(epoch FROM " col ") * 1000000)::int8"
-#define LEASE(ms) "now() + make_interval(secs => " ms "::float8 / 1000)"
-
 /* A reconciliation item (tenant, operation_id, kind, tool, fingerprint) is opened, or
  * reopened and counted once more (as reconcile.c records them). */
 #define ITEM_UPSERT                                                                                \
@@ -19,11 +16,10 @@
     " o.tenant = $1 AND o.operation_id = $2 AND o.claim_token = $3::uuid"                          \
     " AND o.state = 'pending' AND o.lease_expires_at IS NOT NULL"
 
-/* An attempt's own history row, unless it has reported already ($N its number); a row
- * closed as lease_expired still takes what its attempt reports late. */
-#define OWN_ATTEMPT(n)                                                                             \
-    " a.tenant = $1 AND a.operation_id = $2 AND a.attempt = " n "::int4"                           \
-    " AND (a.ended_at IS NULL OR a.outcome = 'lease_expired')"
+/* An attempt's own history row (its tenant, operation and number are matched in front of
+ * this), unless it has reported already; a row closed as lease_expired still takes what its
+ * attempt reports late. */
+#define OWN_ROW " AND (a.ended_at IS NULL OR a.outcome = 'lease_expired')"
 
 /* Retention counts from when the outcome is known, as it does for a local effect. */
 #define WINDOWS_FROM_NOW                                                                           \
@@ -38,31 +34,33 @@
 const idem__stmt idem__external_stmt_claim = {
     "idem_external_claim",
     "WITH claimed AS (INSERT INTO idem.operations AS o (tenant, operation_id, tool,"
-    " payload_version, fingerprint, state, trace_id, claim_token, expires_at, downstream_key,"
-    " attempts, lease_expires_at)"
+    " payload_version, fingerprint, state, trace_id, claim_token, expires_at,"
+    " downstream_key, attempts, lease_expires_at)"
     " VALUES ($1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
-    " now() + make_interval(secs => $8::int8), $9, 1, " LEASE(
-        "$10") ")"
-               " ON CONFLICT (tenant, operation_id) DO UPDATE SET claim_token = "
-               "EXCLUDED.claim_token,"
-               " lease_expires_at = EXCLUDED.lease_expires_at, attempts = o.attempts + 1"
-               " WHERE o.state = 'pending' AND o.attempts IS NOT NULL"
-               " AND o.fingerprint = EXCLUDED.fingerprint"
-               " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now())"
-               " RETURNING o.attempts, o.downstream_key, o.lease_expires_at),"
-               " lapsed AS (UPDATE idem.external_attempts a SET ended_at = now(), outcome = "
-               "'lease_expired'"
-               " FROM claimed WHERE a.tenant = $1 AND a.operation_id = $2 AND a.ended_at IS NULL),"
-               " started AS (INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
-               " SELECT $1, $2, attempts FROM claimed)"
-               " SELECT attempts, downstream_key, " US("lease_expires_at") " FROM claimed",
+    " now() + make_interval(secs => $8::int8), $9, 1,"
+    " now() + make_interval(secs => $10::float8 / 1000))"
+    " ON CONFLICT (tenant, operation_id) DO UPDATE"
+    " SET claim_token = EXCLUDED.claim_token,"
+    " lease_expires_at = EXCLUDED.lease_expires_at, attempts = o.attempts + 1"
+    " WHERE o.state = 'pending' AND o.attempts IS NOT NULL"
+    " AND o.fingerprint = EXCLUDED.fingerprint"
+    " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now())"
+    " RETURNING o.attempts, o.downstream_key, o.lease_expires_at),"
+    " lapsed AS (UPDATE idem.external_attempts a"
+    " SET ended_at = now(), outcome = 'lease_expired' FROM claimed"
+    " WHERE a.tenant = $1 AND a.operation_id = $2 AND a.ended_at IS NULL),"
+    " started AS (INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
+    " SELECT $1, $2, attempts FROM claimed)"
+    " SELECT attempts, downstream_key,"
+    " (extract(epoch FROM lease_expires_at) * 1000000)::int8 FROM claimed",
     10};
 
 /* After a lost reply to the claim: whether this token holds the key. */
 const idem__stmt idem__external_stmt_mine = {
     "idem_external_mine",
-    "SELECT o.attempts, o.downstream_key, " US("o.lease_expires_at") " FROM idem.operations o"
-                                                                     " WHERE" HOLDER,
+    "SELECT o.attempts, o.downstream_key,"
+    " (extract(epoch FROM o.lease_expires_at) * 1000000)::int8"
+    " FROM idem.operations o WHERE" HOLDER,
     3};
 
 /* After a lost reply to a report: where the record stands for this token (state, whether the
@@ -78,14 +76,15 @@ const idem__stmt idem__external_stmt_held = {
  * (0: the lease was lost; the attempt's row is written all the same). */
 const idem__stmt idem__external_stmt_finish = {
     "idem_external_finish",
-    "WITH done AS (UPDATE idem.operations o SET state = $4, response = $5, completed_at = now(),"
-    " provider_ref = $6, lease_expires_at = NULL," WINDOWS_FROM_NOW " WHERE" HOLDER " RETURNING 1),"
-    " reported AS (UPDATE idem.external_attempts a SET ended_at = now(), outcome = $4,"
-    " provider_ref = $6, error = $8 WHERE" OWN_ATTEMPT(
-        "$7") "),"
-              " box AS (UPDATE idem.outbox b SET state = $4, updated_at = now(), last_error = $8"
-              " FROM done WHERE b.tenant = $1 AND b.operation_id = $2)"
-              " SELECT count(*) FROM done",
+    "WITH done AS (UPDATE idem.operations o SET state = $4, response = $5,"
+    " completed_at = now(), provider_ref = $6, lease_expires_at = NULL," WINDOWS_FROM_NOW
+    " WHERE" HOLDER " RETURNING 1),"
+    " reported AS (UPDATE idem.external_attempts a"
+    " SET ended_at = now(), outcome = $4, provider_ref = $6, error = $8"
+    " WHERE a.tenant = $1 AND a.operation_id = $2 AND a.attempt = $7::int4" OWN_ROW "),"
+    " box AS (UPDATE idem.outbox b SET state = $4, updated_at = now(), last_error = $8"
+    " FROM done WHERE b.tenant = $1 AND b.operation_id = $2)"
+    " SELECT count(*) FROM done",
     8};
 
 /* Outcome unknown: $4 provider_ref, $5 the attempt's number, $6 error text. The record, its
@@ -93,54 +92,51 @@ const idem__stmt idem__external_stmt_finish = {
 const idem__stmt idem__external_stmt_unknown = {
     "idem_external_unknown",
     "WITH done AS (UPDATE idem.operations o SET state = 'outcome_unknown',"
-    " provider_ref = coalesce($4, o.provider_ref), lease_expires_at = NULL WHERE" HOLDER
-    " RETURNING o.tool, o.fingerprint),"
-    " reported AS (UPDATE idem.external_attempts a SET ended_at = now(), outcome = 'unknown',"
-    " provider_ref = $4, error = $6 WHERE" OWN_ATTEMPT(
-        "$5") "),"
-              " box AS (UPDATE idem.outbox b SET state = 'outcome_unknown', updated_at = now(),"
-              " last_error = $6 FROM done WHERE b.tenant = $1 AND b.operation_id = $2),"
-              " item AS (INSERT INTO idem.reconciliation_items AS r (tenant, operation_id, kind, "
-              "tool,"
-              " fingerprint, fingerprint_matches) SELECT $1, $2, 'outcome_unknown', tool, "
-              "fingerprint,"
-              " true FROM done" ITEM_UPSERT ")"
-              " SELECT count(*) FROM done",
+    " provider_ref = coalesce($4, o.provider_ref), lease_expires_at = NULL"
+    " WHERE" HOLDER " RETURNING o.tool, o.fingerprint),"
+    " reported AS (UPDATE idem.external_attempts a"
+    " SET ended_at = now(), outcome = 'unknown', provider_ref = $4, error = $6"
+    " WHERE a.tenant = $1 AND a.operation_id = $2 AND a.attempt = $5::int4" OWN_ROW "),"
+    " box AS (UPDATE idem.outbox b SET state = 'outcome_unknown', updated_at = now(),"
+    " last_error = $6 FROM done WHERE b.tenant = $1 AND b.operation_id = $2),"
+    " item AS (INSERT INTO idem.reconciliation_items AS r"
+    " (tenant, operation_id, kind, tool, fingerprint, fingerprint_matches)"
+    " SELECT $1, $2, 'outcome_unknown', tool, fingerprint, true FROM done" ITEM_UPSERT ")"
+    " SELECT count(*) FROM done",
     6};
 
 /* Release the lease (a transient failure, or no dispatch): $4 the attempt's outcome ('retry'
- * or 'released'), $5 error text, $6 the attempt's number, $7 the outbox backoff in ms. An
- * outbox item is due again after the backoff, or, with its attempts spent, exhausted and
- * moved to reconciliation. Returns how many records changed and the item's new state. */
+ * or 'released'; a release that found the lease lost writes nothing), $5 error text, $6 the
+ * attempt's number, $7 the outbox backoff in ms. An outbox item is due again after the
+ * backoff, or, with its attempts spent, exhausted and moved to reconciliation. Returns how
+ * many records changed and the item's new state. */
 const idem__stmt idem__external_stmt_release = {
     "idem_external_release",
-    "WITH freed AS (UPDATE idem.operations o SET lease_expires_at = NULL WHERE" HOLDER
-    " RETURNING o.attempts, o.tool, o.fingerprint),"
-    " reported AS (UPDATE idem.external_attempts a SET ended_at = now(), outcome = $4,"
-    " error = $5 WHERE" OWN_ATTEMPT(
-        "$6") "),"
-              " box AS (UPDATE idem.outbox b SET state = CASE WHEN freed.attempts >= b.max_attempts"
-              " THEN 'exhausted' ELSE 'queued' END, next_attempt_at = " LEASE(
-                  "$7") ","
-                        " last_error = coalesce($5, b.last_error), updated_at = now()"
-                        " FROM freed WHERE b.tenant = $1 AND b.operation_id = $2 AND b.state = "
-                        "'queued'"
-                        " RETURNING b.state),"
-                        " item AS (INSERT INTO idem.reconciliation_items AS r (tenant, "
-                        "operation_id, kind, tool,"
-                        " fingerprint, fingerprint_matches) SELECT $1, $2, 'outbox_exhausted', "
-                        "freed.tool,"
-                        " freed.fingerprint, true FROM freed, box WHERE box.state = "
-                        "'exhausted'" ITEM_UPSERT ")"
-                        " SELECT (SELECT count(*) FROM freed), coalesce((SELECT state FROM box), "
-                        "'')",
+    "WITH freed AS (UPDATE idem.operations o SET lease_expires_at = NULL"
+    " WHERE" HOLDER " RETURNING o.attempts, o.tool, o.fingerprint),"
+    " reported AS (UPDATE idem.external_attempts a"
+    " SET ended_at = now(), outcome = $4, error = $5"
+    " WHERE a.tenant = $1 AND a.operation_id = $2 AND a.attempt = $6::int4" OWN_ROW
+    " AND ($4 = 'retry' OR EXISTS (SELECT FROM freed))),"
+    " box AS (UPDATE idem.outbox b SET state = CASE WHEN freed.attempts >= b.max_attempts"
+    " THEN 'exhausted' ELSE 'queued' END,"
+    " next_attempt_at = now() + make_interval(secs => $7::float8 / 1000),"
+    " last_error = coalesce($5, b.last_error), updated_at = now() FROM freed"
+    " WHERE b.tenant = $1 AND b.operation_id = $2 AND b.state = 'queued'"
+    " RETURNING b.state),"
+    " item AS (INSERT INTO idem.reconciliation_items AS r"
+    " (tenant, operation_id, kind, tool, fingerprint, fingerprint_matches)"
+    " SELECT $1, $2, 'outbox_exhausted', freed.tool, freed.fingerprint, true"
+    " FROM freed, box WHERE box.state = 'exhausted'" ITEM_UPSERT ")"
+    " SELECT (SELECT count(*) FROM freed), coalesce((SELECT state FROM box), '')",
     7};
 
 /* A heartbeat: $4 lease in ms. */
 const idem__stmt idem__external_stmt_extend = {
     "idem_external_extend",
-    "UPDATE idem.operations o SET lease_expires_at = " LEASE("$4") " WHERE" HOLDER " RETURNING " US(
-        "o.lease_expires_at"),
+    "UPDATE idem.operations o"
+    " SET lease_expires_at = now() + make_interval(secs => $4::float8 / 1000)"
+    " WHERE" HOLDER " RETURNING (extract(epoch FROM o.lease_expires_at) * 1000000)::int8",
     4};
 
 /* Claim due outbox items: $1 tenant, $2 tool or NULL, $3 limit, $4 lease in ms. Each item
@@ -157,37 +153,33 @@ const idem__stmt idem__external_stmt_outbox_claim = {
     " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now())"
     " ORDER BY b.next_attempt_at LIMIT $3::int8 FOR UPDATE OF b, o SKIP LOCKED),"
     " leased AS (UPDATE idem.operations o SET claim_token = gen_random_uuid(),"
-    " lease_expires_at = " LEASE(
-        "$4") ", attempts = o.attempts + 1 FROM due"
-              " WHERE o.tenant = $1 AND o.operation_id = due.operation_id"
-              " AND due.attempts < due.max_attempts"
-              " RETURNING o.operation_id, o.claim_token, o.attempts, o.downstream_key,"
-              " o.lease_expires_at, o.fingerprint),"
-              " spent AS (UPDATE idem.outbox b SET state = 'exhausted', updated_at = now() FROM due"
-              " WHERE b.tenant = $1 AND b.operation_id = due.operation_id"
-              " AND due.attempts >= due.max_attempts RETURNING b.operation_id, b.tool),"
-              " spent_items AS (INSERT INTO idem.reconciliation_items AS r (tenant, operation_id, "
-              "kind,"
-              " tool, fingerprint, fingerprint_matches) SELECT $1, s.operation_id, "
-              "'outbox_exhausted',"
-              " s.tool, o.fingerprint, true FROM spent s JOIN idem.operations o ON o.tenant = $1"
-              " AND o.operation_id = s.operation_id" ITEM_UPSERT "),"
-              " lapsed AS (UPDATE idem.external_attempts a SET ended_at = now(), outcome = "
-              "'lease_expired'"
-              " FROM due WHERE a.tenant = $1 AND a.operation_id = due.operation_id"
-              " AND a.ended_at IS NULL),"
-              " started AS (INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
-              " SELECT $1, operation_id, attempts FROM leased),"
-              " rescheduled AS (UPDATE idem.outbox b SET next_attempt_at = l.lease_expires_at,"
-              " updated_at = now() FROM leased l WHERE b.tenant = $1 AND b.operation_id = "
-              "l.operation_id)"
-              " SELECT l.operation_id, l.claim_token::text, l.attempts, l.downstream_key,"
-              " " US(
-                  "l.lease_expires_at") ", encode(l.fingerprint, 'hex'), b.tool, b.payload_version,"
-                                        " b.arguments FROM leased l JOIN idem.outbox b ON b.tenant "
-                                        "= $1"
-                                        " AND b.operation_id = l.operation_id ORDER BY "
-                                        "b.next_attempt_at, l.operation_id",
+    " lease_expires_at = now() + make_interval(secs => $4::float8 / 1000),"
+    " attempts = o.attempts + 1 FROM due"
+    " WHERE o.tenant = $1 AND o.operation_id = due.operation_id"
+    " AND due.attempts < due.max_attempts"
+    " RETURNING o.operation_id, o.claim_token, o.attempts, o.downstream_key,"
+    " o.lease_expires_at, o.fingerprint),"
+    " spent AS (UPDATE idem.outbox b SET state = 'exhausted', updated_at = now() FROM due"
+    " WHERE b.tenant = $1 AND b.operation_id = due.operation_id"
+    " AND due.attempts >= due.max_attempts RETURNING b.operation_id, b.tool),"
+    " spent_items AS (INSERT INTO idem.reconciliation_items AS r"
+    " (tenant, operation_id, kind, tool, fingerprint, fingerprint_matches)"
+    " SELECT $1, s.operation_id, 'outbox_exhausted', s.tool, o.fingerprint, true"
+    " FROM spent s JOIN idem.operations o"
+    " ON o.tenant = $1 AND o.operation_id = s.operation_id" ITEM_UPSERT "),"
+    " lapsed AS (UPDATE idem.external_attempts a"
+    " SET ended_at = now(), outcome = 'lease_expired' FROM due"
+    " WHERE a.tenant = $1 AND a.operation_id = due.operation_id AND a.ended_at IS NULL),"
+    " started AS (INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
+    " SELECT $1, operation_id, attempts FROM leased),"
+    " rescheduled AS (UPDATE idem.outbox b SET next_attempt_at = l.lease_expires_at,"
+    " updated_at = now() FROM leased l"
+    " WHERE b.tenant = $1 AND b.operation_id = l.operation_id)"
+    " SELECT l.operation_id, l.claim_token::text, l.attempts, l.downstream_key,"
+    " (extract(epoch FROM l.lease_expires_at) * 1000000)::int8,"
+    " encode(l.fingerprint, 'hex'), b.tool, b.payload_version, b.arguments"
+    " FROM leased l JOIN idem.outbox b ON b.tenant = $1 AND b.operation_id = l.operation_id"
+    " ORDER BY b.next_attempt_at, l.operation_id",
     4};
 
 /* Enqueue from inside an effect: $1 tenant, $2 the item's operation_id, $3 tool, $4
