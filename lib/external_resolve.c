@@ -78,8 +78,10 @@ static int make_receipt(char **out, size_t *len, const idem_resolution *r, idem_
 
     if (r->receipt != NULL) {
         rc = idem_jcs_canonicalize(out, len, r->receipt, r->receipt_len, NULL, err);
-        if (rc == IDEM_EINVAL)
+        if (rc == IDEM_EINVAL) {
+            idem__error_context(err, "resolution.receipt");
             snprintf(err->field, sizeof(err->field), "resolution.receipt");
+        }
         return rc;
     }
     doc = json_pack("{s:s, s:s}", "resolution", resolution_names[r->as], "note", r->note);
