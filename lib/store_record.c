@@ -19,9 +19,12 @@ static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_er
     return 0;
 }
 
-/* Decide from a looked-up row (binary: fingerprint, state, response, and after a lost
- * COMMIT reply the claim token as text). @mine: the row was claimed by this call. */
-static int answer_from_row(call *c, const PGresult *res, int *mine)
+int idem__store_claimed(const PGresult *claim)
+{
+    return PQntuples(claim) == 1 && strcmp(PQgetvalue(claim, 0, 1), "claimed") == 0;
+}
+
+int idem__store_decide(call *c, const PGresult *res, int *mine)
 {
     const char *state = PQgetvalue(res, 0, 1);
     int same = PQgetlength(res, 0, 0) == IDEM_FINGERPRINT_SIZE &&
@@ -81,7 +84,7 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
         return erc;
     found = PQntuples(res) == 1;
     if (found)
-        *rc = answer_from_row(c, res, &mine);
+        *rc = idem__store_decide(c, res, &mine);
     PQclear(res);
     return found;
 }

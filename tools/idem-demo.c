@@ -74,8 +74,9 @@ static char *display(const idem_outcome *out)
     return s;
 }
 
+/* @attempt: 1 for a first attempt, 2 for a retry (see idem_request.attempt). */
 static int call(struct demo *d, idem_outcome *out, const char *tenant, const char *op,
-                const char *subject, idem_error *err)
+                unsigned int attempt, const char *subject, idem_error *err)
 {
     char args[256];
     idem_request req = IDEM_REQUEST_INIT;
@@ -87,6 +88,7 @@ static int call(struct demo *d, idem_outcome *out, const char *tenant, const cha
     req.payload_version = EXAMPLE_TOOL_VERSION;
     req.arguments = args;
     req.arguments_len = strlen(args);
+    req.attempt = attempt;
     idem_outcome_clear(out);
     return idem_store_execute(out, d->store, &req, example_create_support_task, NULL, err);
 }
@@ -120,20 +122,20 @@ static int lost_response(struct demo *d)
     char *shown;
 
     /* The first attempt commits; its reply never reaches the agent. */
-    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+    if (call(d, &out, "acme", d->op, 1, "Check delayed delivery", &err) != 0)
         return fail("first attempt", &err);
     idem_outcome_clear(&out);
     printf("Committed, but response was lost\n");
     if (print_counts(d, "After timeout") != 0)
         return 1;
-    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+    if (call(d, &out, "acme", d->op, 2, "Check delayed delivery", &err) != 0)
         return fail("retry", &err);
     shown = display(&out);
     printf("Retry: %s\n", shown != NULL ? shown : out.receipt);
     free(shown);
     if (print_counts(d, "After retry") != 0)
         return 1;
-    if (call(d, &out, "acme", d->op, "Cancel my order", &err) == IDEM_ECONFLICT)
+    if (call(d, &out, "acme", d->op, 2, "Cancel my order", &err) == IDEM_ECONFLICT)
         printf("Conflict: Same operation ID used with different arguments\n");
     else
         return fail("changed arguments were not refused", &err);
@@ -148,7 +150,7 @@ static int isolation_and_intents(struct demo *d)
     char second[IDEM_UUID_STRING_SIZE], *shown;
 
     printf("\n");
-    if (call(d, &out, "globex", d->op, "Check delayed delivery", &err) != 0)
+    if (call(d, &out, "globex", d->op, 1, "Check delayed delivery", &err) != 0)
         return fail("other tenant", &err);
     shown = display(&out);
     printf("Tenant globex, same operation ID: %s %s (its own task; acme's receipt is "
@@ -156,13 +158,13 @@ static int isolation_and_intents(struct demo *d)
            idem_status_name(out.status), shown);
     free(shown);
     if (idem_uuid_v7(second, &err) != 0 ||
-        call(d, &out, "acme", second, "Check delayed delivery", &err) != 0)
+        call(d, &out, "acme", second, 1, "Check delayed delivery", &err) != 0)
         return fail("second intent", &err);
     shown = display(&out);
     printf("Second intent, same subject, new operation ID: %s %s\n", idem_status_name(out.status),
            shown);
     free(shown);
-    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+    if (call(d, &out, "acme", d->op, 2, "Check delayed delivery", &err) != 0)
         return fail("replay", &err);
     printf("Retry of the first intent again: %s, next step: %s\n", idem_status_name(out.status),
            idem_next_step_name(idem_status_next_step(out.status)));
