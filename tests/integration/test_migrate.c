@@ -582,6 +582,79 @@ Test(migrate, applied_version_without_a_file_is_unknown_and_tolerated)
     free(ci);
 }
 
+Test(migrate, gap_in_versions_is_accepted_and_applied_in_order)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_database("mig_gap");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = make_dir();
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
+    write_file(dir, "0003_c.sql", "CREATE TABLE idem.c (id int REFERENCES idem.a);\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_list_count(list), 2);
+    cr_assert_eq(count_state(list, IDEM_MIGRATION_APPLIED), 2);
+    cr_assert_eq(idem_migrate_list_at(list, 1)->version, 3);
+    idem_migrate_list_free(list);
+    list = NULL;
+    write_file(dir, "0004_d.sql", "CREATE TABLE idem.d (id int PRIMARY KEY);\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(ledger_count(conn), 3);
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM idem.schema_migrations"
+                                     " WHERE version IN (1, 3, 4)"),
+                 3);
+    cr_assert_eq(idem_migrate_plan(&list, conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_list_count(list), 0);
+    idem_migrate_list_free(list);
+    remove_dir(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, embedded_migrations_create_no_table_of_the_example_tool)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_migrated_database("mig_no_example");
+    PGconn *conn = pgtest_connect(ci);
+
+    cr_assert(relation_exists(conn, "idem.operations"));
+    cr_assert_not(relation_exists(conn, "idem.support_tasks"));
+    cr_assert_eq(
+        pgtest_scalar(conn, "SELECT count(*) FROM pg_namespace WHERE nspname = 'idem_example'"), 0);
+    PQfinish(conn);
+    free(ci);
+}
+
+/* Databases migrated before the example tool left the embedded migrations have its 0002
+ * in the ledger: an applied version the library no longer knows. */
+Test(migrate, ledger_row_of_the_removed_example_migration_is_unknown_and_check_passes)
+{
+    PGTEST_REQUIRE_SERVER();
+    char *ci = pgtest_new_migrated_database("mig_old_0002");
+    PGconn *conn = pgtest_connect(ci);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    const idem_migration *m;
+
+    PQclear(pgtest_exec(conn, "INSERT INTO idem.schema_migrations (version, name, checksum,"
+                              " duration_ms) VALUES (2, '0002_example_support_tasks.sql',"
+                              " sha256('the old example migration'), 0)"));
+    cr_assert_eq(idem_migrate_check(conn, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_status(&list, conn, NULL, &err), 0, "%s", err.message);
+    m = idem_migrate_list_at(list, 1);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->version, 2);
+    cr_assert_eq(m->state, IDEM_MIGRATION_UNKNOWN);
+    cr_assert_eq(idem_migrate_up(conn, 0, NULL, &err), 0, "%s", err.message);
+    idem_migrate_list_free(list);
+    PQfinish(conn);
+    free(ci);
+}
+
 Test(migrate, misnamed_file_in_dir_is_einval_naming_it_before_anything_is_written)
 {
     PGTEST_REQUIRE_SERVER();

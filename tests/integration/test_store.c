@@ -31,7 +31,7 @@ static void open_store(const char *tag, const idem_store_options *opts, unsigned
     idem_error err = IDEM_ERROR_INIT;
 
     PGTEST_REQUIRE_SERVER();
-    conninfo = pgtest_new_migrated_database(tag);
+    conninfo = pgtest_new_example_database(tag);
     cr_assert_eq(idem_pool_new(&pool, conninfo, &popts, &err), 0, "%s", err.message);
     cr_assert_eq(idem_store_new(&store, pool, opts, &err), 0, "%s", err.message);
     check = pgtest_connect(conninfo);
@@ -49,7 +49,7 @@ static void close_store(void)
 
 static long tasks(void)
 {
-    return pgtest_scalar(check, "SELECT count(*) FROM idem.support_tasks");
+    return pgtest_scalar(check, "SELECT count(*) FROM idem_example.support_tasks");
 }
 
 static long operations(void)
@@ -219,7 +219,7 @@ Test(store, same_operation_id_in_two_tenants_is_two_independent_keys)
     cr_assert_eq(create_task(&b, "tenant-c", "shared-id", "{\"subject\":\"other\"}", NULL), 0);
     cr_assert_eq(b.status, IDEM_STATUS_CREATED);
     cr_assert_eq(tasks(), 3);
-    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.support_tasks"
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem_example.support_tasks"
                                       " WHERE tenant = 'tenant-a'"),
                  1);
     cr_assert_eq(idem_store_get(&op, store, "tenant-a", "shared-id", &err), 0, "%s", err.message);
@@ -608,7 +608,7 @@ static int transient_effect(json_t **response, idem_tx *tx, const json_t *argume
     ((struct counting *)ctx)->runs++;
     /* Write something, then fail: the write must not survive. */
     if (idem_tx_exec(&res, tx,
-                     "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+                     "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                      " VALUES ('acme', 'half', 'x')",
                      0, NULL, err) == 0)
         PQclear(res);
@@ -742,7 +742,7 @@ static int two_statement_effect(json_t **response, idem_tx *tx, const json_t *ar
                                 idem_error *err)
 {
     const char *values[2] = {idem_tx_tenant(tx), idem_tx_operation_id(tx)};
-    const char *sql = "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+    const char *sql = "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                       " VALUES ($1, 'part', $2) RETURNING task_id";
     PGresult *a = NULL, *b = NULL;
     int rc = idem_tx_exec(&a, tx, sql, 2, values, err);
@@ -767,7 +767,7 @@ Test(store, effect_with_several_statements_commits_them_all_with_the_record)
                  err.message);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     cr_assert_eq(tasks(), 2);
-    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.support_tasks"
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem_example.support_tasks"
                                       " WHERE operation_id = 'op-two'"),
                  2);
     idem_outcome_clear(&out);
@@ -779,7 +779,7 @@ static int failing_sql_effect(json_t **response, idem_tx *tx, const json_t *argu
     PGresult *res = NULL;
     /* A constraint violation in the effect's own statement is the effect's failure. */
     return idem_tx_exec(&res, tx,
-                        "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+                        "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                         " VALUES ('acme', '', 'x')",
                         0, NULL, err);
 }
@@ -869,7 +869,7 @@ static int ending_effect(json_t **response, idem_tx *tx, const json_t *arguments
     PQclear(res);
     res = NULL;
     codes[1] = idem_tx_exec(&res, tx,
-                            "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+                            "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                             " VALUES ('acme', 'after', 'x')",
                             0, NULL, err);
     PQclear(res);

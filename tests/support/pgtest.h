@@ -32,6 +32,11 @@ char *pgtest_new_database(const char *tag);
  * conninfo (malloc'd, caller frees). */
 char *pgtest_new_migrated_database(const char *tag);
 
+/* pgtest_new_migrated_database(tag), then the example tool's own table
+ * (idem_example.support_tasks, tools/example): for tests that run the example effect.
+ * Returns its conninfo (malloc'd, caller frees). */
+char *pgtest_new_example_database(const char *tag);
+
 /* Connect or fail the test. */
 PGconn *pgtest_connect(const char *conninfo);
 
