@@ -131,7 +131,6 @@ static size_t embedded_count(PGconn *conn)
 
 Test(migrate, fresh_database_up_then_status_is_clean)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_fresh");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -154,7 +153,6 @@ Test(migrate, fresh_database_up_then_status_is_clean)
 
 Test(migrate, ledger_records_name_checksum_duration_and_role)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_ledger");
     PGconn *conn = pgtest_connect(ci);
     idem_migrate_list *list = NULL;
@@ -179,7 +177,6 @@ Test(migrate, ledger_records_name_checksum_duration_and_role)
 
 Test(migrate, second_up_applies_nothing_and_changes_no_row)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_twice");
     PGconn *conn = pgtest_connect(ci);
     idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
@@ -234,7 +231,6 @@ static int read_char(int fd)
 
 Test(migrate, two_processes_at_once_exactly_one_applies_both_succeed)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_race");
     PGconn *holder = pgtest_connect(ci);
     int fds[2], status, waits = 0, applied = 0, c;
@@ -276,7 +272,6 @@ Test(migrate, two_processes_at_once_exactly_one_applies_both_succeed)
 
 Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_locked");
     PGconn *holder = pgtest_connect(ci), *conn = pgtest_connect(ci);
     idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
@@ -294,7 +289,6 @@ Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
 
 Test(migrate, failing_migration_rolls_back_completely_and_names_file_and_line)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_syntax");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-syntax-error");
@@ -322,7 +316,6 @@ Test(migrate, failing_migration_rolls_back_completely_and_names_file_and_line)
 
 Test(migrate, runtime_error_names_the_line_of_its_statement)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_runtime");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-runtime-error");
@@ -341,7 +334,6 @@ Test(migrate, runtime_error_names_the_line_of_its_statement)
 
 Test(migrate, error_after_multibyte_text_names_the_right_line_whatever_the_client_encoding)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_utf8");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -368,7 +360,6 @@ Test(migrate, error_after_multibyte_text_names_the_right_line_whatever_the_clien
 
 Test(migrate, transactional_file_with_commit_is_refused_before_it_runs)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_commit");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-commit");
@@ -386,7 +377,6 @@ Test(migrate, transactional_file_with_commit_is_refused_before_it_runs)
 
 Test(migrate, no_transaction_file_runs_create_index_concurrently)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_concurrently");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-no-transaction");
@@ -414,7 +404,6 @@ Test(migrate, no_transaction_file_runs_create_index_concurrently)
 
 Test(migrate, up_to_a_version_stops_there_and_plan_lists_the_rest_without_running_it)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_to");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-three");
@@ -439,7 +428,6 @@ Test(migrate, up_to_a_version_stops_there_and_plan_lists_the_rest_without_runnin
 
 Test(migrate, plan_on_a_fresh_database_lists_everything_and_creates_nothing)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_plan");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -458,7 +446,6 @@ Test(migrate, plan_on_a_fresh_database_lists_everything_and_creates_nothing)
 
 Test(migrate, edited_applied_file_is_drift_naming_it_and_up_refuses)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_drift");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -488,7 +475,6 @@ Test(migrate, edited_applied_file_is_drift_naming_it_and_up_refuses)
 
 Test(migrate, check_names_a_drifted_embedded_migration)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_check_drift");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -503,7 +489,6 @@ Test(migrate, check_names_a_drifted_embedded_migration)
 
 Test(migrate, check_names_pending_migrations)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_check_pending");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -524,7 +509,6 @@ Test(migrate, check_names_pending_migrations)
 
 Test(migrate, check_on_an_empty_database_says_the_schema_is_missing)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_check_empty");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -537,7 +521,6 @@ Test(migrate, check_on_an_empty_database_says_the_schema_is_missing)
 
 Test(migrate, pending_file_older_than_an_applied_one_is_refused)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_order");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -558,7 +541,6 @@ Test(migrate, pending_file_older_than_an_applied_one_is_refused)
 
 Test(migrate, applied_version_without_a_file_is_unknown_and_tolerated)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_unknown");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -584,7 +566,6 @@ Test(migrate, applied_version_without_a_file_is_unknown_and_tolerated)
 
 Test(migrate, gap_in_versions_is_accepted_and_applied_in_order)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_gap");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -617,7 +598,6 @@ Test(migrate, gap_in_versions_is_accepted_and_applied_in_order)
 
 Test(migrate, embedded_migrations_create_no_table_of_the_example_tool)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_no_example");
     PGconn *conn = pgtest_connect(ci);
 
@@ -633,7 +613,6 @@ Test(migrate, embedded_migrations_create_no_table_of_the_example_tool)
  * in the ledger: an applied version the library no longer knows. */
 Test(migrate, ledger_row_of_the_removed_example_migration_is_unknown_and_check_passes)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_old_0002");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -657,7 +636,6 @@ Test(migrate, ledger_row_of_the_removed_example_migration_is_unknown_and_check_p
 
 Test(migrate, misnamed_file_in_dir_is_einval_naming_it_before_anything_is_written)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_misnamed");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-misnamed");
@@ -675,7 +653,6 @@ Test(migrate, misnamed_file_in_dir_is_einval_naming_it_before_anything_is_writte
 
 Test(migrate, missing_dir_is_eio)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_nodir");
     PGconn *conn = pgtest_connect(ci);
     idem_migrate_options o = dir_options("/nonexistent/idem-migrations");
@@ -691,7 +668,6 @@ Test(migrate, missing_dir_is_eio)
 
 Test(migrate, connection_inside_a_transaction_is_refused)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_in_tx");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;

@@ -25,7 +25,6 @@ static void sleep_ms(long ms)
 /* A fresh database, and an application_name unique to the test. */
 static char *setup(const char *tag, char *app, size_t app_size)
 {
-    PGTEST_REQUIRE_SERVER();
     snprintf(app, app_size, "idem-pooltest-%s-%ld", tag, (long)getpid());
     return pgtest_new_database(tag);
 }
@@ -175,7 +174,6 @@ Test(pool, new_rejects_unknown_conninfo_keyword)
 
 Test(pool, new_fails_at_creation_when_the_database_does_not_exist)
 {
-    PGTEST_REQUIRE_SERVER();
     idem_error err = IDEM_ERROR_INIT;
     idem_pool *pool = NULL;
     int rc = idem_pool_new(&pool, "dbname=idem_no_such_database", NULL, &err);

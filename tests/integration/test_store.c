@@ -30,7 +30,6 @@ static void open_store(const char *tag, const idem_store_options *opts, unsigned
     idem_pool_options popts = pool_options(pool_size);
     idem_error err = IDEM_ERROR_INIT;
 
-    PGTEST_REQUIRE_SERVER();
     conninfo = pgtest_new_example_database(tag);
     cr_assert_eq(idem_pool_new(&pool, conninfo, &popts, &err), 0, "%s", err.message);
     cr_assert_eq(idem_store_new(&store, pool, opts, &err), 0, "%s", err.message);
