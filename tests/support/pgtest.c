@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "idem/migrate.h"
@@ -26,6 +27,13 @@ const char *pgtest_server_problem(void)
     default:
         return "bad connection parameters";
     }
+}
+
+void pgtest_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
 }
 
 PGconn *pgtest_connect(const char *conninfo)

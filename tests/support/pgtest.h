@@ -23,6 +23,8 @@ char *pgtest_new_migrated_database(const char *tag);
  * Returns its conninfo (malloc'd, caller frees). */
 char *pgtest_new_example_database(const char *tag);
 
+void pgtest_sleep_ms(long ms);
+
 /* Connect or fail the test. */
 PGconn *pgtest_connect(const char *conninfo);
 
