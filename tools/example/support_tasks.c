@@ -5,9 +5,11 @@
 #include "support_tasks.h"
 
 /* The example's own schema, kept apart from idem's. One simple-query message is one
- * transaction, so the advisory lock ("idemexam") makes two first runs take turns:
- * CREATE ... IF NOT EXISTS alone can still collide. */
+ * transaction, so the advisory lock ("idemexam") makes two first runs take turns
+ * (CREATE ... IF NOT EXISTS alone can still collide), and SET LOCAL keeps the "already
+ * exists" notices of later runs quiet. */
 static const char setup_sql[] =
+    "SET LOCAL client_min_messages = warning;"
     "SELECT pg_advisory_xact_lock(7594306392181727597);"
     "CREATE SCHEMA IF NOT EXISTS idem_example;"
     "CREATE TABLE IF NOT EXISTS idem_example.support_tasks ("
