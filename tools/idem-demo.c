@@ -8,7 +8,8 @@
  * task.
  *
  * Usage: idem-demo [--dsn CONNINFO]   (default: the PG* environment variables)
- * It applies idem's migrations to that database first.
+ * It applies idem's migrations to that database first, then sets up the example tool's
+ * own table (idem_example.support_tasks).
  */
 #include <idem/idem.h>
 #include <idem/migrate.h>
@@ -30,7 +31,7 @@ static int fail(const char *what, const idem_error *err)
     return 1;
 }
 
-/* Rows that this run's operation ID left: tasks it created, operation records. */
+/* Rows that this run's operation ID left in @table: tasks it created, operation records. */
 static int count(struct demo *d, const char *table, long *out)
 {
     char sql[160];
@@ -42,7 +43,7 @@ static int count(struct demo *d, const char *table, long *out)
 
     if (rc != 0)
         return fail("count", &err);
-    snprintf(sql, sizeof(sql), "SELECT count(*) FROM idem.%s WHERE operation_id = $1", table);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE operation_id = $1", table);
     res = PQexecParams(idem_conn_pg(conn), sql, 1, NULL, values, NULL, NULL, 0);
     rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : 1;
     if (rc == 0)
@@ -58,7 +59,8 @@ static int print_counts(struct demo *d, const char *label)
 {
     long tasks = 0, operations = 0;
 
-    if (count(d, "support_tasks", &tasks) != 0 || count(d, "operations", &operations) != 0)
+    if (count(d, "idem_example.support_tasks", &tasks) != 0 ||
+        count(d, "idem.operations", &operations) != 0)
         return 1;
     printf("%s: tasks=%ld operations=%ld\n", label, tasks, operations);
     return 0;
@@ -104,9 +106,13 @@ static int setup(struct demo *d, const char *dsn)
     if (idem_pool_acquire(&conn, d->pool, &err) != 0)
         return fail("connecting", &err);
     rc = idem_migrate_up(idem_conn_pg(conn), 0, NULL, &err);
+    if (rc != 0)
+        rc = fail("applying migrations", &err);
+    else if (example_support_tasks_setup(idem_conn_pg(conn), &err) != 0)
+        rc = fail("setting up the example's table", &err);
     idem_pool_release(conn);
     if (rc != 0)
-        return fail("applying migrations", &err);
+        return rc;
     if (idem_store_new(&d->store, d->pool, NULL, &err) != 0)
         return fail("store", &err);
     if (idem_uuid_v7(d->op, &err) != 0)

@@ -26,7 +26,6 @@ static void open_store(const char *tag)
     idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
-    PGTEST_REQUIRE_SERVER();
     char *conninfo = pgtest_new_migrated_database(tag);
     check = pgtest_connect(conninfo);
     PQclear(pgtest_exec(check, "CREATE TABLE notes (tenant text, operation_id text, text text,"
