@@ -13,7 +13,7 @@
 #define MAX_TRIES 4
 
 #define BEGIN_SQL          "BEGIN ISOLATION LEVEL READ COMMITTED"
-#define CLAIM_AT           2
+#define CLAIM_AT           1
 #define LOCK_NOT_AVAILABLE "55P03"
 
 typedef struct begin {
@@ -22,9 +22,8 @@ typedef struct begin {
     idem_external_attempt **out;
     char token[IDEM_UUID_STRING_SIZE], downstream[IDEM_UUID_STRING_SIZE];
     char version[16], retention[24], claim_wait[16];
-    const char *values[10];
-    int lengths[10], formats[10];
-    const char *wait_values[1];
+    const char *values[11];
+    int lengths[11], formats[11];
 } begin;
 
 /* begin runs no effect of its own; the store's request checks want one. */
@@ -50,7 +49,6 @@ static int make_claim(begin *b)
     snprintf(b->version, sizeof(b->version), "%d", req->payload_version);
     snprintf(b->retention, sizeof(b->retention), "%u", b->ext->store->opts.retention_s);
     snprintf(b->claim_wait, sizeof(b->claim_wait), "%u", b->ext->opts.claim_wait_ms);
-    b->wait_values[0] = b->claim_wait;
     b->values[0] = req->tenant;
     b->values[1] = req->operation_id;
     b->values[2] = req->tool;
@@ -61,6 +59,7 @@ static int make_claim(begin *b)
     b->values[7] = b->retention;
     b->values[8] = b->downstream;
     b->values[9] = b->ext->lease_ms;
+    b->values[10] = b->claim_wait;
     b->lengths[4] = IDEM_FINGERPRINT_SIZE;
     b->formats[4] = 1;
     return 0;
@@ -127,18 +126,17 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
     return rc;
 }
 
-/* One claim: BEGIN, a short lock wait, the claim, COMMIT, in one round trip. *taken is 1
- * when this call now holds the key; 0 when the key is someone else's to answer for. */
+/* One claim: BEGIN, the claim (with its short lock wait), COMMIT, in one round trip. *taken
+ * is 1 when this call now holds the key; 0 when the key is someone else's to answer for. */
 static int claim(begin *b, idem_conn **conn, int *taken)
 {
-    idem__pipe_cmd cmds[4] = {
+    idem__pipe_cmd cmds[3] = {
         {NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL},
-        {&idem__store_stmt_lock_timeout, NULL, 0, b->wait_values, NULL, NULL, 0, NULL},
         {&idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL},
         {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL},
     };
     size_t failed_at;
-    int rc = idem__conn_pipeline(*conn, cmds, 4, &failed_at, b->c.err);
+    int rc = idem__conn_pipeline(*conn, cmds, 3, &failed_at, b->c.err);
 
     *taken = 0;
     if (rc == 0 && PQntuples(cmds[CLAIM_AT].result) == 1) {
@@ -151,7 +149,7 @@ static int claim(begin *b, idem_conn **conn, int *taken)
         if (failed_at == CLAIM_AT && strcmp(b->c.err->sqlstate, LOCK_NOT_AVAILABLE) == 0)
             rc = busy(b);
     }
-    idem__store_pipe_clear(cmds, 4);
+    idem__store_pipe_clear(cmds, 3);
     return rc;
 }
 
@@ -175,7 +173,10 @@ static int run(begin *b)
             if ((rc = idem_pool_acquire(&conn, b->ext->store->pool, b->c.err)) != 0)
                 break;
         }
-        found = idem__store_lookup(&b->c, conn, &idem__store_stmt_lookup, &rc);
+        /* A first attempt claims at once; the key is looked up when the claim cannot take
+         * it, and by a retry first (a replay then costs one round trip). */
+        found =
+            b->c.lookup_first ? idem__store_lookup(&b->c, conn, &idem__store_stmt_lookup, &rc) : 0;
         if (found != 0) {
             rc = found < 0 ? found : rc;
             break;
@@ -185,6 +186,7 @@ static int run(begin *b)
         b->c.out->attempts++;
         rc = claim(b, &conn, &taken);
         b->c.resume_pending = 0; /* a pending key the claim could not take is someone's */
+        b->c.lookup_first = 1;
     }
     idem_pool_release(conn);
     return rc;
@@ -219,6 +221,7 @@ int idem_external_begin(idem_external_attempt **out, idem_outcome *outcome, idem
         return rc;
     }
     outcome->status = IDEM_STATUS_UNAVAILABLE;
+    b.c.lookup_first = req->version < 2 || req->attempt != 1;
     rc = run(&b);
     json_decref(b.c.arguments);
     if (rc == 0 && outcome->status == IDEM_STATUS_REPLAYED)

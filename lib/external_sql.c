@@ -29,16 +29,19 @@
 /* Claim the key, or take over a pending one whose lease has lapsed (same fingerprint, an
  * external record): $1 tenant, $2 operation_id, $3 tool, $4 payload_version, $5 fingerprint
  * (binary), $6 trace_id, $7 token, $8 retention in seconds, $9 the downstream key for a new
- * record, $10 lease in ms. The lapsed attempt's history row is closed, the new one opened.
- * A row that is not ours to take is locked by ON CONFLICT but returns nothing. */
+ * record, $10 lease in ms, $11 how long to wait for another transaction's uncommitted claim
+ * of the key (the lock timeout, set first). The lapsed attempt's history row is closed, the
+ * new one opened. A row that is not ours to take is locked by ON CONFLICT but returns
+ * nothing. */
 const idem__stmt idem__external_stmt_claim = {
     "idem_external_claim",
-    "WITH claimed AS (INSERT INTO idem.operations AS o (tenant, operation_id, tool,"
+    "WITH wait AS (SELECT set_config('lock_timeout', $11, true)),"
+    " claimed AS (INSERT INTO idem.operations AS o (tenant, operation_id, tool,"
     " payload_version, fingerprint, state, trace_id, claim_token, expires_at,"
     " downstream_key, attempts, lease_expires_at)"
-    " VALUES ($1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
+    " SELECT $1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
     " now() + make_interval(secs => $8::int8), $9, 1,"
-    " now() + make_interval(secs => $10::float8 / 1000))"
+    " now() + make_interval(secs => $10::float8 / 1000) FROM wait"
     " ON CONFLICT (tenant, operation_id) DO UPDATE"
     " SET claim_token = EXCLUDED.claim_token,"
     " lease_expires_at = EXCLUDED.lease_expires_at, attempts = o.attempts + 1"
@@ -53,7 +56,7 @@ const idem__stmt idem__external_stmt_claim = {
     " SELECT $1, $2, attempts FROM claimed)"
     " SELECT attempts, downstream_key,"
     " (extract(epoch FROM lease_expires_at) * 1000000)::int8 FROM claimed",
-    10};
+    11};
 
 /* After a lost reply to the claim: whether this token holds the key. */
 const idem__stmt idem__external_stmt_mine = {

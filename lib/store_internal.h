@@ -28,8 +28,7 @@ void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigne
 
 /* The store's statements (store_sql.c). */
 extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
-    idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_lock_timeout,
-    idem__store_stmt_get;
+    idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get;
 
 struct idem_store {
     idem_pool *pool;
@@ -45,9 +44,9 @@ struct idem_store {
 /* The claim's parameters, kept for the call (they go out inside pipelines). */
 typedef struct claim_params {
     char version[16], retention[24];
-    const char *values[9];
-    int lengths[9];
-    int formats[9];
+    const char *values[10];
+    int lengths[10];
+    int formats[10];
 } claim_params;
 
 /* One idem_store_execute() call in progress. */
@@ -63,20 +62,23 @@ typedef struct call {
     idem_error *err;
     uint64_t deadline_ms;
     claim_params cp;
-    char lock_timeout[24]; /* what is left of the deadline, for SET LOCAL lock_timeout */
+    char lock_timeout[24]; /* what is left of the deadline: the effect's lock timeout */
     char claim_wait[24];   /* the claim's own lock timeout */
-    const char *lock_timeout_values[1];
-    int resume_pending; /* external begin: a pending row of this fingerprint is left to the
-                           claim, which resumes it if its lease has lapsed */
+    int lookup_first;      /* look the key up before claiming it (a retry) */
+    int resume_pending;    /* external begin: a pending row of this fingerprint is left to the
+                              claim, which resumes it if its lease has lapsed */
 } call;
 
 struct idem_tx {
     idem_conn *conn;
     call *c;
     int begun;        /* BEGIN and the claim have been sent */
-    int claim_lost;   /* the claim found the key taken: the attempt starts over */
+    int claim_lost;   /* the claim found the key taken: the call answers from @taken, or
+                         starts over */
+    PGresult *taken;  /* the record the claim found (fingerprint, state, response) */
     int claim_busy;   /* a live attempt holds the key: the call answers in_progress */
     int ended;        /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
+    int decided;      /* a record the claim found decided the call (c->out is set) */
     int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
     char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
 };
@@ -98,6 +100,14 @@ enum step {
  * (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
 int idem__store_validate(call *c);
 
+/* Decide the call from a record's row (binary: fingerprint, state, response, and after a
+ * lost COMMIT reply the claim token as text): replayed, rejected, conflict, in_progress,
+ * or created when @mine (the row was claimed by this call). Returns the call's code. */
+int idem__store_decide(call *c, const PGresult *res, int *mine);
+
+/* Whether the claim's result (tx->taken's shape) says this attempt claimed the key. */
+int idem__store_claimed(const PGresult *claim);
+
 /* Look the key up with @stmt (lookup or resolve). Returns 1 when a row decided the call
  * (c->out set, *rc its code), 0 when the key is free (or, with c->resume_pending, pending
  * under the request's fingerprint), or a negative code on a database failure
@@ -111,10 +121,10 @@ int idem__store_rejected(call *c);
 /* One write attempt: BEGIN, claim, effect, record, COMMIT (store_write.c). */
 enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
 
-/* The commands that open an attempt: BEGIN, the lock timeout, the claim (the last, at
- * BEGIN_CLAIM). Returns how many it wrote (store_write.c). */
-#define BEGIN_CMDS  3
-#define BEGIN_CLAIM 2
+/* The commands that open an attempt: BEGIN, then the claim (at BEGIN_CLAIM). Returns how
+ * many it wrote (store_write.c). */
+#define BEGIN_CMDS  2
+#define BEGIN_CLAIM 1
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50
 size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds);

@@ -37,9 +37,12 @@ static int outcome_unknown(call *c)
                            c->req->operation_id, c->req->tenant, c->req->operation_id);
 }
 
-/* Decide from a looked-up row (binary: fingerprint, state, response, and after a lost
- * COMMIT reply the claim token as text). @mine: the row was claimed by this call. */
-static int answer_from_row(call *c, const PGresult *res, int *mine)
+int idem__store_claimed(const PGresult *claim)
+{
+    return PQntuples(claim) == 1 && strcmp(PQgetvalue(claim, 0, 1), "claimed") == 0;
+}
+
+int idem__store_decide(call *c, const PGresult *res, int *mine)
 {
     const char *state = PQgetvalue(res, 0, 1);
     int same = same_fingerprint(c, res);
@@ -103,7 +106,7 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
         same_fingerprint(c, res))
         found = 0; /* the external claim decides: the lease may have lapsed */
     else if (found)
-        *rc = answer_from_row(c, res, &mine);
+        *rc = idem__store_decide(c, res, &mine);
     PQclear(res);
     return found;
 }

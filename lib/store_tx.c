@@ -30,11 +30,13 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
     cmds[n++] = (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};
     rc = idem__conn_pipeline(tx->conn, cmds, n, &failed_at, &local);
     tx->begun = 1;
-    /* A claim that inserted nothing means the key is taken, whatever came after it. */
-    if (cmds[BEGIN_CLAIM].result != NULL && PQntuples(cmds[BEGIN_CLAIM].result) == 0) {
+    /* A claim that found a record means the key is taken, whatever came after it. */
+    if (cmds[BEGIN_CLAIM].result != NULL && !idem__store_claimed(cmds[BEGIN_CLAIM].result)) {
         tx->claim_lost = 1;
+        tx->taken = cmds[BEGIN_CLAIM].result;
+        cmds[BEGIN_CLAIM].result = NULL;
         rc = idem__error_set(&local, IDEM_EBUSY,
-                             "the key was claimed concurrently; the attempt starts over");
+                             "the key already has a record; this attempt is void");
     } else if (rc == 0) {
         *out = cmds[n - 1].result;
         cmds[n - 1].result = NULL;

@@ -26,7 +26,8 @@ void idem__store_claim_params_init(call *c)
     p->values[5] = c->req->trace_id;
     p->values[6] = c->claim;
     p->values[7] = p->retention;
-    p->values[8] = c->lock_timeout;
+    p->values[8] = c->claim_wait;
+    p->values[9] = c->lock_timeout;
     memset(p->lengths, 0, sizeof(p->lengths));
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
@@ -41,23 +42,19 @@ static idem__pipe_cmd cmd_sql(const char *sql)
 static idem__pipe_cmd cmd_claim(const call *c)
 {
     return (idem__pipe_cmd){&idem__store_stmt_claim, NULL,          0, c->cp.values,
-                            c->cp.lengths,           c->cp.formats, 0, NULL};
+                            c->cp.lengths,           c->cp.formats, 1, NULL};
 }
 
 size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
 {
     uint64_t now = idem__now_ms();
-
     uint64_t left = c->deadline_ms > now ? c->deadline_ms - now : 1;
 
     snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu", (unsigned long long)left);
     snprintf(c->claim_wait, sizeof(c->claim_wait), "%llu",
              (unsigned long long)(left < IDEM__CLAIM_WAIT_MS ? left : IDEM__CLAIM_WAIT_MS));
-    c->lock_timeout_values[0] = c->claim_wait;
     cmds[0] = cmd_sql(BEGIN_SQL);
-    cmds[1] = (idem__pipe_cmd){
-        &idem__store_stmt_lock_timeout, NULL, 0, c->lock_timeout_values, NULL, NULL, 0, NULL};
-    cmds[2] = cmd_claim(c);
+    cmds[1] = cmd_claim(c);
     return BEGIN_CMDS;
 }
 
@@ -193,9 +190,27 @@ static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, i
     return STEP_DONE;
 }
 
-/* What the closing pipeline's results mean. */
-static enum step after_commit(call *c, idem_conn *conn, const idem__pipe_cmd *finish, int rc,
-                              int *out_rc)
+/* The claim found the key's record: this attempt is void (its statements are rolled
+ * back, or were never carried out), and the record decides the call. */
+static enum step answer_taken(call *c, idem_conn *conn, idem_tx *tx, const PGresult *taken,
+                              int in_tx, int *out_rc)
+{
+    int mine;
+
+    tx->decided = 1;
+    if (in_tx)
+        rollback(conn);
+    COUNT(c->store, claim_races);
+    if (taken == NULL || PQntuples(taken) != 1)
+        return STEP_AGAIN; /* the record went away meanwhile: look again */
+    *out_rc = idem__store_decide(c, taken, &mine);
+    return STEP_DONE;
+}
+
+/* What the closing pipeline's results mean; @claim is the claim's result when the claim
+ * travelled in the same pipeline. */
+static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const idem__pipe_cmd *finish,
+                              const PGresult *claim, int rc, int *out_rc)
 {
     if (rc == 0) {
         if (strcmp(PQcmdTuples(finish->result), "1") == 0) {
@@ -203,8 +218,7 @@ static enum step after_commit(call *c, idem_conn *conn, const idem__pipe_cmd *fi
             return STEP_DONE;
         }
         /* The claim in this pipeline found the key taken: nothing was written. */
-        COUNT(c->store, claim_races);
-        return STEP_AGAIN;
+        return answer_taken(c, conn, tx, claim, 0, out_rc);
     }
     if (rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
         idem_conn_discard(conn);
@@ -233,14 +247,15 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     if (rc != 0 && !tx->begun && idem__store_claim_busy(failed_at, c->err->sqlstate))
         step = busy(c, conn, out_rc);
     else
-        step = after_commit(c, conn, &cmds[finish_at], rc, out_rc);
+        step = after_commit(c, conn, tx, &cmds[finish_at],
+                            tx->begun ? NULL : cmds[BEGIN_CLAIM].result, rc, out_rc);
     idem__store_pipe_clear(cmds, n);
     return step;
 }
 
 enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
 {
-    idem_tx tx = {conn, c, 0, 0, 0, 0, 0, ""};
+    idem_tx tx = {.conn = conn, .c = c};
     char *receipt = NULL;
     size_t len = 0;
     int failed = 0, rc;
@@ -261,14 +276,14 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
     }
     if (tx.claim_lost) {
         free(receipt);
-        rollback(conn);
-        COUNT(c->store, claim_races);
-        return STEP_AGAIN;
+        step = answer_taken(c, conn, &tx, tx.taken, 1, out_rc);
+        PQclear(tx.taken);
+        return step;
     }
     if (rc != 0)
         return effect_failure(c, conn, &tx, rc, out_rc);
     step = finish_and_commit(c, conn, &tx, receipt, len, failed, out_rc);
-    if (step == STEP_DONE && *out_rc == 0) {
+    if (step == STEP_DONE && *out_rc == 0 && !tx.decided) {
         c->out->receipt = receipt;
         c->out->receipt_len = len;
         if (failed) {

@@ -300,7 +300,7 @@ static void print_status_row(const idem_migration *m)
         printf("  (changed since applied: sha256 applied %.16s..., file %.16s...)",
                m->applied_checksum, m->checksum);
     if (m->state == IDEM_MIGRATION_UNKNOWN)
-        printf("  (applied, but not among these migrations: the database is newer)");
+        printf("  (applied, but not among these migrations: a newer schema, or a removed file)");
     putchar('\n');
 }
 

@@ -116,7 +116,7 @@ Test(outbox, an_enqueued_item_commits_with_the_effect_or_not_at_all)
 
     cr_assert_eq(execute("op-1", &ok), 0);
     cr_assert_eq(execute("op-2", &failing), IDEM_EEFFECT);
-    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.support_tasks"), 1);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem_example.support_tasks"), 1);
     cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.outbox"), 1, "rolled back with it");
     cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.outbox WHERE tenant = 'acme'"
                                " AND parent_operation_id = 'op-1' AND state = 'queued'"),

@@ -26,7 +26,6 @@ static void open_store(const char *tag, unsigned int pool_size)
     idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
-    PGTEST_REQUIRE_SERVER();
     char *conninfo = pgtest_new_migrated_database(tag);
     popts.max_size = pool_size;
     popts.acquire_timeout_ms = 1000;

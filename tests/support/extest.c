@@ -14,9 +14,8 @@ void extest_open(const char *tag, unsigned int lease_ms, unsigned int pool_size)
     idem_external_options xopts = IDEM_EXTERNAL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
-    PGTEST_REQUIRE_SERVER();
     memset(&ex, 0, sizeof(ex));
-    ex.conninfo = pgtest_new_migrated_database(tag);
+    ex.conninfo = pgtest_new_example_database(tag);
     ex.check = pgtest_connect(ex.conninfo);
     popts.max_size = pool_size;
     xopts.lease_ms = lease_ms;

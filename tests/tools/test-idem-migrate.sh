@@ -102,6 +102,25 @@ check verify_clean 0 "$tool" --dsn "dbname=$db" verify
 check plan_up_to_date 0 "$tool" --dsn "dbname=$db" plan
 expect plan_up_to_date_empty contains "0 migrations to apply"
 
+# A gap in versions (idem's own 0002 was removed): up applies the rest in order.
+db=$(newdb gap)
+check gap_up 0 "$tool" --dsn "dbname=$db" --dir "$data/migrations-gap" up
+expect gap_applies_after_the_gap contains "applied 0003_three.sql"
+check gap_status 0 "$tool" --dsn "dbname=$db" --dir "$data/migrations-gap" status
+expect gap_status_up_to_date contains "up to date: 2 applied"
+
+# A database migrated while the embedded set had 0002 (the example's table): that ledger
+# row is listed, and the schema is up to date.
+db=$(newdb old0002)
+check old0002_up 0 "$tool" --dsn "dbname=$db" up
+q "$db" "INSERT INTO idem.schema_migrations (version, name, checksum, duration_ms) VALUES (2, '0002_example_support_tasks.sql', sha256('old'), 0)"
+check old0002_status 0 "$tool" --dsn "dbname=$db" status
+expect old0002_listed contains "0002_example_support_tasks.sql"
+expect old0002_up_to_date contains "up to date"
+check old0002_verify 0 "$tool" --dsn "dbname=$db" verify
+check old0002_up_again 0 "$tool" --dsn "dbname=$db" up
+expect old0002_nothing_to_apply contains "nothing to apply"
+
 # The PG* environment is used without --dsn.
 db=$(newdb env)
 check env_up 0 env PGDATABASE="$db" "$tool" -q up

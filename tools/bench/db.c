@@ -1,4 +1,5 @@
-/* The bench's databases: a fresh one per run, loaded with operation records in bulk. */
+/* The bench's databases: a fresh one per run (idem's schema and the example's table),
+ * loaded with operation records in bulk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ static int exec_admin(PGconn *admin, const char *verb, const char *name, const c
     return rc;
 }
 
-static int migrate(const char *conninfo)
+static int setup_schema(const char *conninfo)
 {
     idem_error err = IDEM_ERROR_INIT;
     PGconn *pg = PQconnectdb(conninfo);
@@ -80,6 +81,8 @@ static int migrate(const char *conninfo)
         rc = idem_migrate_up(pg, 0, NULL, &err);
         if (rc != 0)
             rc = bench_error("applying migrations", err.message);
+        else if (example_support_tasks_setup(pg, &err) != 0)
+            rc = bench_error("setting up the example's table", err.message);
     }
     PQfinish(pg);
     return rc;
@@ -96,7 +99,7 @@ int bench_db_create(PGconn *admin, const char *dsn, const char *name)
     conninfo = bench_conninfo(dsn, name);
     if (conninfo == NULL)
         return -1;
-    rc = migrate(conninfo);
+    rc = setup_schema(conninfo);
     free(conninfo);
     return rc;
 }
@@ -186,7 +189,7 @@ long long bench_count_rows(const char *conninfo, const char *table, const char *
 {
     const char *sql = strcmp(table, "operations") == 0
                           ? "SELECT count(*) FROM idem.operations WHERE tenant = $1"
-                          : "SELECT count(*) FROM idem.support_tasks WHERE tenant = $1";
+                          : "SELECT count(*) FROM idem_example.support_tasks WHERE tenant = $1";
     PGconn *pg = PQconnectdb(conninfo);
     PGresult *res = NULL;
     long long n = -1;

@@ -26,8 +26,9 @@ typedef struct side_ctx {
     uint64_t nkeys; /* replay: keys k0..k<nkeys-1> exist */
 } side_ctx;
 
-static const char insert_sql[] = "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
-                                 " VALUES ($1, $2, $3) RETURNING task_id";
+static const char insert_sql[] =
+    "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+    " VALUES ($1, $2, $3) RETURNING task_id";
 static const char read_name[] = "idem_bench_read";
 static const char read_sql[] = "SELECT response FROM idem.operations"
                                " WHERE tenant = $1 AND operation_id = $2";
