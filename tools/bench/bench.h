@@ -137,6 +137,7 @@ enum {
     BENCH_MODE_CONTENTION = 4,
     BENCH_MODE_GROWTH = 8,
     BENCH_MODE_ALL = 15,
+    BENCH_MODE_EXTERNAL = 32, /* not part of all: external effects beside the local path */
 };
 
 /* Everything measured, for the report. */
@@ -190,6 +191,8 @@ int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *c
 int bench_mode_contention(bench_results *res, const bench_config *cfg, const char *conninfo);
 int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin,
                       const char *dbprefix);
+/* external.c */
+int bench_mode_external(bench_results *res, const bench_config *cfg, const char *conninfo);
 
 /* ---- report (report.c) --------------------------------------------------------------- */
 
