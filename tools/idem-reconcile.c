@@ -524,10 +524,11 @@ static idem_external_history *read_history(PGconn *conn, const cli *c)
 
 static json_t *history_json(const idem_external_history *h)
 {
-    json_t *attempts = json_array();
+    json_t *attempts;
 
     if (h == NULL)
         return json_null();
+    attempts = json_array();
     for (size_t i = 0; attempts != NULL && i < idem_external_history_count(h); i++) {
         const idem_external_attempt_record *a = idem_external_history_at(h, i);
 
