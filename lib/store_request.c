@@ -35,8 +35,6 @@ int idem__store_validate(call *c)
         (rc = idem_validate_payload_version(req->payload_version, c->err)) != 0 ||
         (rc = idem_validate_trace_id(req->trace_id, c->err)) != 0)
         return rc;
-    if (c->effect == NULL)
-        return idem__error_field(c->err, IDEM_EINVAL, "effect", "must not be NULL");
     if (req->arguments == NULL)
         return idem__error_field(c->err, IDEM_EINVAL, "arguments", "must not be NULL");
     if (req->arguments_len > c->store->opts.max_arguments_bytes)
