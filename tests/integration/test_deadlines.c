@@ -101,7 +101,7 @@ enum path {
 };
 
 static const idem__stmt stmt_echo = {"idem_deadlinetest_echo", "SELECT length($1)", 1};
-static const idem__stmt stmt_unused = {"idem_deadlinetest_unused", "SELECT $1::int", 1};
+static const idem__stmt stmt_unused = {"idem_deadlinetest_unused", "SELECT $1::text", 1};
 
 static int run_path(enum path path, idem_conn *conn, idem_error *err)
 {
