@@ -42,7 +42,7 @@ int idem__store_validate(call *c)
                                  "%zu bytes exceed the limit of %zu", req->arguments_len,
                                  c->store->opts.max_arguments_bytes);
     jopts.max_bytes = c->store->opts.max_arguments_bytes;
-    rc = idem_json_parse(&args, req->arguments, req->arguments_len, &jopts, c->err);
+    rc = idem_json_parse_arguments(&args, req->arguments, req->arguments_len, &jopts, c->err);
     if (rc != 0)
         return blame_field(c->err, rc, "arguments");
     rc = idem_fingerprint_compute(&c->fp, req->tool, req->payload_version, args, c->err);

@@ -36,6 +36,7 @@ static enum step resolve(call *c, idem_conn **conn, int *out_rc)
     idem_pool_release(*conn);
     *conn = NULL;
     rc = idem_pool_acquire(conn, c->store->pool, c->err);
+    idem__conn_set_deadline(*conn, c->deadline_ms);
     if (rc == 0)
         rc = idem__store_lookup(c, *conn, &idem__store_stmt_resolve, out_rc);
     if (rc < 0) {
@@ -63,6 +64,7 @@ static int run(call *c)
     enum step step = STEP_AGAIN;
 
     rc = idem_pool_acquire(&conn, c->store->pool, c->err);
+    idem__conn_set_deadline(conn, c->deadline_ms);
     while (rc == 0 && step != STEP_DONE) {
         /* A connection that failed is never used again within the call. */
         if (idem__conn_failed(conn)) {
@@ -70,6 +72,7 @@ static int run(call *c)
             conn = NULL;
             if ((rc = idem_pool_acquire(&conn, c->store->pool, c->err)) != 0)
                 break;
+            idem__conn_set_deadline(conn, c->deadline_ms);
         }
         /* A retry looks the key up first (a replay then costs one round trip); a first
          * attempt claims at once, and the claim answers if the key has a record. Once this
