@@ -357,6 +357,7 @@ void idem_pool_release(idem_conn *conn)
     if (conn == NULL || conn->pool->generation != idem__fork_generation)
         return;
     pool = conn->pool;
+    conn->deadline_ms = 0;
     state = idem__conn_clean(conn, pool->opts.connect_timeout_ms);
     now = idem__coarse_ms();
     if (state == IDEM__CONN_BROKEN)

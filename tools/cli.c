@@ -5,6 +5,16 @@
 
 #include "cli.h"
 
+/* libpq waits for ever by default: a server (or a port forwarder) that accepts the TCP
+ * connection and never answers held idem-migrate until it was killed. PGCONNECT_TIMEOUT is
+ * libpq's default for connect_timeout, so a connect_timeout in the DSN, or a
+ * PGCONNECT_TIMEOUT the user set, still wins. Set before main() runs, so that it holds for
+ * every connection of every tool linked with this file. */
+__attribute__((constructor)) static void cli_default_connect_timeout(void)
+{
+    setenv("PGCONNECT_TIMEOUT", CLI_CONNECT_TIMEOUT_S, 0);
+}
+
 int cli_usage_error(const char *prog, const char *fmt, ...)
 {
     va_list ap;

@@ -1,8 +1,14 @@
-/* What the command-line tools share: usage errors and whole-number options. */
+/* What the command-line tools share: usage errors, whole-number options, and a default
+ * connect timeout. */
 #ifndef IDEM_TOOLS_CLI_H
 #define IDEM_TOOLS_CLI_H
 
 #include <idem/common.h>
+
+/* Seconds a tool waits for a server to answer when connecting, unless the DSN sets
+ * connect_timeout or the environment PGCONNECT_TIMEOUT (cli.c sets that default for every
+ * tool at start-up). */
+#define CLI_CONNECT_TIMEOUT_S "10"
 
 /* The exit status of a usage error (sysexits' EX_USAGE). */
 #define CLI_EXIT_USAGE 64

@@ -103,6 +103,10 @@ typedef struct idem_pool_stats {
  * first use), and one connection is opened to prove the server answers when
  * min_idle is 0 (min_idle connections otherwise).
  *
+ * TCP connections get keepalives (keepalives_idle=30, keepalives_interval=10,
+ * keepalives_count=3) and tcp_user_timeout=30000, so that a peer that vanished is noticed
+ * on an idle connection too; the same keywords in @p conninfo override them.
+ *
  * @param out       on success, the pool; caller owns it, free with idem_pool_free().
  * @param conninfo  libpq key=value string or URI; NULL or "" uses the PG* environment.
  * @param opts      NULL for the defaults.
