@@ -243,6 +243,8 @@ Test(xreconcile, bad_input_on_every_entry_point_names_the_field)
     req = extest_request("acme", "pay-1", "{\"amount\":");
     FIELD(idem_external_begin(&a, &out, ex.ext, &req, &err), "arguments");
     cr_assert_eq(out.status, IDEM_STATUS_INVALID);
+    req = extest_request("acme", "pay-1", "{\"amount\":9007199254740993}");
+    FIELD(idem_external_begin(&a, &out, ex.ext, &req, &err), "arguments");
     req = extest_request("acme", "pay-1", ARGS);
     req.payload_version = 0;
     FIELD(idem_external_begin(&a, &out, ex.ext, &req, &err), "payload_version");
