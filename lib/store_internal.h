@@ -31,23 +31,35 @@ extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem_
     idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_lock_timeout,
     idem__store_stmt_get;
 
+/* One tool's windows, the store's own copy (sorted by tool for bsearch). */
+typedef struct tool_window {
+    char *tool;
+    unsigned int retention_s, key_memory_s;
+} tool_window;
+
 struct idem_store {
     idem_pool *pool;
-    idem_store_options opts;
+    idem_store_options opts; /* opts.tools is NULL: the copy is tools[] */
+    tool_window *tools;
+    size_t ntools;
     idem_retry_policy backoff;
     struct {
         atomic_ullong executes, created, replayed, conflicts, invalid, effect_failures;
         atomic_ullong serialization_retries, claim_races, ambiguous_commits, unavailable;
-        atomic_ullong rejected, misconfigured;
+        atomic_ullong rejected, misconfigured, expired;
     } stats;
 };
 
+/* The retention window and key memory of @tool: its own, or the store's (store.c). */
+void idem__store_windows(const idem_store *store, const char *tool, unsigned int *retention_s,
+                         unsigned int *key_memory_s);
+
 /* The claim's parameters, kept for the call (they go out inside pipelines). */
 typedef struct claim_params {
-    char version[16], retention[24];
-    const char *values[8];
-    int lengths[8];
-    int formats[8];
+    char version[16], retention[24], key_memory[24];
+    const char *values[9];
+    int lengths[9];
+    int formats[9];
 } claim_params;
 
 /* One idem_store_execute() call in progress. */

@@ -3,27 +3,31 @@
 #include "exec.h"
 #include "store_internal.h"
 
+/* One row whether or not the key exists (its columns NULL when it does not), with the
+ * database's clock: a key that is absent is judged against the key-memory horizon on
+ * that clock, in the same round trip. */
 const idem__stmt idem__store_stmt_lookup = {
     "idem_store_lookup",
-    "SELECT fingerprint, state, response FROM idem.operations"
-    " WHERE tenant = $1 AND operation_id = $2",
+    "SELECT o.fingerprint, o.state, o.response, now() FROM (SELECT) AS one"
+    " LEFT JOIN idem.operations o ON o.tenant = $1 AND o.operation_id = $2",
     2};
 
 /* After a lost COMMIT reply: the same, and whose claim the row is. */
 const idem__stmt idem__store_stmt_resolve = {
     "idem_store_resolve",
-    "SELECT fingerprint, state, response, claim_token::text FROM idem.operations"
-    " WHERE tenant = $1 AND operation_id = $2",
+    "SELECT o.fingerprint, o.state, o.response, now(), o.claim_token::text FROM (SELECT) AS one"
+    " LEFT JOIN idem.operations o ON o.tenant = $1 AND o.operation_id = $2",
     2};
 
+/* Both deadlines are fixed here, from the tool's windows: $8 retention, $9 key memory. */
 const idem__stmt idem__store_stmt_claim = {
     "idem_store_claim",
     "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
-    " state, trace_id, claim_token, expires_at)"
+    " state, trace_id, claim_token, expires_at, forget_at)"
     " VALUES ($1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
-    " now() + make_interval(secs => $8::int8))"
+    " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8))"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1",
-    8};
+    9};
 
 const idem__stmt idem__store_stmt_finish = {
     "idem_store_finish",
@@ -48,6 +52,8 @@ const idem__stmt idem__store_stmt_get = {
     "SELECT tool, payload_version, fingerprint, state, response, trace_id,"
     " (extract(epoch FROM created_at) * 1000000)::int8,"
     " coalesce((extract(epoch FROM completed_at) * 1000000)::int8, 0),"
-    " (extract(epoch FROM expires_at) * 1000000)::int8"
+    " (extract(epoch FROM expires_at) * 1000000)::int8,"
+    " coalesce((extract(epoch FROM forget_at) * 1000000)::int8, 0),"
+    " coalesce((extract(epoch FROM expired_at) * 1000000)::int8, 0)"
     " FROM idem.operations WHERE tenant = $1 AND operation_id = $2",
     2};

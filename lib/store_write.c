@@ -15,9 +15,12 @@
 void idem__store_claim_params_init(call *c)
 {
     claim_params *p = &c->cp;
+    unsigned int retention_s, key_memory_s;
 
+    idem__store_windows(c->store, c->req->tool, &retention_s, &key_memory_s);
     snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
-    snprintf(p->retention, sizeof(p->retention), "%u", c->store->opts.retention_s);
+    snprintf(p->retention, sizeof(p->retention), "%u", retention_s);
+    snprintf(p->key_memory, sizeof(p->key_memory), "%u", key_memory_s);
     p->values[0] = c->req->tenant;
     p->values[1] = c->req->operation_id;
     p->values[2] = c->req->tool;
@@ -26,6 +29,7 @@ void idem__store_claim_params_init(call *c)
     p->values[5] = c->req->trace_id;
     p->values[6] = c->claim;
     p->values[7] = p->retention;
+    p->values[8] = p->key_memory;
     memset(p->lengths, 0, sizeof(p->lengths));
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
