@@ -25,7 +25,8 @@ static const char usage[] =
     "usage: idem-bench [--mode create,replay,contention,growth|all] [--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
     "                  [--pool N] [--dsn CONNINFO]\n"
-    "  --mode      which measurements (default all)\n"
+    "  --mode      which measurements (default all); sweep (not in all): retention's\n"
+    "              sweeper on a backlog of 1 M expired records, beside replays\n"
     "  --threads   client threads for create and replay (default 1,4,16; at most 64)\n"
     "  --duration  measured seconds per measurement, all sides together (default 10)\n"
     "  --round     seconds per round; the sides alternate round by round (default 0.5)\n"
@@ -84,9 +85,9 @@ static int parse_threads(bench_config *cfg, const char *list)
 
 static int parse_modes(bench_config *cfg, const char *list)
 {
-    static const char *const names[] = {"create", "replay", "contention", "growth", "all"};
+    static const char *const names[] = {"create", "replay", "contention", "growth", "all", "sweep"};
     static const int bits[] = {BENCH_MODE_CREATE, BENCH_MODE_REPLAY, BENCH_MODE_CONTENTION,
-                               BENCH_MODE_GROWTH, BENCH_MODE_ALL};
+                               BENCH_MODE_GROWTH, BENCH_MODE_ALL,    BENCH_MODE_SWEEP};
     char *copy = strdup(list), *save = NULL;
     int rc = 0;
 
@@ -211,6 +212,8 @@ static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin,
         rc = bench_mode_contention(res, cfg, conninfo);
     if (rc == 0 && (cfg->modes & BENCH_MODE_GROWTH))
         rc = bench_mode_growth(res, cfg, admin, db);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_SWEEP))
+        rc = bench_mode_sweep(res, cfg, admin, db);
     free(conninfo);
     return rc;
 }

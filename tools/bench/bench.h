@@ -128,6 +128,7 @@ enum {
     BENCH_MODE_CONTENTION = 4,
     BENCH_MODE_GROWTH = 8,
     BENCH_MODE_ALL = 15,
+    BENCH_MODE_SWEEP = 16, /* not part of all: it loads 1 M records (about a minute) */
 };
 
 /* Everything measured, for the report. */
@@ -176,6 +177,9 @@ int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *c
 int bench_mode_contention(bench_results *res, const bench_config *cfg, const char *conninfo);
 int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin,
                       const char *dbprefix);
+/* sweep.c */
+int bench_mode_sweep(bench_results *res, const bench_config *cfg, PGconn *admin,
+                     const char *dbprefix);
 
 /* Reserve the next measurement slot; NULL when full. */
 bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
