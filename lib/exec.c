@@ -300,8 +300,10 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
     for (size_t i = 0; i < n; i++) {
         cmds[i].result = NULL;
         if (cmds[i].stmt != NULL && !is_prepared(conn, cmds[i].stmt) &&
-            (rc = prepare(conn, cmds[i].stmt, err)) < 0)
+            (rc = prepare(conn, cmds[i].stmt, err)) < 0) {
+            *failed_at = i;
             return rc;
+        }
     }
     fault = fault_for(cmds, n);
     if (fault == IDEM__FAULT_DROP_BEFORE_SEND)

@@ -31,9 +31,10 @@ static const char SQL_LEDGER_INSERT[] =
 static const char SQL_TRY_LOCK[] = "SELECT pg_try_advisory_lock($1::bigint)";
 static const char SQL_UNLOCK[] = "SELECT pg_advisory_unlock($1::bigint)";
 /* pg_locks shows a bigint advisory key as classid (high half), objid (low half),
- * objsubid 1. */
+ * objsubid 1. pg_stat_activity hides the client's address from roles that may not see
+ * the session (client_port NULL then); client_port -1 is a Unix socket. */
 static const char SQL_LOCK_HOLDER[] =
-    "SELECT l.pid, coalesce(a.application_name, ''), coalesce(a.usename::text, '')"
+    "SELECT l.pid, a.application_name, a.usename, host(a.client_addr), a.client_port"
     " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
     " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
     " AND l.classid = $1::oid AND l.objid = $2::oid LIMIT 1";
@@ -209,7 +210,31 @@ static int try_lock(PGconn *conn, idem_error *err)
     return rc;
 }
 
-/* "pid 123 (idem-migrate, role dba)", or "" when the holder cannot be seen. */
+/* " by pid 123 (application "psql", role "dba", client 10.0.0.7 port 51234)" from a
+ * SQL_LOCK_HOLDER row: as much as pg_stat_activity shows this role. */
+static void describe_holder(char *buf, size_t size, const PGresult *res)
+{
+    char client[96] = "";
+
+    if (PQgetisnull(res, 0, 0)) {
+        snprintf(buf, size, " by a prepared transaction");
+        return;
+    }
+    if (PQgetisnull(res, 0, 2)) { /* no pg_stat_activity row: it has just ended */
+        snprintf(buf, size, " by pid %s", PQgetvalue(res, 0, 0));
+        return;
+    }
+    if (!PQgetisnull(res, 0, 4) && strcmp(PQgetvalue(res, 0, 4), "-1") == 0)
+        snprintf(client, sizeof(client), ", client on a Unix socket");
+    else if (!PQgetisnull(res, 0, 3))
+        snprintf(client, sizeof(client), ", client %s port %s", PQgetvalue(res, 0, 3),
+                 PQgetvalue(res, 0, 4));
+    snprintf(buf, size, " by pid %s (application \"%s\", role \"%s\"%s)", PQgetvalue(res, 0, 0),
+             PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), client);
+}
+
+/* Who holds the lock, for a message: describe_holder(), or " by another session" when no
+ * holder can be seen (it has just let go). */
 static void lock_holder(char *buf, size_t size, PGconn *conn)
 {
     unsigned long long key = (unsigned long long)IDEM_MIGRATE_LOCK_KEY;
@@ -217,14 +242,13 @@ static void lock_holder(char *buf, size_t size, PGconn *conn)
     const char *values[2] = {classid, objid};
     PGresult *res = NULL;
 
-    buf[0] = '\0';
+    snprintf(buf, size, " by another session");
     snprintf(classid, sizeof(classid), "%llu", key >> 32);
     snprintf(objid, sizeof(objid), "%llu", key & 0xffffffffULL);
     if (query(&res, conn, SQL_LOCK_HOLDER, 2, values, "", NULL) != 0)
         return;
     if (PQntuples(res) == 1)
-        snprintf(buf, size, " by pid %s (application \"%s\", role \"%s\")", PQgetvalue(res, 0, 0),
-                 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
+        describe_holder(buf, size, res);
     PQclear(res);
 }
 
@@ -234,7 +258,7 @@ static void lock_holder(char *buf, size_t size, PGconn *conn)
 int idem__migrate_lock(PGconn *conn, const idem_migrate_options *opts, idem_error *err)
 {
     long long start = (long long)idem__now_ms();
-    char holder[160];
+    char holder[512];
     int rc, waited = 0;
 
     while ((rc = try_lock(conn, err)) == 0) {
@@ -242,7 +266,8 @@ int idem__migrate_lock(PGconn *conn, const idem_migrate_options *opts, idem_erro
             lock_holder(holder, sizeof(holder), conn);
             return idem__error_set(err, IDEM_ELOCKED,
                                    "the migration lock (advisory lock %lld) is still held%s "
-                                   "after %u ms: another idem-migrate is running",
+                                   "after %u ms; that session lets go when it ends or calls "
+                                   "pg_advisory_unlock",
                                    (long long)IDEM_MIGRATE_LOCK_KEY, holder, opts->lock_timeout_ms);
         }
         if (!waited) {

@@ -1,6 +1,6 @@
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +32,12 @@ int idem_store_options_init(idem_store_options *opts, unsigned int version)
 int idem_request_init(idem_request *req, unsigned int version)
 {
     static const idem_request defaults = IDEM_REQUEST_INIT;
+    static const size_t size[IDEM_REQUEST_VERSION + 1] = {
+        [1] = offsetof(idem_request, attempt), [2] = sizeof(idem_request)};
 
-    return idem__struct_init(req, &defaults, sizeof(defaults), version, IDEM_REQUEST_VERSION);
+    if (version > IDEM_REQUEST_VERSION)
+        return IDEM_EINVAL;
+    return idem__struct_init(req, &defaults, size[version], version, IDEM_REQUEST_VERSION);
 }
 
 int idem_outcome_init(idem_outcome *outcome, unsigned int version)
@@ -228,6 +232,7 @@ int idem_store_stats_get(idem_store_stats *out, idem_store *store)
     LOAD(unavailable);
     LOAD(rejected);
     LOAD(misconfigured);
+    LOAD(in_progress);
     if (out->version >= 2)
         LOAD(expired);
 #undef LOAD

@@ -28,8 +28,7 @@ void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigne
 
 /* The store's statements (store_sql.c). */
 extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
-    idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_lock_timeout,
-    idem__store_stmt_get;
+    idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get;
 
 /* One tool's windows, the store's own copy (sorted by tool for bsearch). */
 typedef struct tool_window {
@@ -46,7 +45,7 @@ struct idem_store {
     struct {
         atomic_ullong executes, created, replayed, conflicts, invalid, effect_failures;
         atomic_ullong serialization_retries, claim_races, ambiguous_commits, unavailable;
-        atomic_ullong rejected, misconfigured, expired;
+        atomic_ullong rejected, misconfigured, in_progress, expired;
     } stats;
 };
 
@@ -56,10 +55,10 @@ void idem__store_windows(const idem_store *store, const char *tool, unsigned int
 
 /* The claim's parameters, kept for the call (they go out inside pipelines). */
 typedef struct claim_params {
-    char version[16], retention[24], key_memory[24];
-    const char *values[9];
-    int lengths[9];
-    int formats[9];
+    char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
+    const char *values[13];
+    int lengths[13];
+    int formats[13];
 } claim_params;
 
 /* One idem_store_execute() call in progress. */
@@ -75,16 +74,21 @@ typedef struct call {
     idem_error *err;
     uint64_t deadline_ms;
     claim_params cp;
-    char lock_timeout[24]; /* what is left of the deadline, for SET LOCAL lock_timeout */
-    const char *lock_timeout_values[1];
+    char lock_timeout[24]; /* what is left of the deadline: the effect's lock timeout */
+    char claim_wait[24];   /* the claim's own lock timeout */
+    int lookup_first;      /* look the key up before claiming it (a retry) */
 } call;
 
 struct idem_tx {
     idem_conn *conn;
     call *c;
     int begun;        /* BEGIN and the claim have been sent */
-    int claim_lost;   /* the claim found the key taken: the attempt starts over */
+    int claim_lost;   /* the claim found the key taken: the call answers from @taken, or
+                         starts over */
+    PGresult *taken;  /* the record the claim found (fingerprint, state, response) */
+    int claim_busy;   /* a live attempt holds the key: the call answers in_progress */
     int ended;        /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
+    int decided;      /* a record the claim found decided the call (c->out is set) */
     int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
     char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
 };
@@ -106,6 +110,16 @@ enum step {
  * (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
 int idem__store_validate(call *c);
 
+/* Decide the call from a record's row (binary: fingerprint, state, response; from a
+ * lookup also the database's now(), and after a lost COMMIT reply the claim token as
+ * text): replayed, rejected, conflict, in_progress, expired (a tombstone: a
+ * reconciliation item is recorded on @conn, idle), or created when @mine (the row was
+ * claimed by this call). Returns the call's code. */
+int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine);
+
+/* Whether the claim's result (tx->taken's shape) says this attempt claimed the key. */
+int idem__store_claimed(const PGresult *claim);
+
 /* Look the key up with @stmt (lookup or resolve). Returns 1 when a row decided the call
  * (c->out set, *rc its code), 0 when the key is free, or a negative code on a database
  * failure (store_record.c). */
@@ -118,14 +132,20 @@ int idem__store_rejected(call *c);
 /* One write attempt: BEGIN, claim, effect, record, COMMIT (store_write.c). */
 enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
 
-/* The commands that open an attempt: BEGIN, the lock timeout, the claim (the last, at
- * BEGIN_CLAIM). Returns how many it wrote (store_write.c). */
-#define BEGIN_CMDS  3
-#define BEGIN_CLAIM 2
+/* The commands that open an attempt: BEGIN, then the claim (at BEGIN_CLAIM). Returns how
+ * many it wrote (store_write.c). */
+#define BEGIN_CMDS  2
+#define BEGIN_CLAIM 1
+/* How long a claim waits for another attempt's uncommitted claim of the same key. */
+#define IDEM__CLAIM_WAIT_MS 50
 size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds);
 
 /* Fill c->cp, the claim's parameters, once the claim token is made. */
 void idem__store_claim_params_init(call *c);
+
+/* Whether a begin pipeline's failure at @failed_at (with @sqlstate) is the claim's lock
+ * wait running out: another live attempt holds the key. */
+int idem__store_claim_busy(size_t failed_at, const char *sqlstate);
 
 /* PQclear each command's result. */
 void idem__store_pipe_clear(idem__pipe_cmd *cmds, size_t n);

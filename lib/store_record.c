@@ -42,6 +42,11 @@ static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_er
     return 0;
 }
 
+int idem__store_claimed(const PGresult *claim)
+{
+    return PQntuples(claim) == 1 && strcmp(PQgetvalue(claim, 0, COL_STATE), "claimed") == 0;
+}
+
 /* A retry after the key's retention window: run nothing, record it for reconciliation
  * (the one extra statement of this rare path), answer expired. @matches: whether the
  * request's fingerprint equals the tombstone's (-1: no tombstone). */
@@ -79,8 +84,7 @@ static int beyond_horizon(const call *c, int64_t now_ms)
     return (int64_t)t < now_ms - ((int64_t)key_memory_s + c->store->opts.clock_skew_s) * 1000;
 }
 
-/* Decide from a looked-up row. @mine: the row was claimed by this call. */
-static int answer_from_row(call *c, idem_conn *conn, const PGresult *res, int *mine)
+int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
 {
     const char *state = PQgetvalue(res, 0, COL_STATE);
     int same = PQgetlength(res, 0, COL_FINGERPRINT) == IDEM_FINGERPRINT_SIZE &&
@@ -98,6 +102,7 @@ static int answer_from_row(call *c, idem_conn *conn, const PGresult *res, int *m
     }
     if (strcmp(state, "pending") == 0) {
         c->out->status = IDEM_STATUS_IN_PROGRESS;
+        COUNT(c->store, in_progress);
         return idem__error_set(c->err, IDEM_EBUSY,
                                "operation %s is in progress in another attempt; retry later "
                                "with the same key",
@@ -147,7 +152,7 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
         return idem__error_set(c->err, IDEM_EDB, "lookup: expected one row, got %d", n);
     }
     if (!PQgetisnull(res, 0, COL_STATE))
-        *rc = answer_from_row(c, conn, res, &mine);
+        *rc = idem__store_decide(c, conn, res, &mine);
     else if (beyond_horizon(c, timestamptz_ms(res, COL_NOW)))
         *rc = late_retry(c, conn, -1, "its UUIDv7 is older than the key memory of its tool");
     else

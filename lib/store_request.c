@@ -27,9 +27,8 @@ int idem__store_validate(call *c)
 
     if (req == NULL)
         return idem__error_field(c->err, IDEM_EINVAL, "request", "must not be NULL");
-    if (req->version != IDEM_REQUEST_VERSION)
-        return idem__error_field(c->err, IDEM_EINVAL, "request.version", "must be %d",
-                                 IDEM_REQUEST_VERSION);
+    if ((rc = idem__check_version(c->err, req->version, IDEM_REQUEST_VERSION, "request")) != 0)
+        return rc;
     if ((rc = idem_validate_tenant(req->tenant, c->err)) != 0 ||
         (rc = idem_validate_operation_id(req->operation_id, c->err)) != 0 ||
         (rc = idem_validate_tool(req->tool, c->err)) != 0 ||

@@ -71,16 +71,21 @@ static int run(call *c)
             if ((rc = idem_pool_acquire(&conn, c->store->pool, c->err)) != 0)
                 break;
         }
-        /* Once this call has tried to write, a row may be its own: ask whose it is. */
-        found = idem__store_lookup(
-            c, conn, c->claim[0] != '\0' ? &idem__store_stmt_resolve : &idem__store_stmt_lookup,
-            &rc);
-        if (found < 0) {
-            rc = found;
-            break;
+        /* A retry looks the key up first (a replay then costs one round trip); a first
+         * attempt claims at once, and the claim answers if the key has a record. Once this
+         * call has tried to write, a row may be its own: ask whose it is. */
+        if (c->lookup_first) {
+            found = idem__store_lookup(
+                c, conn, c->claim[0] != '\0' ? &idem__store_stmt_resolve : &idem__store_stmt_lookup,
+                &rc);
+            if (found < 0) {
+                rc = found;
+                break;
+            }
+            if (found == 1)
+                break;
         }
-        if (found == 1)
-            break;
+        c->lookup_first = 1;
         /* The claim and its token are made only when a write is about to happen: replays
          * never need them. */
         if (c->claim[0] == '\0') {
@@ -135,6 +140,7 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
         return rc;
     }
     c.deadline_ms = idem__now_ms() + store->opts.deadline_ms;
+    c.lookup_first = req->version < 2 || req->attempt != 1;
     rc = run(&c);
     json_decref(c.arguments);
     if (rc == 0)

@@ -30,11 +30,13 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
     cmds[n++] = (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};
     rc = idem__conn_pipeline(tx->conn, cmds, n, &failed_at, &local);
     tx->begun = 1;
-    /* A claim that inserted nothing means the key is taken, whatever came after it. */
-    if (cmds[BEGIN_CLAIM].result != NULL && PQntuples(cmds[BEGIN_CLAIM].result) == 0) {
+    /* A claim that found a record means the key is taken, whatever came after it. */
+    if (cmds[BEGIN_CLAIM].result != NULL && !idem__store_claimed(cmds[BEGIN_CLAIM].result)) {
         tx->claim_lost = 1;
+        tx->taken = cmds[BEGIN_CLAIM].result;
+        cmds[BEGIN_CLAIM].result = NULL;
         rc = idem__error_set(&local, IDEM_EBUSY,
-                             "the key was claimed concurrently; the attempt starts over");
+                             "the key already has a record; this attempt is void");
     } else if (rc == 0) {
         *out = cmds[n - 1].result;
         cmds[n - 1].result = NULL;
@@ -44,6 +46,7 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
         }
     } else {
         snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
+        tx->claim_busy = idem__store_claim_busy(failed_at, local.sqlstate);
         if (failed_at <= BEGIN_CLAIM)
             tx->setup_rc = rc;
     }
@@ -65,9 +68,9 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     if (out == NULL || tx == NULL || sql == NULL || nparams < 0 || (nparams > 0 && !values))
         return idem__error_field(err, IDEM_EINVAL, "tx_exec",
                                  "out, tx, sql and values must be given");
-    if (tx->claim_lost)
+    if (tx->claim_lost || tx->claim_busy)
         return idem__error_set(err, IDEM_EBUSY,
-                               "the key was claimed concurrently; the attempt starts over");
+                               "the key is claimed by another attempt; this one is void");
     if (tx->ended)
         return idem__error_set(err, IDEM_EINVAL, "the effect already ended the transaction");
     if (!tx->begun)

@@ -16,11 +16,16 @@ void idem__store_claim_params_init(call *c)
 {
     claim_params *p = &c->cp;
     unsigned int retention_s, key_memory_s;
+    uint64_t born_ms;
 
     idem__store_windows(c->store, c->req->tool, &retention_s, &key_memory_s);
     snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
     snprintf(p->retention, sizeof(p->retention), "%u", retention_s);
     snprintf(p->key_memory, sizeof(p->key_memory), "%u", key_memory_s);
+    snprintf(p->horizon, sizeof(p->horizon), "%llu",
+             (unsigned long long)key_memory_s + c->store->opts.clock_skew_s);
+    if (idem_uuid_v7_time_ms(&born_ms, c->req->operation_id) == 0)
+        snprintf(p->born_ms, sizeof(p->born_ms), "%llu", (unsigned long long)born_ms);
     p->values[0] = c->req->tenant;
     p->values[1] = c->req->operation_id;
     p->values[2] = c->req->tool;
@@ -29,7 +34,11 @@ void idem__store_claim_params_init(call *c)
     p->values[5] = c->req->trace_id;
     p->values[6] = c->claim;
     p->values[7] = p->retention;
-    p->values[8] = p->key_memory;
+    p->values[8] = c->claim_wait;
+    p->values[9] = c->lock_timeout;
+    p->values[10] = p->key_memory;
+    p->values[11] = p->born_ms[0] != '\0' ? p->born_ms : NULL;
+    p->values[12] = p->horizon;
     memset(p->lengths, 0, sizeof(p->lengths));
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
@@ -44,20 +53,19 @@ static idem__pipe_cmd cmd_sql(const char *sql)
 static idem__pipe_cmd cmd_claim(const call *c)
 {
     return (idem__pipe_cmd){&idem__store_stmt_claim, NULL,          0, c->cp.values,
-                            c->cp.lengths,           c->cp.formats, 0, NULL};
+                            c->cp.lengths,           c->cp.formats, 1, NULL};
 }
 
 size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
 {
     uint64_t now = idem__now_ms();
+    uint64_t left = c->deadline_ms > now ? c->deadline_ms - now : 1;
 
-    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu",
-             (unsigned long long)(c->deadline_ms > now ? c->deadline_ms - now : 1));
-    c->lock_timeout_values[0] = c->lock_timeout;
+    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu", (unsigned long long)left);
+    snprintf(c->claim_wait, sizeof(c->claim_wait), "%llu",
+             (unsigned long long)(left < IDEM__CLAIM_WAIT_MS ? left : IDEM__CLAIM_WAIT_MS));
     cmds[0] = cmd_sql(BEGIN_SQL);
-    cmds[1] = (idem__pipe_cmd){
-        &idem__store_stmt_lock_timeout, NULL, 0, c->lock_timeout_values, NULL, NULL, 0, NULL};
-    cmds[2] = cmd_claim(c);
+    cmds[1] = cmd_claim(c);
     return BEGIN_CMDS;
 }
 
@@ -155,6 +163,24 @@ static void unclaim(call *c, idem_conn *conn)
         PQclear(res);
 }
 
+int idem__store_claim_busy(size_t failed_at, const char *sqlstate)
+{
+    return failed_at == BEGIN_CLAIM && strcmp(sqlstate, "55P03") == 0;
+}
+
+/* Another attempt holds the key right now: answer in_progress and let the connection go. */
+static enum step busy(call *c, idem_conn *conn, int *out_rc)
+{
+    rollback(conn);
+    COUNT(c->store, in_progress);
+    c->out->status = IDEM_STATUS_IN_PROGRESS;
+    *out_rc = idem__error_set(c->err, IDEM_EBUSY,
+                              "operation %s is being executed by another attempt right now; "
+                              "retry later with the same key",
+                              c->req->operation_id);
+    return STEP_DONE;
+}
+
 /* The effect failed: what the call turns into. */
 static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, int *out_rc)
 {
@@ -175,9 +201,27 @@ static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, i
     return STEP_DONE;
 }
 
-/* What the closing pipeline's results mean. */
-static enum step after_commit(call *c, idem_conn *conn, const idem__pipe_cmd *finish, int rc,
-                              int *out_rc)
+/* The claim found the key's record: this attempt is void (its statements are rolled
+ * back, or were never carried out), and the record decides the call. */
+static enum step answer_taken(call *c, idem_conn *conn, idem_tx *tx, const PGresult *taken,
+                              int in_tx, int *out_rc)
+{
+    int mine;
+
+    tx->decided = 1;
+    if (in_tx)
+        rollback(conn);
+    COUNT(c->store, claim_races);
+    if (taken == NULL || PQntuples(taken) != 1)
+        return STEP_AGAIN; /* the record went away meanwhile: look again */
+    *out_rc = idem__store_decide(c, conn, taken, &mine);
+    return STEP_DONE;
+}
+
+/* What the closing pipeline's results mean; @claim is the claim's result when the claim
+ * travelled in the same pipeline. */
+static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const idem__pipe_cmd *finish,
+                              const PGresult *claim, int rc, int *out_rc)
 {
     if (rc == 0) {
         if (strcmp(PQcmdTuples(finish->result), "1") == 0) {
@@ -185,8 +229,7 @@ static enum step after_commit(call *c, idem_conn *conn, const idem__pipe_cmd *fi
             return STEP_DONE;
         }
         /* The claim in this pipeline found the key taken: nothing was written. */
-        COUNT(c->store, claim_races);
-        return STEP_AGAIN;
+        return answer_taken(c, conn, tx, claim, 0, out_rc);
     }
     if (rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
         idem_conn_discard(conn);
@@ -212,14 +255,18 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     cmds[n++] = cmd_finish(&fp, c, receipt, len, failed);
     cmds[n++] = cmd_sql("COMMIT");
     rc = idem__conn_pipeline(conn, cmds, n, &failed_at, c->err);
-    step = after_commit(c, conn, &cmds[finish_at], rc, out_rc);
+    if (rc != 0 && !tx->begun && idem__store_claim_busy(failed_at, c->err->sqlstate))
+        step = busy(c, conn, out_rc);
+    else
+        step = after_commit(c, conn, tx, &cmds[finish_at],
+                            tx->begun ? NULL : cmds[BEGIN_CLAIM].result, rc, out_rc);
     idem__store_pipe_clear(cmds, n);
     return step;
 }
 
 enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
 {
-    idem_tx tx = {conn, c, 0, 0, 0, 0, ""};
+    idem_tx tx = {.conn = conn, .c = c};
     char *receipt = NULL;
     size_t len = 0;
     int failed = 0, rc;
@@ -234,16 +281,20 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
                              "the effect ended the transaction itself; "
                              "COMMIT and ROLLBACK are the store's");
     }
+    if (tx.claim_busy) {
+        free(receipt);
+        return busy(c, conn, out_rc);
+    }
     if (tx.claim_lost) {
         free(receipt);
-        rollback(conn);
-        COUNT(c->store, claim_races);
-        return STEP_AGAIN;
+        step = answer_taken(c, conn, &tx, tx.taken, 1, out_rc);
+        PQclear(tx.taken);
+        return step;
     }
     if (rc != 0)
         return effect_failure(c, conn, &tx, rc, out_rc);
     step = finish_and_commit(c, conn, &tx, receipt, len, failed, out_rc);
-    if (step == STEP_DONE && *out_rc == 0) {
+    if (step == STEP_DONE && *out_rc == 0 && !tx.decided) {
         c->out->receipt = receipt;
         c->out->receipt_len = len;
         if (failed) {

@@ -26,8 +26,10 @@ echo "$out" | grep -q '^Tenant globex, same operation ID: created {"status": "cr
 echo "$out" | grep -q '^Second intent, same subject, new operation ID: created {"status": "created", "task_id": 3}' ||
     { echo "second intent line missing: $out" >&2; exit 1; }
 # Nothing else was created: three tasks, three operations.
-[ "$(psql -Atqc 'select count(*) from idem.support_tasks' "dbname=$db")" = 3 ]
+[ "$(psql -Atqc 'select count(*) from idem_example.support_tasks' "dbname=$db")" = 3 ]
 [ "$(psql -Atqc 'select count(*) from idem.operations' "dbname=$db")" = 3 ]
+# The example's table is its own, outside idem's schema.
+[ "$(psql -Atqc "select to_regclass('idem.support_tasks') is null" "dbname=$db")" = t ]
 # A second run against the same database is still correct (new operation IDs).
 out2=$("$demo" --dsn "dbname=$db")
 echo "$out2" | grep -q '^After retry: tasks=1 operations=1$' || { echo "$out2" >&2; exit 1; }

@@ -4,19 +4,19 @@
  *
  * Usage: idem-bench [--mode create,replay,contention,growth|all] [--threads 1,4,16]
  *                   [--duration SECONDS] [--round SECONDS] [--large] [--json]
- *                   [--dsn CONNINFO]
+ *                   [--pool N] [--dsn CONNINFO]
  *
  * It creates a fresh database (idem_bench_<pid>, plus one per table size for growth) on
  * the server that --dsn or the PG* environment names, applies idem's migrations there,
  * and drops the databases at the end. The modes are described in bench/modes.c and
  * bench/contention.c; tools/run bench runs them all against a throwaway server.
+ *
+ * This file is the command line; bench/runner.c does the run and prints the report.
  */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -34,34 +34,6 @@ static const char usage[] =
     "  --pool      connections per pool at most, for both sides (default: twice the CPUs)\n"
     "  --json      print JSON instead of the table\n"
     "  --dsn       server to use (default: the PG* environment)\n";
-
-void bench_say(const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "==> ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-}
-
-bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
-                                 const char *note)
-{
-    bench_measure *m;
-
-    if (res->nmeasures == BENCH_MAX_MEASURES)
-        return NULL;
-    m = &res->measure[res->nmeasures++];
-    memset(m, 0, sizeof(*m));
-    m->mode = mode;
-    m->threads = threads;
-    m->note = note;
-    return m;
-}
-
-/* ---- options ------------------------------------------------------------------------- */
 
 static int parse_threads(bench_config *cfg, const char *list)
 {
@@ -154,8 +126,8 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             cfg->dsn = optarg;
             break;
         case 'p':
-            bench_pool_cap = atoi(optarg);
-            rc = bench_pool_cap >= 1 && bench_pool_cap <= BENCH_MAX_THREADS ? 0 : -1;
+            cfg->pool_cap = atoi(optarg);
+            rc = cfg->pool_cap >= 1 && cfg->pool_cap <= BENCH_MAX_THREADS ? 0 : -1;
             break;
         case 'h':
             return 1;
@@ -168,105 +140,22 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
     return rc == 0 && optind == argc ? 0 : -1;
 }
 
-/* DROP DATABASE IF EXISTS says so when it does not; that is expected here. */
-static void quiet(void *arg, const char *message)
+/* Twice the CPUs: the usual pool size for a database on the same machine. */
+static int default_pool_cap(void)
 {
-    (void)arg;
-    (void)message;
-}
+    long cap = 2 * sysconf(_SC_NPROCESSORS_ONLN);
 
-/* ---- the run ------------------------------------------------------------------------- */
-
-static void describe_machine(bench_results *res, PGconn *admin)
-{
-    char line[256];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    const char *v = PQparameterStatus(admin, "server_version");
-
-    snprintf(res->server_version, sizeof(res->server_version), "%s", v != NULL ? v : "?");
-    res->cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(res->cpu_model, sizeof(res->cpu_model), "unknown CPU");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        char *colon = strchr(line, ':');
-
-        if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
-            colon[strcspn(colon, "\n")] = '\0';
-            snprintf(res->cpu_model, sizeof(res->cpu_model), "%s", colon + 2);
-            break;
-        }
-    }
-    if (f != NULL)
-        fclose(f);
-}
-
-static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db)
-{
-    char *conninfo = bench_conninfo(cfg->dsn, db);
-    int rc = conninfo != NULL ? 0 : -1;
-
-    if (rc == 0 && (cfg->modes & BENCH_MODE_CREATE))
-        rc = bench_mode_create(res, cfg, conninfo);
-    if (rc == 0 && (cfg->modes & BENCH_MODE_REPLAY))
-        rc = bench_mode_replay(res, cfg, conninfo);
-    if (rc == 0 && (cfg->modes & BENCH_MODE_CONTENTION))
-        rc = bench_mode_contention(res, cfg, conninfo);
-    if (rc == 0 && (cfg->modes & BENCH_MODE_GROWTH))
-        rc = bench_mode_growth(res, cfg, admin, db);
-    if (rc == 0 && (cfg->modes & BENCH_MODE_SWEEP))
-        rc = bench_mode_sweep(res, cfg, admin, db);
-    free(conninfo);
-    return rc;
-}
-
-static int contention_failed(const bench_results *res)
-{
-    for (int i = 0; i < res->nmeasures; i++) {
-        if (res->measure[i].invariant.present && !res->measure[i].invariant.pass)
-            return 1;
-    }
-    return 0;
+    return cap >= 1 && cap <= BENCH_MAX_THREADS ? (int)cap : 16;
 }
 
 int main(int argc, char **argv)
 {
-    bench_config cfg = {"", 10, 0.5, {1, 4, 16}, 3, BENCH_MODE_ALL, 0, 0};
-    static bench_results res; /* large: keep it off the stack */
-    struct timespec t0, t1;
-    char db[64];
-    PGconn *admin;
-    int rc;
+    bench_config cfg = {"", 10, 0.5, {1, 4, 16}, 3, BENCH_MODE_ALL, 0, 0, default_pool_cap()};
+    int rc = parse_options(&cfg, argc, argv);
 
-    bench_pool_cap = 2 * (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (bench_pool_cap < 1 || bench_pool_cap > BENCH_MAX_THREADS)
-        bench_pool_cap = 16;
-    rc = parse_options(&cfg, argc, argv);
     if (rc != 0) {
         fputs(usage, rc > 0 ? stdout : stderr);
         return rc > 0 ? 0 : 64;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    admin = PQconnectdb(cfg.dsn);
-    if (PQstatus(admin) != CONNECTION_OK) {
-        bench_error("connecting", PQerrorMessage(admin));
-        PQfinish(admin);
-        return 69;
-    }
-    PQsetNoticeProcessor(admin, quiet, NULL);
-    describe_machine(&res, admin);
-    snprintf(db, sizeof(db), "idem_bench_%ld", (long)getpid());
-    bench_say("database %s", db);
-    rc = bench_db_create(admin, cfg.dsn, db);
-    if (rc == 0)
-        rc = run_modes(&res, &cfg, admin, db);
-    bench_db_drop(admin, db);
-    PQfinish(admin);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    res.total_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    if (rc == 0 && cfg.json)
-        rc = bench_print_json(&res, &cfg);
-    else if (rc == 0)
-        bench_print_table(&res, &cfg);
-    if (rc != 0)
-        return 1;
-    return contention_failed(&res) ? 2 : 0;
+    return bench_main(&cfg);
 }

@@ -8,7 +8,8 @@
  * task.
  *
  * Usage: idem-demo [--dsn CONNINFO]   (default: the PG* environment variables)
- * It applies idem's migrations to that database first.
+ * It applies idem's migrations to that database first, then sets up the example tool's
+ * own table (idem_example.support_tasks).
  */
 #include <idem/idem.h>
 #include <idem/migrate.h>
@@ -30,7 +31,7 @@ static int fail(const char *what, const idem_error *err)
     return 1;
 }
 
-/* Rows that this run's operation ID left: tasks it created, operation records. */
+/* Rows that this run's operation ID left in @table: tasks it created, operation records. */
 static int count(struct demo *d, const char *table, long *out)
 {
     char sql[160];
@@ -42,7 +43,7 @@ static int count(struct demo *d, const char *table, long *out)
 
     if (rc != 0)
         return fail("count", &err);
-    snprintf(sql, sizeof(sql), "SELECT count(*) FROM idem.%s WHERE operation_id = $1", table);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE operation_id = $1", table);
     res = PQexecParams(idem_conn_pg(conn), sql, 1, NULL, values, NULL, NULL, 0);
     rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : 1;
     if (rc == 0)
@@ -58,7 +59,8 @@ static int print_counts(struct demo *d, const char *label)
 {
     long tasks = 0, operations = 0;
 
-    if (count(d, "support_tasks", &tasks) != 0 || count(d, "operations", &operations) != 0)
+    if (count(d, "idem_example.support_tasks", &tasks) != 0 ||
+        count(d, "idem.operations", &operations) != 0)
         return 1;
     printf("%s: tasks=%ld operations=%ld\n", label, tasks, operations);
     return 0;
@@ -74,8 +76,9 @@ static char *display(const idem_outcome *out)
     return s;
 }
 
+/* @attempt: 1 for a first attempt, 2 for a retry (see idem_request.attempt). */
 static int call(struct demo *d, idem_outcome *out, const char *tenant, const char *op,
-                const char *subject, idem_error *err)
+                unsigned int attempt, const char *subject, idem_error *err)
 {
     char args[256];
     idem_request req = IDEM_REQUEST_INIT;
@@ -87,6 +90,7 @@ static int call(struct demo *d, idem_outcome *out, const char *tenant, const cha
     req.payload_version = EXAMPLE_TOOL_VERSION;
     req.arguments = args;
     req.arguments_len = strlen(args);
+    req.attempt = attempt;
     idem_outcome_clear(out);
     return idem_store_execute(out, d->store, &req, example_create_support_task, NULL, err);
 }
@@ -102,9 +106,13 @@ static int setup(struct demo *d, const char *dsn)
     if (idem_pool_acquire(&conn, d->pool, &err) != 0)
         return fail("connecting", &err);
     rc = idem_migrate_up(idem_conn_pg(conn), 0, NULL, &err);
+    if (rc != 0)
+        rc = fail("applying migrations", &err);
+    else if (example_support_tasks_setup(idem_conn_pg(conn), &err) != 0)
+        rc = fail("setting up the example's table", &err);
     idem_pool_release(conn);
     if (rc != 0)
-        return fail("applying migrations", &err);
+        return rc;
     if (idem_store_new(&d->store, d->pool, NULL, &err) != 0)
         return fail("store", &err);
     if (idem_uuid_v7(d->op, &err) != 0)
@@ -120,20 +128,20 @@ static int lost_response(struct demo *d)
     char *shown;
 
     /* The first attempt commits; its reply never reaches the agent. */
-    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+    if (call(d, &out, "acme", d->op, 1, "Check delayed delivery", &err) != 0)
         return fail("first attempt", &err);
     idem_outcome_clear(&out);
     printf("Committed, but response was lost\n");
     if (print_counts(d, "After timeout") != 0)
         return 1;
-    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+    if (call(d, &out, "acme", d->op, 2, "Check delayed delivery", &err) != 0)
         return fail("retry", &err);
     shown = display(&out);
     printf("Retry: %s\n", shown != NULL ? shown : out.receipt);
     free(shown);
     if (print_counts(d, "After retry") != 0)
         return 1;
-    if (call(d, &out, "acme", d->op, "Cancel my order", &err) == IDEM_ECONFLICT)
+    if (call(d, &out, "acme", d->op, 2, "Cancel my order", &err) == IDEM_ECONFLICT)
         printf("Conflict: Same operation ID used with different arguments\n");
     else
         return fail("changed arguments were not refused", &err);
@@ -148,7 +156,7 @@ static int isolation_and_intents(struct demo *d)
     char second[IDEM_UUID_STRING_SIZE], *shown;
 
     printf("\n");
-    if (call(d, &out, "globex", d->op, "Check delayed delivery", &err) != 0)
+    if (call(d, &out, "globex", d->op, 1, "Check delayed delivery", &err) != 0)
         return fail("other tenant", &err);
     shown = display(&out);
     printf("Tenant globex, same operation ID: %s %s (its own task; acme's receipt is "
@@ -156,13 +164,13 @@ static int isolation_and_intents(struct demo *d)
            idem_status_name(out.status), shown);
     free(shown);
     if (idem_uuid_v7(second, &err) != 0 ||
-        call(d, &out, "acme", second, "Check delayed delivery", &err) != 0)
+        call(d, &out, "acme", second, 1, "Check delayed delivery", &err) != 0)
         return fail("second intent", &err);
     shown = display(&out);
     printf("Second intent, same subject, new operation ID: %s %s\n", idem_status_name(out.status),
            shown);
     free(shown);
-    if (call(d, &out, "acme", d->op, "Check delayed delivery", &err) != 0)
+    if (call(d, &out, "acme", d->op, 2, "Check delayed delivery", &err) != 0)
         return fail("replay", &err);
     printf("Retry of the first intent again: %s, next step: %s\n", idem_status_name(out.status),
            idem_next_step_name(idem_status_next_step(out.status)));

@@ -20,6 +20,7 @@ enum exit_code {
     EXIT_DRIFT = 4,
     EXIT_MIGRATION_FAILED = 5,
     EXIT_LOCKED = 6,
+    EXIT_NO_SCHEMA = 7,
     EXIT_USAGE = 64,
     EXIT_NOINPUT = 66,
 };
@@ -43,8 +44,9 @@ static const char usage_text[] =
     "  --dir DIR           use the NNNN_description.sql files of DIR instead of the\n"
     "                      migrations built into this program\n"
     "  --to N              plan, up: stop after version N\n"
-    "  --lock-timeout SEC  up: wait at most SEC seconds for another idem-migrate to\n"
-    "                      finish (default 60; 0 = do not wait)\n"
+    "  --lock-timeout SEC  up: wait at most SEC seconds for the migration lock (advisory\n"
+    "                      lock 7594306392314963826), which another up or any other\n"
+    "                      session may hold (default 60; 0 = do not wait)\n"
     "  --json              status: print JSON\n"
     "  -q, --quiet         up: print errors only\n"
     "  -h, --help          print this help\n"
@@ -57,13 +59,16 @@ static const char usage_text[] =
     "   0  success; status: the schema is up to date\n"
     "   1  internal error (out of memory)\n"
     "   2  cannot connect, or a database error outside a migration\n"
-    "   3  status: migrations are pending\n"
-    "   4  drift: an applied migration's file changed (status, verify; plan and up\n"
-    "      refuse), or a pending migration is older than an applied one (plan, up)\n"
+    "   3  status: migrations are pending, and up would apply them\n"
+    "   4  drift: an applied migration's file changed (status, verify), or a pending\n"
+    "      migration is older than an applied one (status); plan and up refuse both\n"
+    "      with 4; the message names the file\n"
     "   5  up: a migration failed; its transaction was rolled back (a no-transaction\n"
     "      file keeps the statements before the failing one); FILE:LINE and the\n"
     "      server's message are on stderr\n"
-    "   6  up: another idem-migrate held the lock longer than --lock-timeout\n"
+    "   6  up: another session held the migration lock longer than --lock-timeout; the\n"
+    "      message names it (pid, application, role, client address)\n"
+    "   7  verify: the schema is not installed (no ledger idem.schema_migrations)\n"
     "  64  usage error\n"
     "  66  --dir unreadable, or a misnamed or duplicate migration file in it\n";
 
@@ -232,9 +237,10 @@ static counts count_states(const idem_migrate_list *list)
     return n;
 }
 
-static int status_exit(counts n)
+/* refusal: why up would refuse now, "" when it would not. */
+static int status_exit(counts n, const char *refusal)
 {
-    return n.drifted > 0 ? EXIT_DRIFT : n.pending > 0 ? EXIT_PENDING : EXIT_OK;
+    return refusal[0] != '\0' ? EXIT_DRIFT : n.pending > 0 ? EXIT_PENDING : EXIT_OK;
 }
 
 static json_t *str_or_null(const char *s)
@@ -255,17 +261,19 @@ static json_t *migration_json(const idem_migration *m)
                      "applied_by", str_or_null(m->applied_by));
 }
 
-static int print_status_json(const idem_migrate_list *list, PGconn *conn, counts n)
+static int print_status_json(const idem_migrate_list *list, PGconn *conn, counts n,
+                             const char *refusal)
 {
     json_t *items = json_array(), *doc;
     char *text;
 
     for (size_t i = 0; items != NULL && i < idem_migrate_list_count(list); i++)
         json_array_append_new(items, migration_json(idem_migrate_list_at(list, i)));
-    doc = json_pack("{s:s, s:b, s:b, s:i, s:I, s:I, s:I, s:I, s:o}", "database", PQdb(conn),
+    doc = json_pack("{s:s, s:b, s:b, s:o, s:i, s:I, s:I, s:I, s:I, s:o}", "database", PQdb(conn),
                     "ledger", idem_migrate_list_ledger_exists(list), "up_to_date",
-                    status_exit(n) == EXIT_OK, "schema_version", idem_migrate_latest_version(),
-                    "applied", (json_int_t)n.applied, "pending", (json_int_t)n.pending, "drifted",
+                    status_exit(n, refusal) == EXIT_OK, "up_would_refuse", str_or_null(refusal),
+                    "schema_version", idem_migrate_latest_version(), "applied",
+                    (json_int_t)n.applied, "pending", (json_int_t)n.pending, "drifted",
                     (json_int_t)n.drifted, "unknown", (json_int_t)n.unknown, "migrations", items);
     text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(doc);
@@ -275,7 +283,7 @@ static int print_status_json(const idem_migrate_list *list, PGconn *conn, counts
     }
     puts(text);
     free(text);
-    return status_exit(n);
+    return status_exit(n, refusal);
 }
 
 static void print_status_row(const idem_migration *m)
@@ -292,22 +300,27 @@ static void print_status_row(const idem_migration *m)
         printf("  (changed since applied: sha256 applied %.16s..., file %.16s...)",
                m->applied_checksum, m->checksum);
     if (m->state == IDEM_MIGRATION_UNKNOWN)
-        printf("  (applied, but not among these migrations: the database is newer)");
+        printf("  (applied, but not among these migrations: a newer schema, or a removed file)");
     putchar('\n');
 }
 
-static void print_status_summary(counts n)
+static void print_status_summary(counts n, const char *refusal)
 {
     if (n.drifted > 0)
         printf("DRIFT: %zu applied migration%s changed since applied; see idem-migrate verify\n",
                n.drifted, n.drifted == 1 ? "" : "s");
-    else if (n.pending > 0)
+    else if (n.pending > 0 && refusal[0] == '\0')
         printf("%zu applied, %zu pending: run idem-migrate up\n", n.applied, n.pending);
+    else if (n.pending > 0)
+        printf("%zu applied, %zu pending\n", n.applied, n.pending);
     else
         printf("up to date: %zu applied\n", n.applied);
+    if (refusal[0] != '\0')
+        printf("up would refuse: %s\n", refusal);
 }
 
-static int print_status_text(const idem_migrate_list *list, PGconn *conn, counts n)
+static int print_status_text(const idem_migrate_list *list, PGconn *conn, counts n,
+                             const char *refusal)
 {
     printf("database \"%s\" on %s:%s, ledger idem.schema_migrations %s\n", PQdb(conn), PQhost(conn),
            PQport(conn), idem_migrate_list_ledger_exists(list) ? "present" : "absent");
@@ -315,22 +328,58 @@ static int print_status_text(const idem_migrate_list *list, PGconn *conn, counts
            "NAME");
     for (size_t i = 0; i < idem_migrate_list_count(list); i++)
         print_status_row(idem_migrate_list_at(list, i));
-    print_status_summary(n);
-    return status_exit(n);
+    print_status_summary(n, refusal);
+    return status_exit(n, refusal);
+}
+
+/* Why up would refuse now, into refusal ("" when it would not): the library's own reason,
+ * from the plan of everything pending. Returns 0, or the exit status of a failure. */
+static int up_refusal(char *refusal, size_t size, cli *c, PGconn *conn)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *plan = NULL;
+    int rc = idem_migrate_plan(&plan, conn, 0, &c->opts, &err);
+
+    idem_migrate_list_free(plan);
+    refusal[0] = '\0';
+    if (rc == IDEM_ESCHEMA)
+        snprintf(refusal, size, "%s", err.message);
+    else if (rc != 0)
+        return fail("status", rc, &err, 0);
+    return 0;
 }
 
 static int cmd_status(cli *c, PGconn *conn)
 {
+    char refusal[IDEM_ERROR_MESSAGE_MAX];
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
     int rc = idem_migrate_status(&list, conn, &c->opts, &err), code;
 
     if (rc != 0)
         return fail("status", rc, &err, 0);
-    code = c->json ? print_status_json(list, conn, count_states(list))
-                   : print_status_text(list, conn, count_states(list));
+    code = up_refusal(refusal, sizeof(refusal), c, conn);
+    if (code == 0 && c->json)
+        code = print_status_json(list, conn, count_states(list), refusal);
+    else if (code == 0)
+        code = print_status_text(list, conn, count_states(list), refusal);
     idem_migrate_list_free(list);
     return code;
+}
+
+static void print_verify_item(const idem_migration *m)
+{
+    if (m->state == IDEM_MIGRATION_DRIFTED && strcmp(m->name, m->applied_name) != 0)
+        fprintf(stderr, "idem-migrate: verify: %s: version %04d was applied as %s\n", m->name,
+                m->version, m->applied_name);
+    else if (m->state == IDEM_MIGRATION_DRIFTED)
+        fprintf(stderr,
+                "idem-migrate: verify: %s: changed since it was applied (sha256 applied %s, "
+                "file %s)\n",
+                m->name, m->applied_checksum, m->checksum);
+    else if (m->state == IDEM_MIGRATION_UNKNOWN)
+        printf("note: %s (version %04d) is applied but not among these migrations\n", m->name,
+               m->version);
 }
 
 static int cmd_verify(cli *c, PGconn *conn)
@@ -342,21 +391,17 @@ static int cmd_verify(cli *c, PGconn *conn)
 
     if (rc != 0)
         return fail("verify", rc, &err, 0);
-    n = count_states(list);
-    for (size_t i = 0; i < idem_migrate_list_count(list); i++) {
-        const idem_migration *m = idem_migrate_list_at(list, i);
-        if (m->state == IDEM_MIGRATION_DRIFTED && strcmp(m->name, m->applied_name) != 0)
-            fprintf(stderr, "idem-migrate: verify: %s: version %04d was applied as %s\n", m->name,
-                    m->version, m->applied_name);
-        else if (m->state == IDEM_MIGRATION_DRIFTED)
-            fprintf(stderr,
-                    "idem-migrate: verify: %s: changed since it was applied (sha256 applied %s, "
-                    "file %s)\n",
-                    m->name, m->applied_checksum, m->checksum);
-        else if (m->state == IDEM_MIGRATION_UNKNOWN)
-            printf("note: %s (version %04d) is applied but not among these migrations\n", m->name,
-                   m->version);
+    if (!idem_migrate_list_ledger_exists(list)) {
+        fprintf(stderr,
+                "idem-migrate: verify: the idem schema is not installed in database \"%s\" (no "
+                "table idem.schema_migrations): run idem-migrate up\n",
+                PQdb(conn));
+        idem_migrate_list_free(list);
+        return EXIT_NO_SCHEMA;
     }
+    n = count_states(list);
+    for (size_t i = 0; i < idem_migrate_list_count(list); i++)
+        print_verify_item(idem_migrate_list_at(list, i));
     idem_migrate_list_free(list);
     if (n.drifted > 0)
         return EXIT_DRIFT;

@@ -119,7 +119,10 @@ typedef struct idem_migrate_list idem_migrate_list;
  * @param opts        NULL for the defaults.
  * @return 0; IDEM_EINVAL (bad argument; a misnamed, duplicate or NUL-containing file in
  *         opts->dir: the message names it); IDEM_EIO (opts->dir or a file in it
- *         unreadable); IDEM_ELOCKED (lock still held elsewhere after lock_timeout_ms);
+ *         unreadable); IDEM_ELOCKED (the lock still held by another session after
+ *         lock_timeout_ms: any session that took the advisory lock, not only another
+ *         idem_migrate_up(); the message names its pid, and its application, role and
+ *         client address as far as pg_stat_activity shows them to this role);
  *         IDEM_ESCHEMA (drift or out-of-order: the message names the file); IDEM_EDB or
  *         IDEM_EUNAVAIL (a statement failed: the message starts with "FILE:LINE: ", the
  *         progress hook got IDEM_MIGRATE_FAILED, and that file's transaction was rolled

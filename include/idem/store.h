@@ -7,11 +7,15 @@
  * The protocol of idem_store_execute():
  *  1. validate the request (tenant, operation_id, tool, payload_version, trace_id,
  *     arguments) and compute its fingerprint (fingerprint.h);
- *  2. look the key up in one round trip: a completed key answers `replayed` with the
- *     stored receipt, byte for byte, or `conflict` when the fingerprint differs;
+ *  2. unless the request says it is a first attempt (idem_request.attempt == 1), look the
+ *     key up in one round trip: a completed key answers `replayed` with the stored
+ *     receipt, byte for byte, `rejected` for a stored refusal, or `conflict` when the
+ *     fingerprint differs;
  *  3. otherwise `BEGIN ISOLATION LEVEL SERIALIZABLE`, claim the key with
- *     `INSERT ... ON CONFLICT DO NOTHING`, run the effect through the transaction it is
- *     given, store its response, `COMMIT`;
+ *     `INSERT ... ON CONFLICT DO NOTHING` in the same round trip as the effect's first
+ *     statement (a claim that finds a record answers as the lookup would, and the
+ *     attempt is rolled back), run the effect through the transaction it is given, then
+ *     store its response and `COMMIT` in one more round trip;
  *  4. serialization failures (40001) and deadlocks (40P01) roll back and start again from
  *     step 2, after an exponential backoff with full jitter, within the deadline: the effect
  *     may therefore run more than once, but only one run ever commits;
@@ -134,12 +138,23 @@ typedef struct idem_request {
     size_t arguments_len;     /**< its length in bytes */
     const char *trace_id;     /**< optional provider tool-call ID, for tracing only;
                                    never part of the key */
+    /* version 2 */
+    unsigned int attempt; /**< which transport attempt this is, as the caller counts them
+                               (the retry helper's count): 1, a first attempt: the store
+                               claims the key at once, in the round trip of the effect's
+                               first statement (two round trips for a new key), and the
+                               claim answers if the key has a record after all (the
+                               effect's first statement then ran for nothing and is rolled
+                               back); 2 and up, a retry: the store looks the key up first,
+                               so that a replay costs one round trip; 0 (the default, and
+                               version 1 requests), unknown: as a retry. Every value is
+                               correct for every key; it only chooses the cheaper path. */
 } idem_request;
 
-#define IDEM_REQUEST_VERSION 1
+#define IDEM_REQUEST_VERSION 2
 #define IDEM_REQUEST_INIT                                                                          \
     {                                                                                              \
-        IDEM_REQUEST_VERSION, NULL, NULL, NULL, 1, NULL, 0, NULL                                   \
+        IDEM_REQUEST_VERSION, NULL, NULL, NULL, 1, NULL, 0, NULL, 0                                \
     }
 
 /** Fill @p req with an empty request of struct version @p version (payload_version 1).
@@ -178,8 +193,11 @@ enum idem_effect_result {
 
 /**
  * A write tool's effect. It runs inside the store's transaction and touches only the
- * database, through @p tx, so that it is safe to run again after a rollback. It is never
- * called for a key that already has a record (a replay or a conflict).
+ * database, through @p tx, so that it is safe to run again after a rollback. Nothing it
+ * does ever commits for a key that already has a record. After a lookup (a retry) it is
+ * not called for such a key at all; on a first attempt (idem_request.attempt == 1) the
+ * key is claimed together with its first statement, so it may start for a key that turns
+ * out to have a record: idem_tx_exec() then returns IDEM_EBUSY, which it returns.
  *
  * @param response   set to a new reference (the store steals it) when returning
  *                   IDEM_EFFECT_OK or IDEM_EFFECT_FINAL_FAILURE.
@@ -305,6 +323,8 @@ typedef struct idem_store_stats {
     unsigned long long unavailable;           /**< calls that ended unavailable */
     unsigned long long rejected;              /**< calls answered with a stored refusal */
     unsigned long long misconfigured;         /**< calls that ended misconfigured: alert */
+    unsigned long long in_progress;           /**< calls answered in_progress (another live
+                                                   attempt held the key) */
     /* version 2 */
     unsigned long long expired; /**< calls refused as past retention (reconciliation items) */
 } idem_store_stats;
@@ -312,7 +332,7 @@ typedef struct idem_store_stats {
 #define IDEM_STORE_STATS_VERSION 2
 #define IDEM_STORE_STATS_INIT                                                                      \
     {                                                                                              \
-        IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                            \
+        IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                         \
     }
 
 /** Fill @p out (its version set) with the store's counters now.

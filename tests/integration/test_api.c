@@ -174,7 +174,6 @@ Test(api, a_database_without_the_schema_is_misconfigured_and_says_to_migrate)
     idem_error err = IDEM_ERROR_INIT;
     idem_store_stats st = IDEM_STORE_STATS_INIT;
 
-    PGTEST_REQUIRE_SERVER();
     char *conninfo = pgtest_new_database("api_noschema");
     open_on(conninfo, NULL);
     int rc = idem_store_execute(&out, store, &req, insert_item, NULL, &err);
@@ -200,7 +199,6 @@ Test(api, a_role_without_privileges_is_misconfigured_and_says_what_to_grant)
     idem_error err = IDEM_ERROR_INIT;
     char role_conninfo[1024];
 
-    PGTEST_REQUIRE_SERVER();
     char *conninfo = pgtest_new_migrated_database("api_noperm");
     PGconn *admin = pgtest_connect(conninfo);
     PQclear(pgtest_exec(admin, "DO $$ BEGIN CREATE ROLE idem_api_noperm LOGIN;"
@@ -225,7 +223,6 @@ Test(api, an_effect_statement_error_keeps_detail_and_constraint)
     idem_request req = request("op-check");
     idem_error err = IDEM_ERROR_INIT;
 
-    PGTEST_REQUIRE_SERVER();
     char *conninfo = pgtest_new_migrated_database("api_detail");
     PGconn *admin = pgtest_connect(conninfo);
     PQclear(pgtest_exec(admin, "CREATE TABLE api_items (n int CONSTRAINT api_items_n_positive"
@@ -250,7 +247,6 @@ Test(api, an_effect_reports_its_own_failure_through_idem_error_set)
     idem_request req = request("op-quota");
     idem_error err = IDEM_ERROR_INIT;
 
-    PGTEST_REQUIRE_SERVER();
     char *conninfo = pgtest_new_migrated_database("api_errset");
     open_on(conninfo, NULL);
     int rc = idem_store_execute(&out, store, &req, refuse_transiently, NULL, &err);

@@ -131,7 +131,6 @@ static size_t embedded_count(PGconn *conn)
 
 Test(migrate, fresh_database_up_then_status_is_clean)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_fresh");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -154,7 +153,6 @@ Test(migrate, fresh_database_up_then_status_is_clean)
 
 Test(migrate, ledger_records_name_checksum_duration_and_role)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_ledger");
     PGconn *conn = pgtest_connect(ci);
     idem_migrate_list *list = NULL;
@@ -179,7 +177,6 @@ Test(migrate, ledger_records_name_checksum_duration_and_role)
 
 Test(migrate, second_up_applies_nothing_and_changes_no_row)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_twice");
     PGconn *conn = pgtest_connect(ci);
     idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
@@ -234,7 +231,6 @@ static int read_char(int fd)
 
 Test(migrate, two_processes_at_once_exactly_one_applies_both_succeed)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_race");
     PGconn *holder = pgtest_connect(ci);
     int fds[2], status, waits = 0, applied = 0, c;
@@ -276,16 +272,20 @@ Test(migrate, two_processes_at_once_exactly_one_applies_both_succeed)
 
 Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_locked");
     PGconn *holder = pgtest_connect(ci), *conn = pgtest_connect(ci);
     idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    char expected[64];
 
+    PQclear(pgtest_exec(holder, "SET application_name = 'nightly-report'"));
     PQclear(pgtest_exec(holder, "SELECT pg_advisory_lock(7594306392314963826)"));
     o.lock_timeout_ms = 200;
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_ELOCKED);
-    cr_assert_not_null(strstr(err.message, "held by pid"), "%s", err.message);
+    snprintf(expected, sizeof(expected), "held by pid %d (", PQbackendPID(holder));
+    cr_assert_not_null(strstr(err.message, expected), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "application \"nightly-report\""), "%s", err.message);
+    cr_assert_null(strstr(err.message, "idem-migrate"), "%s", err.message);
     cr_assert_not(relation_exists(conn, "idem.schema_migrations"));
     PQfinish(holder);
     PQfinish(conn);
@@ -294,7 +294,6 @@ Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
 
 Test(migrate, failing_migration_rolls_back_completely_and_names_file_and_line)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_syntax");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-syntax-error");
@@ -322,7 +321,6 @@ Test(migrate, failing_migration_rolls_back_completely_and_names_file_and_line)
 
 Test(migrate, runtime_error_names_the_line_of_its_statement)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_runtime");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-runtime-error");
@@ -341,7 +339,6 @@ Test(migrate, runtime_error_names_the_line_of_its_statement)
 
 Test(migrate, error_after_multibyte_text_names_the_right_line_whatever_the_client_encoding)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_utf8");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -368,7 +365,6 @@ Test(migrate, error_after_multibyte_text_names_the_right_line_whatever_the_clien
 
 Test(migrate, transactional_file_with_commit_is_refused_before_it_runs)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_commit");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-commit");
@@ -386,7 +382,6 @@ Test(migrate, transactional_file_with_commit_is_refused_before_it_runs)
 
 Test(migrate, no_transaction_file_runs_create_index_concurrently)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_concurrently");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-no-transaction");
@@ -414,7 +409,6 @@ Test(migrate, no_transaction_file_runs_create_index_concurrently)
 
 Test(migrate, up_to_a_version_stops_there_and_plan_lists_the_rest_without_running_it)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_to");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-three");
@@ -439,7 +433,6 @@ Test(migrate, up_to_a_version_stops_there_and_plan_lists_the_rest_without_runnin
 
 Test(migrate, plan_on_a_fresh_database_lists_everything_and_creates_nothing)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_plan");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -458,7 +451,6 @@ Test(migrate, plan_on_a_fresh_database_lists_everything_and_creates_nothing)
 
 Test(migrate, edited_applied_file_is_drift_naming_it_and_up_refuses)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_drift");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -488,7 +480,6 @@ Test(migrate, edited_applied_file_is_drift_naming_it_and_up_refuses)
 
 Test(migrate, check_names_a_drifted_embedded_migration)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_check_drift");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -503,7 +494,6 @@ Test(migrate, check_names_a_drifted_embedded_migration)
 
 Test(migrate, check_names_pending_migrations)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_migrated_database("mig_check_pending");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -524,7 +514,6 @@ Test(migrate, check_names_pending_migrations)
 
 Test(migrate, check_on_an_empty_database_says_the_schema_is_missing)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_check_empty");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
@@ -537,7 +526,6 @@ Test(migrate, check_on_an_empty_database_says_the_schema_is_missing)
 
 Test(migrate, pending_file_older_than_an_applied_one_is_refused)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_order");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -558,7 +546,6 @@ Test(migrate, pending_file_older_than_an_applied_one_is_refused)
 
 Test(migrate, applied_version_without_a_file_is_unknown_and_tolerated)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_unknown");
     PGconn *conn = pgtest_connect(ci);
     char *dir = make_dir();
@@ -582,9 +569,78 @@ Test(migrate, applied_version_without_a_file_is_unknown_and_tolerated)
     free(ci);
 }
 
+Test(migrate, gap_in_versions_is_accepted_and_applied_in_order)
+{
+    char *ci = pgtest_new_database("mig_gap");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = make_dir();
+    idem_migrate_options o = dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
+    write_file(dir, "0003_c.sql", "CREATE TABLE idem.c (id int REFERENCES idem.a);\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_list_count(list), 2);
+    cr_assert_eq(count_state(list, IDEM_MIGRATION_APPLIED), 2);
+    cr_assert_eq(idem_migrate_list_at(list, 1)->version, 3);
+    idem_migrate_list_free(list);
+    list = NULL;
+    write_file(dir, "0004_d.sql", "CREATE TABLE idem.d (id int PRIMARY KEY);\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(ledger_count(conn), 3);
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM idem.schema_migrations"
+                                     " WHERE version IN (1, 3, 4)"),
+                 3);
+    cr_assert_eq(idem_migrate_plan(&list, conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_list_count(list), 0);
+    idem_migrate_list_free(list);
+    remove_dir(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, embedded_migrations_create_no_table_of_the_example_tool)
+{
+    char *ci = pgtest_new_migrated_database("mig_no_example");
+    PGconn *conn = pgtest_connect(ci);
+
+    cr_assert(relation_exists(conn, "idem.operations"));
+    cr_assert_not(relation_exists(conn, "idem.support_tasks"));
+    cr_assert_eq(
+        pgtest_scalar(conn, "SELECT count(*) FROM pg_namespace WHERE nspname = 'idem_example'"), 0);
+    PQfinish(conn);
+    free(ci);
+}
+
+/* Databases migrated before the example tool left the embedded migrations have its 0002
+ * in the ledger: an applied version the library no longer knows. */
+Test(migrate, ledger_row_of_the_removed_example_migration_is_unknown_and_check_passes)
+{
+    char *ci = pgtest_new_migrated_database("mig_old_0002");
+    PGconn *conn = pgtest_connect(ci);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    const idem_migration *m;
+
+    PQclear(pgtest_exec(conn, "INSERT INTO idem.schema_migrations (version, name, checksum,"
+                              " duration_ms) VALUES (2, '0002_example_support_tasks.sql',"
+                              " sha256('the old example migration'), 0)"));
+    cr_assert_eq(idem_migrate_check(conn, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_status(&list, conn, NULL, &err), 0, "%s", err.message);
+    m = idem_migrate_list_at(list, 1);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->version, 2);
+    cr_assert_eq(m->state, IDEM_MIGRATION_UNKNOWN);
+    cr_assert_eq(idem_migrate_up(conn, 0, NULL, &err), 0, "%s", err.message);
+    idem_migrate_list_free(list);
+    PQfinish(conn);
+    free(ci);
+}
+
 Test(migrate, misnamed_file_in_dir_is_einval_naming_it_before_anything_is_written)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_misnamed");
     PGconn *conn = pgtest_connect(ci);
     char *dir = data_dir("migrations-misnamed");
@@ -602,7 +658,6 @@ Test(migrate, misnamed_file_in_dir_is_einval_naming_it_before_anything_is_writte
 
 Test(migrate, missing_dir_is_eio)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_nodir");
     PGconn *conn = pgtest_connect(ci);
     idem_migrate_options o = dir_options("/nonexistent/idem-migrations");
@@ -618,7 +673,6 @@ Test(migrate, missing_dir_is_eio)
 
 Test(migrate, connection_inside_a_transaction_is_refused)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("mig_in_tx");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;

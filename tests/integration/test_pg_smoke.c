@@ -5,7 +5,6 @@
 
 Test(pg_smoke, creates_table_writes_and_reads_back)
 {
-    PGTEST_REQUIRE_SERVER();
     char *ci = pgtest_new_database("smoke");
     PGconn *conn = pgtest_connect(ci);
 

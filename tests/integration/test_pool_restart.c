@@ -42,7 +42,6 @@ static void wait_server_up(void)
 
 static void require_pg_ctl(void)
 {
-    PGTEST_REQUIRE_SERVER();
     if (getenv("IDEM_PG_CTL") != NULL)
         return;
     if (getenv("IDEM_REQUIRE_PG") != NULL)

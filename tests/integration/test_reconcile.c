@@ -14,7 +14,6 @@ static PGconn *conn;
 
 static void open_db(void)
 {
-    PGTEST_REQUIRE_SERVER();
     conninfo = pgtest_new_migrated_database("reconcile");
     conn = pgtest_connect(conninfo);
 }

@@ -26,7 +26,6 @@ static void open_db(void)
     idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
-    PGTEST_REQUIRE_SERVER();
     conninfo = pgtest_new_migrated_database("retention");
     check = pgtest_connect(conninfo);
     PQclear(pgtest_exec(check, "CREATE TABLE effects (tenant text, operation_id text)"));
@@ -78,11 +77,16 @@ static int effect(json_t **response, idem_tx *tx, const json_t *arguments, void 
     return IDEM_EFFECT_OK;
 }
 
+/* Which transport attempt the calls say they are: 0 (unknown: the store looks the key up
+ * first) or 1 (a first attempt: the store claims at once, and the claim answers). */
+static unsigned int attempt;
+
 static int call(idem_outcome *out, const char *tool, const char *op, const char *args,
                 idem_error *err)
 {
     idem_request req = IDEM_REQUEST_INIT;
 
+    req.attempt = attempt;
     req.tenant = "acme";
     req.operation_id = op;
     req.tool = tool;
@@ -250,6 +254,37 @@ Test(retention, retry_after_expiry_is_expired_runs_no_effect_and_is_recorded_onc
     cr_assert_eq(effects(), 1);
     cr_assert_eq(idem_store_stats_get(&stats, store), 0);
     cr_assert_eq(stats.expired, 3);
+    idem_outcome_clear(&out);
+}
+
+/* A first attempt claims without a lookup: the claim meets the tombstone, or claims
+ * nothing for a key beyond the horizon, and the answer is the same. */
+Test(retention, first_attempt_claiming_a_tombstone_or_a_forgotten_key_is_expired_too)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char op[IDEM_UUID_STRING_SIZE];
+
+    open_store();
+    cr_assert_eq(call(&out, TOOL_FAST, "op-1", ARGS, NULL), 0);
+    time_passes(61);
+    cr_assert_eq(sweep().expired, 1);
+    attempt = 1;
+    cr_assert_eq(call(&out, TOOL_FAST, "op-1", ARGS, &err), IDEM_EEXPIRED, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EXPIRED);
+    cr_assert_eq(call(&out, TOOL_FAST, "op-1", "{\"n\":3}", &err), IDEM_EEXPIRED);
+    cr_assert_str_eq(item_matches("op-1"), "false");
+    cr_assert_eq(item_count("op-1"), 2);
+    uuid_at(op, -(86400 + 400));
+    cr_assert_eq(call(&out, TOOL_FAST, op, ARGS, &err), IDEM_EEXPIRED, "%s", err.message);
+    cr_assert_str_eq(item_matches(op), "null");
+    uuid_at(op, -60);
+    cr_assert_eq(call(&out, TOOL_FAST, op, ARGS, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(effects(), 2, "the first call's effect and the fresh key's, nothing more");
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.operations WHERE forget_at -"
+                                      " created_at = '1 day'"),
+                 2, "the first attempt's claim fixes key memory too");
     idem_outcome_clear(&out);
 }
 

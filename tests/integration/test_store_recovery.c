@@ -47,7 +47,6 @@ Test(recovery, a_connection_that_failed_is_never_reused_within_the_call)
     idem_store_stats st = IDEM_STORE_STATS_INIT;
     int runs = 0;
 
-    PGTEST_REQUIRE_SERVER();
     char *conninfo = pgtest_new_migrated_database("recovery_reuse");
     popts.max_size = 2;
     popts.connect_timeout_ms = 30000;

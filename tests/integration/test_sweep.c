@@ -16,7 +16,6 @@ static PGconn *check; /* a second session, for looking and for holding locks */
 
 static void open_db(void)
 {
-    PGTEST_REQUIRE_SERVER();
     conninfo = pgtest_new_migrated_database("sweep");
     conn = pgtest_connect(conninfo);
     check = pgtest_connect(conninfo);

@@ -1,10 +1,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "idem/migrate.h"
 #include "pgtest.h"
+#include "support_tasks.h"
 
 const char *pgtest_server_problem(void)
 {
@@ -25,6 +27,13 @@ const char *pgtest_server_problem(void)
     default:
         return "bad connection parameters";
     }
+}
+
+void pgtest_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
 }
 
 PGconn *pgtest_connect(const char *conninfo)
@@ -88,5 +97,18 @@ char *pgtest_new_migrated_database(const char *tag)
     PQfinish(conn);
     if (rc != 0)
         cr_assert_fail("idem_migrate_up(%s): %s: %s", conninfo, idem_err_name(rc), err.message);
+    return conninfo;
+}
+
+char *pgtest_new_example_database(const char *tag)
+{
+    char *conninfo = pgtest_new_migrated_database(tag);
+    PGconn *conn = pgtest_connect(conninfo);
+    idem_error err = IDEM_ERROR_INIT;
+    int rc = example_support_tasks_setup(conn, &err);
+
+    PQfinish(conn);
+    if (rc != 0)
+        cr_assert_fail("example_support_tasks_setup(%s): %s", conninfo, err.message);
     return conninfo;
 }

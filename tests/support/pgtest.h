@@ -5,23 +5,9 @@
 #include <criterion/criterion.h>
 #include <libpq-fe.h>
 
-/* NULL when the server answers, else why not. */
+/* NULL when the server answers, else why not. Every integration executable checks this
+ * before its tests run (pgtest_main.c): no test needs to. */
 const char *pgtest_server_problem(void);
-
-/* Skip the current test with a loud message when no server is reachable; fail it
- * instead when IDEM_REQUIRE_PG is set (tools/run test sets it), so that a missing server
- * never passes silently. */
-#define PGTEST_REQUIRE_SERVER()                                                                    \
-    do {                                                                                           \
-        const char *pgtest_problem_ = pgtest_server_problem();                                     \
-        if (pgtest_problem_ != NULL) {                                                             \
-            if (getenv("IDEM_REQUIRE_PG") != NULL)                                                 \
-                cr_assert_fail("PostgreSQL required but unreachable: %s", pgtest_problem_);        \
-            cr_log_warn("SKIPPED: no PostgreSQL server (%s); run under tools/with-postgres",       \
-                        pgtest_problem_);                                                          \
-            cr_skip_test("no PostgreSQL server: %s", pgtest_problem_);                             \
-        }                                                                                          \
-    } while (0)
 
 /* Create an empty database with a unique name for this test; returns its conninfo
  * (malloc'd, caller frees). The database is left behind for the cluster's removal. */
@@ -31,6 +17,13 @@ char *pgtest_new_database(const char *tag);
  * idem_migrate_up(), failing the test on error: a database with idem's schema. Returns its
  * conninfo (malloc'd, caller frees). */
 char *pgtest_new_migrated_database(const char *tag);
+
+/* pgtest_new_migrated_database(tag), then the example tool's own table
+ * (idem_example.support_tasks, tools/example): for tests that run the example effect.
+ * Returns its conninfo (malloc'd, caller frees). */
+char *pgtest_new_example_database(const char *tag);
+
+void pgtest_sleep_ms(long ms);
 
 /* Connect or fail the test. */
 PGconn *pgtest_connect(const char *conninfo);

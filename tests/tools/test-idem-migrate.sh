@@ -54,11 +54,20 @@ expect() { # expect NAME TEST...: TEST (a command) must succeed
 }
 
 contains() { grep -q -- "$1" <<<"$out"; }
+lacks() { ! grep -q -- "$1" <<<"$out"; }
+
+# The exit codes of a --help text, or of the README's exit table, one per line.
+help_codes() { sed -n '/^Exit status:/,$p' <<<"$1" | sed -n 's/^ \{1,3\}\([0-9]\{1,3\}\)  .*/\1/p'; }
+readme_codes() { sed -n 's/^| \([0-9]\{1,3\}\) | .*/\1/p' "$1"; }
 
 # --help documents the exit codes; --version names the schema version.
 check help 0 "$tool" --help
 expect help_lists_exit_codes contains "Exit status:"
 expect help_lists_drift_code contains "4  drift"
+expect help_lists_no_schema_code contains "7  verify: the schema is not installed"
+help_text=$out
+expect readme_lists_exit_codes test -n "$(readme_codes "$data/../../README.md")"
+expect help_codes_match_readme test "$(help_codes "$help_text")" = "$(readme_codes "$data/../../README.md")"
 check version 0 "$tool" --version
 expect version_names_schema contains "schema version"
 check usage_no_command 64 "$tool"
@@ -69,8 +78,15 @@ check no_server 2 "$tool" --dsn "host=/nonexistent port=1" status
 
 # Fresh database: status pending (3), plan prints SQL and runs nothing, up, then clean.
 db=$(newdb fresh)
+check verify_fresh 7 "$tool" --dsn "dbname=$db" verify
+expect verify_fresh_says_not_installed contains "schema is not installed"
+expect verify_fresh_says_run_up contains "run idem-migrate up"
 check status_fresh 3 "$tool" --dsn "dbname=$db" status
 expect status_fresh_lists_pending contains "0001_operations.sql"
+expect status_fresh_says_run_up contains "pending: run idem-migrate up"
+expect status_fresh_up_would_not_refuse lacks "up would refuse"
+check status_fresh_json 3 "$tool" --dsn "dbname=$db" status --json
+expect status_fresh_json_no_refusal python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["up_would_refuse"] is None and not d["ledger"]' "$out"
 check plan_fresh 0 "$tool" --dsn "dbname=$db" plan
 expect plan_prints_sql contains "CREATE TABLE idem.operations"
 expect plan_runs_nothing test "$(q "$db" "SELECT count(*) FROM pg_namespace WHERE nspname = 'idem'")" = 0
@@ -85,6 +101,25 @@ expect up_again_is_noop contains "nothing to apply"
 check verify_clean 0 "$tool" --dsn "dbname=$db" verify
 check plan_up_to_date 0 "$tool" --dsn "dbname=$db" plan
 expect plan_up_to_date_empty contains "0 migrations to apply"
+
+# A gap in versions (idem's own 0002 was removed): up applies the rest in order.
+db=$(newdb gap)
+check gap_up 0 "$tool" --dsn "dbname=$db" --dir "$data/migrations-gap" up
+expect gap_applies_after_the_gap contains "applied 0003_three.sql"
+check gap_status 0 "$tool" --dsn "dbname=$db" --dir "$data/migrations-gap" status
+expect gap_status_up_to_date contains "up to date: 2 applied"
+
+# A database migrated while the embedded set had 0002 (the example's table): that ledger
+# row is listed, and the schema is up to date.
+db=$(newdb old0002)
+check old0002_up 0 "$tool" --dsn "dbname=$db" up
+q "$db" "INSERT INTO idem.schema_migrations (version, name, checksum, duration_ms) VALUES (2, '0002_example_support_tasks.sql', sha256('old'), 0)"
+check old0002_status 0 "$tool" --dsn "dbname=$db" status
+expect old0002_listed contains "0002_example_support_tasks.sql"
+expect old0002_up_to_date contains "up to date"
+check old0002_verify 0 "$tool" --dsn "dbname=$db" verify
+check old0002_up_again 0 "$tool" --dsn "dbname=$db" up
+expect old0002_nothing_to_apply contains "nothing to apply"
 
 # The PG* environment is used without --dsn.
 db=$(newdb env)
@@ -121,14 +156,33 @@ echo "-- an edit" >>"$scratch/drift/0002_two.sql"
 check drift_verify 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" verify
 expect drift_verify_names_file contains "0002_two.sql"
 check drift_status 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" status
+expect drift_status_says_up_refuses contains "up would refuse: 0002_two.sql: changed since it was applied"
+expect drift_status_does_not_say_run_up lacks "run idem-migrate up"
 check drift_plan 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" plan
 check drift_up_refused 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" up
 expect drift_nothing_applied test "$(q "$db" "SELECT count(*) FROM idem.schema_migrations")" = 2
 
-# The lock held elsewhere past --lock-timeout: exit 6.
+# A pending file older than an applied one: status says why up refuses, and exits 4 as up
+# does, instead of advising to run up.
+db=$(newdb order)
+mkdir "$scratch/order"
+cp "$data/migrations-three/0001_one.sql" "$data/migrations-three/0003_three.sql" "$scratch/order/"
+check order_up 0 "$tool" --dsn "dbname=$db" --dir "$scratch/order" up
+cp "$data/migrations-three/0002_two.sql" "$scratch/order/"
+check order_status 4 "$tool" --dsn "dbname=$db" --dir "$scratch/order" status
+expect order_status_says_why contains "up would refuse: 0002_two.sql is pending but the newer 0003_three.sql is already applied"
+expect order_status_does_not_say_run_up lacks "run idem-migrate up"
+check order_status_json 4 "$tool" --dsn "dbname=$db" --dir "$scratch/order" status --json
+expect order_status_json_says_why python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert "0002_two.sql is pending" in d["up_would_refuse"] and not d["up_to_date"]' "$out"
+check order_up_refused 4 "$tool" --dsn "dbname=$db" --dir "$scratch/order" up
+check order_verify 0 "$tool" --dsn "dbname=$db" --dir "$scratch/order" verify
+
+# The lock held past --lock-timeout by a session that is not idem-migrate: exit 6, and the
+# message names that session (over TCP when tools/with-postgres gave an address).
 db=$(newdb locked)
 mkfifo "$scratch/hold"
-psql -Atq -d "$db" -f "$scratch/hold" >/dev/null 2>&1 &
+psql -Atq -d "${IDEM_PG_TCP:-} dbname=$db application_name=nightly-report" -f "$scratch/hold" \
+    >/dev/null 2>&1 &
 holder=$!
 exec 7>"$scratch/hold"
 echo "SELECT pg_advisory_lock(7594306392314963826);" >&7
@@ -136,8 +190,15 @@ for _ in $(seq 1 100); do
     [ "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 1 ] && break
     sleep 0.1
 done
+holder_pid=$(q "$db" "SELECT pid FROM pg_stat_activity WHERE application_name = 'nightly-report'")
 check locked 6 "$tool" --dsn "dbname=$db" --lock-timeout 0 up
-expect locked_says_held contains "held by pid"
+expect locked_names_pid contains "held by pid $holder_pid ("
+expect locked_names_application contains 'application "nightly-report"'
+expect locked_names_role contains "role \"$(q "$db" "SELECT current_user")\""
+if [ -n "${IDEM_PG_TCP:-}" ]; then
+    expect locked_names_client contains "client 127.0.0.1 port [0-9]"
+fi
+expect locked_does_not_blame_idem_migrate lacks "another idem-migrate"
 exec 7>&-
 wait "$holder"
 

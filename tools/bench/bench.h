@@ -1,6 +1,9 @@
 /*
- * idem-bench internals: a side (one way of doing an operation), the runner that times
- * sides in alternating rounds, the modes that build sides, and the report.
+ * idem-bench internals: a side (one way of doing an operation), the rounds that time
+ * sides in alternation (rounds.c), the modes that build sides (modes.c, contention.c), the
+ * databases they use (db.c), the runner that runs the modes a configuration asks for
+ * (runner.c) and its report (report.c). idem-bench.c is only the command line: it fills
+ * a bench_config and calls bench_main().
  */
 #ifndef IDEM_BENCH_H
 #define IDEM_BENCH_H
@@ -21,6 +24,8 @@ typedef struct bench_worker bench_worker;
 
 /* One operation; 0 when it did what it should, else -1 with the reason in w->error. */
 typedef int (*bench_op_fn)(bench_worker *w);
+
+/* ---- rounds (rounds.c) --------------------------------------------------------------- */
 
 /* One way of doing the operation being measured ("idem", "bare INSERT", ...). */
 typedef struct bench_side {
@@ -110,7 +115,9 @@ int bench_run(bench_measure *out, const bench_plan *plan);
 void bench_ratio_throughput(bench_measure *m, int a, int b, const char *label, double target);
 void bench_ratio_p50(bench_measure *m, int a, int b, const char *label, double target);
 
-/* Settings from the command line. */
+/* ---- the run (runner.c) -------------------------------------------------------------- */
+
+/* The settings of a run (from the command line). */
 typedef struct bench_config {
     const char *dsn; /* "" = the PG* environment */
     double duration_s;
@@ -120,6 +127,8 @@ typedef struct bench_config {
     int modes; /* BENCH_MODE_* bits */
     int large;
     int json;
+    int pool_cap; /* connections per pool at most (--pool): a pool for N threads has
+                     min(N, pool_cap); both sides of a measurement share it */
 } bench_config;
 
 enum {
@@ -141,6 +150,18 @@ typedef struct bench_results {
     double total_s;
 } bench_results;
 
+/* Run what cfg asks for in a fresh database on cfg->dsn's server (dropped at the end),
+ * then print the report on stdout; progress goes to stderr. Returns the exit status: 0;
+ * 1 a measurement could not run; 2 the contention invariant failed; 69 no server. */
+int bench_main(const bench_config *cfg);
+
+/* Reserve the next measurement slot; NULL when full. */
+bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
+                                 const char *note);
+
+/* Progress on stderr. */
+void bench_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ---- databases (db.c) ---------------------------------------------------------------- */
 
 /* The conninfo @dsn with its database replaced by @dbname; caller frees. */
@@ -148,15 +169,8 @@ char *bench_conninfo(const char *dsn, const char *dbname);
 /* Create database @name (dropping an old one of that name) and apply idem's migrations. */
 int bench_db_create(PGconn *admin, const char *dsn, const char *name);
 void bench_db_drop(PGconn *admin, const char *name);
-/* Connections per pool at most (--pool; default twice the CPUs, the usual sizing for a
- * database on the same machine). Both sides of a measurement use the same pool. */
-extern int bench_pool_cap;
-
-/* The size bench_pool_open() gives a pool for this many threads. */
-int bench_pool_size(int threads);
-
-/* A pool of bench_pool_size(threads) connections, all opened now. */
-int bench_pool_open(idem_pool **out, const char *conninfo, int threads);
+/* A pool of min(threads, cap) connections, all opened now (cap: bench_config.pool_cap). */
+int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap);
 /* Add completed operation records k<from>..k<to-1> for @tenant, every one replayable with
  * the replay arguments (bench_replay_arguments); then VACUUM ANALYZE. */
 int bench_load_operations(const char *conninfo, const char *tenant, long from, long to);
@@ -180,13 +194,6 @@ int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin
 /* sweep.c */
 int bench_mode_sweep(bench_results *res, const bench_config *cfg, PGconn *admin,
                      const char *dbprefix);
-
-/* Reserve the next measurement slot; NULL when full. */
-bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
-                                 const char *note);
-
-/* Progress on stderr. */
-void bench_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- report (report.c) --------------------------------------------------------------- */
 

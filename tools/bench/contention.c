@@ -179,7 +179,8 @@ int bench_mode_contention(bench_results *res, const bench_config *cfg, const cha
     int rc = -1;
 
     pthread_mutex_init(&c.lock, NULL);
-    if (m == NULL || setup(&c) != 0 || bench_pool_open(&pool, conninfo, CONTENTION_THREADS) != 0)
+    if (m == NULL || setup(&c) != 0 ||
+        bench_pool_open(&pool, conninfo, CONTENTION_THREADS, cfg->pool_cap) != 0)
         goto done;
     if (idem_store_new(&c.store, pool, NULL, &err) != 0) {
         bench_error("store", err.message);

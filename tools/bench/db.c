@@ -1,4 +1,5 @@
-/* The bench's databases: a fresh one per run, loaded with operation records in bulk. */
+/* The bench's databases: a fresh one per run (idem's schema and the example's table),
+ * loaded with operation records in bulk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ static int exec_admin(PGconn *admin, const char *verb, const char *name, const c
     return rc;
 }
 
-static int migrate(const char *conninfo)
+static int setup_schema(const char *conninfo)
 {
     idem_error err = IDEM_ERROR_INIT;
     PGconn *pg = PQconnectdb(conninfo);
@@ -80,6 +81,8 @@ static int migrate(const char *conninfo)
         rc = idem_migrate_up(pg, 0, NULL, &err);
         if (rc != 0)
             rc = bench_error("applying migrations", err.message);
+        else if (example_support_tasks_setup(pg, &err) != 0)
+            rc = bench_error("setting up the example's table", err.message);
     }
     PQfinish(pg);
     return rc;
@@ -96,7 +99,7 @@ int bench_db_create(PGconn *admin, const char *dsn, const char *name)
     conninfo = bench_conninfo(dsn, name);
     if (conninfo == NULL)
         return -1;
-    rc = migrate(conninfo);
+    rc = setup_schema(conninfo);
     free(conninfo);
     return rc;
 }
@@ -106,19 +109,12 @@ void bench_db_drop(PGconn *admin, const char *name)
     exec_admin(admin, "DROP DATABASE IF EXISTS", name, "");
 }
 
-int bench_pool_cap;
-
-int bench_pool_size(int threads)
-{
-    return threads < bench_pool_cap ? threads : bench_pool_cap;
-}
-
-int bench_pool_open(idem_pool **out, const char *conninfo, int threads)
+int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap)
 {
     idem_pool_options opts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
-    opts.max_size = (unsigned int)bench_pool_size(threads);
+    opts.max_size = (unsigned int)(threads < cap ? threads : cap);
     opts.min_idle = opts.max_size;
     opts.acquire_timeout_ms = 30000;
     opts.application_name = "idem-bench";
@@ -193,7 +189,7 @@ long long bench_count_rows(const char *conninfo, const char *table, const char *
 {
     const char *sql = strcmp(table, "operations") == 0
                           ? "SELECT count(*) FROM idem.operations WHERE tenant = $1"
-                          : "SELECT count(*) FROM idem.support_tasks WHERE tenant = $1";
+                          : "SELECT count(*) FROM idem_example.support_tasks WHERE tenant = $1";
     PGconn *pg = PQconnectdb(conninfo);
     PGresult *res = NULL;
     long long n = -1;

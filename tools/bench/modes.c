@@ -26,8 +26,9 @@ typedef struct side_ctx {
     uint64_t nkeys; /* replay: keys k0..k<nkeys-1> exist */
 } side_ctx;
 
-static const char insert_sql[] = "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
-                                 " VALUES ($1, $2, $3) RETURNING task_id";
+static const char insert_sql[] =
+    "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+    " VALUES ($1, $2, $3) RETURNING task_id";
 static const char read_name[] = "idem_bench_read";
 static const char read_sql[] = "SELECT response FROM idem.operations"
                                " WHERE tenant = $1 AND operation_id = $2";
@@ -201,11 +202,11 @@ static int bare_read(bench_worker *w)
 
 /* ---- measurements -------------------------------------------------------------------- */
 
-static int open_side(side_ctx *c, const char *conninfo, int threads)
+static int open_side(side_ctx *c, const char *conninfo, int threads, int pool_cap)
 {
     idem_error err = IDEM_ERROR_INIT;
 
-    if (bench_pool_open(&c->pool, conninfo, threads) != 0)
+    if (bench_pool_open(&c->pool, conninfo, threads, pool_cap) != 0)
         return -1;
     if (idem_store_new(&c->store, c->pool, NULL, &err) != 0)
         return bench_error("store", err.message);
@@ -238,7 +239,7 @@ static int create_at(bench_results *res, const bench_config *cfg, const char *co
                                          " between BEGIN and COMMIT (3)");
     int rc;
 
-    if (m == NULL || open_side(&c, conninfo, threads) != 0) {
+    if (m == NULL || open_side(&c, conninfo, threads, cfg->pool_cap) != 0) {
         close_side(&c);
         return -1;
     }
@@ -271,7 +272,7 @@ static int replay_at(bench_results *res, const bench_config *cfg, const char *co
                                          " prepared primary-key SELECT of the stored receipt");
     int rc;
 
-    if (m == NULL || open_side(&c, conninfo, threads) != 0) {
+    if (m == NULL || open_side(&c, conninfo, threads, cfg->pool_cap) != 0) {
         close_side(&c);
         return -1;
     }
@@ -320,7 +321,7 @@ static int growth_prepare(growth_size *g, const bench_config *cfg, PGconn *admin
     bench_say("growth: loading %ld operation records", g->rows);
     if (bench_load_operations(g->conninfo, "bench-growth", 0, g->rows) != 0)
         return -1;
-    return open_side(&g->ctx, g->conninfo, 1);
+    return open_side(&g->ctx, g->conninfo, 1, cfg->pool_cap);
 }
 
 static void growth_ratios(bench_measure *m, const growth_size *g, int n)

@@ -22,7 +22,7 @@ static void print_header(const bench_results *res, const bench_config *cfg)
     printf("%.0f s per measurement in rounds of %.2g s that alternate the sides (A B A B ...);"
            " pools of min(threads, %d) connections;\nlatencies in ms; cpu us: the client's CPU"
            " time (user + system) per operation\n\n",
-           cfg->duration_s, cfg->round_s, bench_pool_cap);
+           cfg->duration_s, cfg->round_s, cfg->pool_cap);
     printf("%-10s %3s  %-30s %9s %8s %8s %8s %8s %6s\n", "mode", "thr", "side", "ops/s", "p50",
            "p99", "p99.9", "cpu us", "errors");
 }
@@ -168,7 +168,7 @@ int bench_print_json(const bench_results *res, const bench_config *cfg)
                     idem_version(), "machine", "postgresql", res->server_version, "cpus",
                     (json_int_t)res->cpus, "cpu_model", res->cpu_model, "settings", "duration_s",
                     cfg->duration_s, "round_s", cfg->round_s, "large", cfg->large, "pool_cap",
-                    bench_pool_cap, "results", measures, "total_s", res->total_s);
+                    cfg->pool_cap, "results", measures, "total_s", res->total_s);
     text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
     json_decref(doc);
     if (text == NULL)

@@ -370,7 +370,7 @@ static int run_sweep(bench_measure *m, sweep_numbers *n, const bench_config *cfg
     if (rc == 0 && (rc = load_backlog(pg)) == 0 &&
         (rc = sizes(pg, &n->heap_before, &n->index_before)) == 0) {
         n->record_bytes = row_bytes(pg, "completed");
-        rc = bench_pool_open(&pool, conninfo, SWEEP_THREADS);
+        rc = bench_pool_open(&pool, conninfo, SWEEP_THREADS, cfg->pool_cap);
     }
     if (rc == 0 && idem_store_new(&store, pool, NULL, &err) != 0)
         rc = bench_error("store", err.message);

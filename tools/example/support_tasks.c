@@ -4,6 +4,55 @@
 
 #include "support_tasks.h"
 
+/* The example's own schema, kept apart from idem's. One simple-query message is one
+ * transaction, so the advisory lock ("idemexam") makes two first runs take turns
+ * (CREATE ... IF NOT EXISTS alone can still collide), and SET LOCAL keeps the "already
+ * exists" notices of later runs quiet. */
+static const char setup_sql[] =
+    "SET LOCAL client_min_messages = warning;"
+    "SELECT pg_advisory_xact_lock(7594306392181727597);"
+    "CREATE SCHEMA IF NOT EXISTS idem_example;"
+    "CREATE TABLE IF NOT EXISTS idem_example.support_tasks ("
+    " tenant       text        NOT NULL,"
+    " task_id      bigint      GENERATED ALWAYS AS IDENTITY,"
+    " subject      text        NOT NULL,"
+    " status       text        NOT NULL DEFAULT 'open',"
+    " operation_id text        NOT NULL,"
+    " created_at   timestamptz NOT NULL DEFAULT now(),"
+    " CONSTRAINT support_tasks_pkey PRIMARY KEY (tenant, task_id),"
+    " CONSTRAINT support_tasks_subject_length CHECK (char_length(subject) BETWEEN 1 AND 200),"
+    " CONSTRAINT support_tasks_status_known CHECK (status IN ('open', 'closed')));"
+    "COMMENT ON SCHEMA idem_example IS"
+    " 'idem''s example write tool (idem-demo, idem-bench, the tests); not used by idem.';"
+    "COMMENT ON TABLE idem_example.support_tasks IS"
+    " 'Support tasks created through idem by the example tool create_support_task.';"
+    "COMMENT ON COLUMN idem_example.support_tasks.status IS"
+    " 'Current state: open or closed; changes after creation, unlike the receipt.';"
+    "COMMENT ON COLUMN idem_example.support_tasks.operation_id IS"
+    " 'The operation that created the task (for tracing; the key lives in idem.operations).';";
+
+static int db_error(idem_error *err, const char *what, const PGresult *res)
+{
+    const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+    if (err != NULL) {
+        idem_error_clear(err);
+        err->code = IDEM_EDB;
+        snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", sqlstate != NULL ? sqlstate : "");
+        snprintf(err->message, sizeof(err->message), "%s: %s", what, PQresultErrorMessage(res));
+    }
+    return IDEM_EDB;
+}
+
+int example_support_tasks_setup(PGconn *conn, idem_error *err)
+{
+    PGresult *res = PQexec(conn, setup_sql);
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : db_error(err, "example schema", res);
+
+    PQclear(res);
+    return rc;
+}
+
 static json_t *rejection(const char *reason)
 {
     return json_pack("{s:s, s:s}", "status", "rejected", "reason", reason);
@@ -12,7 +61,7 @@ static json_t *rejection(const char *reason)
 int example_create_support_task(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
                                 idem_error *err)
 {
-    const char *sql = "INSERT INTO idem.support_tasks (tenant, subject, operation_id)"
+    const char *sql = "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                       " VALUES ($1, $2, $3) RETURNING task_id";
     const json_t *subject = json_object_get(arguments, "subject");
     const char *values[3];
@@ -54,13 +103,7 @@ static int task_statement(PGresult **out, idem_pool *pool, const char *sql, cons
     if (PQresultStatus(res) == PGRES_TUPLES_OK || PQresultStatus(res) == PGRES_COMMAND_OK) {
         *out = res;
     } else {
-        rc = IDEM_EDB;
-        if (err != NULL) {
-            idem_error_clear(err);
-            err->code = rc;
-            snprintf(err->message, sizeof(err->message), "support task: %s",
-                     PQresultErrorMessage(res));
-        }
+        rc = db_error(err, "support task", res);
         PQclear(res);
     }
     idem_pool_release(conn);
@@ -72,7 +115,7 @@ int example_support_task_status(char *out, size_t size, idem_pool *pool, const c
 {
     PGresult *res = NULL;
     int rc = task_statement(&res, pool,
-                            "SELECT status FROM idem.support_tasks"
+                            "SELECT status FROM idem_example.support_tasks"
                             " WHERE tenant = $1 AND task_id = $2::int8",
                             tenant, task_id, err);
 
@@ -91,7 +134,7 @@ int example_support_task_close(idem_pool *pool, const char *tenant, long long ta
 {
     PGresult *res = NULL;
     int rc = task_statement(&res, pool,
-                            "UPDATE idem.support_tasks SET status = 'closed'"
+                            "UPDATE idem_example.support_tasks SET status = 'closed'"
                             " WHERE tenant = $1 AND task_id = $2::int8",
                             tenant, task_id, err);
 

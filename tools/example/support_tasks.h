@@ -4,6 +4,10 @@
  * {"status": "created", "task_id": N}. Used by idem-demo, idem-bench and the tests.
  * It is built on the public API only, as a user's tool would be; it is not installed.
  *
+ * Its table, idem_example.support_tasks, is the example's own, in its own schema: idem's
+ * migrations do not create it. Programs that use the example call
+ * example_support_tasks_setup() once at start.
+ *
  * Arguments: {"subject": "<1-200 characters>"}.
  */
 #ifndef IDEM_EXAMPLE_SUPPORT_TASKS_H
@@ -13,6 +17,11 @@
 
 #define EXAMPLE_TOOL_NAME    "create_support_task"
 #define EXAMPLE_TOOL_VERSION 1
+
+/* Create the schema idem_example and its table support_tasks if they are missing, on a
+ * borrowed idle connection. Safe to run again, and from two processes at once. Returns 0
+ * or IDEM_EDB (the server's message, with context in front). */
+int example_support_tasks_setup(PGconn *conn, idem_error *err);
 
 /* The effect (an idem_effect_fn); ctx is unused. A missing or bad subject is a final
  * failure, stored and replayed: {"status": "rejected", "reason": "..."}. */

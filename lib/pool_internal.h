@@ -1,0 +1,57 @@
+/* Private to the pool (pool.c: checkout and release; pool_setup.c: creating, configuring
+ * and freeing a pool, its counters). */
+#ifndef IDEM_LIB_POOL_INTERNAL_H
+#define IDEM_LIB_POOL_INTERNAL_H
+
+#include <pthread.h>
+
+#include "pool_conn.h"
+
+/* A thread queued in idem_pool_acquire(). Callers are served in arrival order, and a
+ * release hands its connection (or a closed connection's slot) straight to the first. */
+typedef struct waiter {
+    pthread_cond_t wake;
+    idem_conn *conn; /* handed over: the caller's now */
+    int slot;        /* or: a slot reserved for the caller to open a connection in */
+    struct waiter *next;
+} waiter;
+
+#define MAX_KEYS 4
+
+struct idem_pool {
+    pthread_mutex_t lock;
+    pthread_condattr_t cond_attr; /* CLOCK_MONOTONIC, for the waiters' conditions */
+    idem_pool_options opts;       /* application_name points to app_name */
+    unsigned long generation;     /* fork_generation when created */
+    const char *keys[MAX_KEYS];
+    const char *values[MAX_KEYS];
+    char *conninfo;
+    char *app_name;
+    char *pg_options;
+    /* Below: under lock. Invariant: waiters queue only when no connection is idle and
+     * every slot is taken, so a release always serves the queue first. */
+    idem_conn *idle; /* most recently released first */
+    waiter *first;
+    waiter *last;
+    unsigned int size;     /* open connections plus slots being opened */
+    unsigned int nidle;    /* connections in the idle list */
+    unsigned int nopening; /* slots being opened */
+    unsigned int nwaiting;
+    long long next_prune_ms;
+    long long prune_every_ms;
+    idem_pool_stats st; /* the counters; idem_pool_stats_get() adds the gauges */
+};
+
+/* Incremented in the child of every fork(): a pool used where it differs from the value
+ * it was created with belongs to another process. */
+extern unsigned long idem__fork_generation;
+
+/* Open a connection in a slot already counted in pool->size and pool->nopening; on
+ * success *out is the caller's (checked out). */
+int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, idem_error *err);
+
+/* Take the most recently released idle connection (the pool's lock held, or no other
+ * user). */
+idem_conn *idem__pool_pop_idle_locked(idem_pool *pool);
+
+#endif

@@ -1,0 +1,152 @@
+/* Prepared statements: prepared once per connection, again on a new one, and a
+ * connection that lost them is replaced. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pooltest.h"
+#include "exec.h"
+
+TestSuite(pool_prepared, .init = pooltest_init, .fini = pooltest_fini);
+
+static const idem__stmt stmt_add = {"idem_pooltest_add", "SELECT $1::int + 1", 1};
+
+static int exec_add(idem_conn *conn, long *sum, idem_error *err)
+{
+    const char *values[1] = {"41"};
+    PGresult *res = NULL;
+    int rc = idem__conn_exec_prepared(&res, conn, &stmt_add, values, NULL, NULL, 0, err);
+
+    if (rc == 0) {
+        *sum = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+        PQclear(res);
+    }
+    return rc;
+}
+
+static long prepared_here(idem_conn *conn)
+{
+    return pooltest_query_long(conn, "SELECT count(*) FROM pg_prepared_statements "
+                                     "WHERE name = 'idem_pooltest_add' AND NOT from_sql");
+}
+
+Test(pool_prepared, statement_is_prepared_once_per_connection)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    long sum = 0;
+
+    o.max_size = 1;
+    idem_pool *pool = pooltest_open(&o);
+    for (int i = 0; i < 3; i++) {
+        idem_conn *conn = pooltest_acquire(pool);
+        cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+        cr_assert_eq(sum, 42);
+        cr_assert_eq(prepared_here(conn), 1);
+        idem_pool_release(conn);
+    }
+    /* Inside a transaction, a second PREPARE of the same name would abort it. */
+    idem_conn *conn = pooltest_acquire(pool);
+    free(pooltest_query(conn, "BEGIN"));
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    cr_assert_eq(PQtransactionStatus(idem_conn_pg(conn)), PQTRANS_INTRANS);
+    free(pooltest_query(conn, "COMMIT"));
+    idem_pool_release(conn);
+}
+
+Test(pool_prepared, statement_is_prepared_on_each_connection)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    long sum = 0;
+    idem_pool *pool = pooltest_open(NULL);
+    idem_conn *a = pooltest_acquire(pool);
+    idem_conn *b = pooltest_acquire(pool);
+
+    cr_assert_eq(exec_add(a, &sum, &err), 0, "%s", err.message);
+    cr_assert_eq(prepared_here(b), 0);
+    cr_assert_eq(exec_add(b, &sum, &err), 0, "%s", err.message);
+    cr_assert_eq(prepared_here(a), 1);
+    cr_assert_eq(prepared_here(b), 1);
+    idem_pool_release(a);
+    idem_pool_release(b);
+}
+
+Test(pool_prepared, statement_is_prepared_again_on_a_new_connection_after_a_kill)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    long sum = 0;
+
+    o.max_size = 1;
+    idem_pool *pool = pooltest_open(&o);
+    idem_conn *conn = pooltest_acquire(pool);
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    pooltest_kill_backend(pooltest_backend_pid(conn));
+    cr_assert_eq(exec_add(conn, &sum, &err), IDEM_EUNAVAIL);
+    idem_pool_release(conn);
+
+    conn = pooltest_acquire(pool);
+    sum = 0;
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    cr_assert_eq(sum, 42);
+    cr_assert_eq(prepared_here(conn), 1);
+    idem_pool_release(conn);
+    cr_assert_eq(pooltest_stats(pool).opened, 2);
+}
+
+Test(pool_prepared, forgetting_prepared_statements_makes_the_next_use_prepare_again)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    long sum = 0;
+    idem_pool *pool = pooltest_open(NULL);
+    idem_conn *conn = pooltest_acquire(pool);
+
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    free(pooltest_query(conn, "DEALLOCATE ALL"));
+    cr_assert_eq(exec_add(conn, &sum, &err), IDEM_EDB, "the statement was prepared again");
+    cr_assert_str_eq(err.sqlstate, "26000");
+    idem__conn_forget_prepared(conn);
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    cr_assert_eq(sum, 42);
+    idem_pool_release(conn);
+}
+
+Test(pool_prepared, prepare_error_reports_the_statement_and_sqlstate)
+{
+    static const idem__stmt bad = {"idem_pooltest_bad", "SELECT * FROM no_such_table", 0};
+    idem_error err = IDEM_ERROR_INIT;
+    PGresult *res = NULL;
+    idem_pool *pool = pooltest_open(NULL);
+    idem_conn *conn = pooltest_acquire(pool);
+
+    cr_assert_eq(idem__conn_exec_prepared(&res, conn, &bad, NULL, NULL, NULL, 0, &err), IDEM_EDB);
+    cr_assert_null(res);
+    cr_assert_str_eq(err.sqlstate, "42P01");
+    cr_assert(strstr(err.message, "idem_pooltest_bad") != NULL, "%s", err.message);
+    idem_pool_release(conn);
+    cr_assert_eq(pooltest_stats(pool).closed_broken, 0);
+}
+
+Test(pool_prepared, connection_whose_statements_were_deallocated_is_replaced)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    long sum = 0;
+
+    o.max_size = 1;
+    idem_pool *pool = pooltest_open(&o);
+    idem_conn *conn = pooltest_acquire(pool);
+    long pid = pooltest_backend_pid(conn);
+
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    free(pooltest_query(conn, "DEALLOCATE ALL"));
+    cr_assert_eq(exec_add(conn, &sum, &err), IDEM_EDB);
+    cr_assert_str_eq(err.sqlstate, "26000");
+    idem_pool_release(conn);
+    conn = pooltest_acquire(pool);
+    cr_assert_neq(pooltest_backend_pid(conn), pid,
+                  "the connection that lost its statements is gone");
+    cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
+    cr_assert_eq(sum, 42);
+    idem_pool_release(conn);
+}

@@ -1,0 +1,68 @@
+/* A server that stops answering: the health round trip and the ROLLBACK on release give
+ * up at connect_timeout_ms instead of waiting for TCP. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "pooltest.h"
+
+TestSuite(pool_unresponsive, .init = pooltest_init, .fini = pooltest_fini);
+
+/* Freeze a backend (as if the network dropped its packets, the socket staying open). */
+static void freeze_backend(long pid, int frozen)
+{
+    cr_assert_eq(kill((pid_t)pid, frozen ? SIGSTOP : SIGCONT), 0, "kill(%ld): %s", pid,
+                 strerror(errno));
+}
+
+/* The pool closed its side: thawed, the backend sees that and exits by itself. */
+static void end_frozen_backend(long pid)
+{
+    freeze_backend(pid, 0);
+}
+
+Test(pool_unresponsive, health_round_trip_to_a_silent_server_gives_up_at_connect_timeout,
+     .timeout = 60)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+
+    o.max_size = 1;
+    o.health_check_idle_ms = 0;
+    o.connect_timeout_ms = 300;
+    idem_pool *pool = pooltest_open(&o);
+    idem_conn *conn = pooltest_acquire(pool);
+    long pid = pooltest_backend_pid(conn);
+
+    idem_pool_release(conn);
+    freeze_backend(pid, 1);
+    pgtest_sleep_ms(20);
+    /* Without a bound this acquire would wait for the kernel's TCP timeout. */
+    conn = pooltest_acquire(pool);
+    cr_assert_neq(pooltest_backend_pid(conn), pid);
+    idem_pool_release(conn);
+    end_frozen_backend(pid);
+    cr_assert_eq(pooltest_stats(pool).closed_health, 1);
+}
+
+Test(pool_unresponsive, rollback_on_release_to_a_silent_server_gives_up_and_closes, .timeout = 60)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+
+    o.max_size = 1;
+    o.connect_timeout_ms = 300;
+    idem_pool *pool = pooltest_open(&o);
+    idem_conn *conn = pooltest_acquire(pool);
+    long pid = pooltest_backend_pid(conn);
+
+    free(pooltest_query(conn, "BEGIN"));
+    freeze_backend(pid, 1);
+    idem_pool_release(conn); /* must return: the ROLLBACK is bounded */
+    end_frozen_backend(pid);
+    idem_pool_stats st = pooltest_stats(pool);
+    cr_assert_eq(st.closed_broken, 1);
+    cr_assert_eq(st.size, 0);
+    conn = pooltest_acquire(pool);
+    cr_assert_neq(pooltest_backend_pid(conn), pid);
+    idem_pool_release(conn);
+}

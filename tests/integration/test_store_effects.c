@@ -1,0 +1,245 @@
+/* What an effect may do and what comes of it: fail for now, run no statement or several,
+ * fail in SQL, lose its claim to a concurrent commit, or try to end the transaction. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "storetest.h"
+
+TestSuite(store_effects, .init = storetest_init, .fini = storetest_fini, .timeout = 240);
+
+static int transient_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                            idem_error *err)
+{
+    PGresult *res = NULL;
+    ((effect_counter *)ctx)->runs++;
+    /* Write something, then fail: the write must not survive. */
+    if (idem_tx_exec(&res, tx,
+                     "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                     " VALUES ('acme', 'half', 'x')",
+                     0, NULL, err) == 0)
+        PQclear(res);
+    snprintf(err->message, sizeof(err->message), "ticket system refused: try later");
+    return IDEM_EEFFECT;
+}
+
+Test(store_effects, transient_effect_error_stores_nothing_and_runs_again_next_time)
+{
+    effect_counter cnt = {0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-transient", "{\"subject\":\"s\"}");
+    storetest_open(NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, transient_effect, &cnt, &err),
+                 IDEM_EEFFECT);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_str_eq(err.message, "ticket system refused: try later");
+    cr_assert_eq(idem_status_next_step(out.status), IDEM_NEXT_RETURN_TO_CALLER);
+    cr_assert_eq(storetest_tasks(), 0);
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, transient_effect, &cnt, &err),
+                 IDEM_EEFFECT);
+    cr_assert_eq(cnt.runs, 2);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, counting_effect, &cnt, &err), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+static int constant_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                           idem_error *err)
+{
+    ((effect_counter *)ctx)->runs++;
+    *response = json_pack("{s:s}", "status", "noted");
+    return IDEM_EFFECT_OK;
+}
+
+Test(store_effects, effect_that_runs_no_statement_still_commits_its_record_once)
+{
+    effect_counter cnt = {0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-const", "{\"note\":true}");
+    storetest_open(NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, constant_effect, &cnt, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_str_eq(out.receipt, "{\"status\":\"noted\"}");
+    idem_outcome_clear(&out);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, constant_effect, &cnt, &err), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_eq(cnt.runs, 1);
+    cr_assert_eq(storetest_operations(), 1);
+    idem_outcome_clear(&out);
+}
+
+static int two_statement_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                                idem_error *err)
+{
+    const char *values[2] = {idem_tx_tenant(tx), idem_tx_operation_id(tx)};
+    const char *sql = "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                      " VALUES ($1, 'part', $2) RETURNING task_id";
+    PGresult *a = NULL, *b = NULL;
+    int rc = idem_tx_exec(&a, tx, sql, 2, values, err);
+    if (rc == 0)
+        rc = idem_tx_exec(&b, tx, sql, 2, values, err);
+    if (rc == 0)
+        *response =
+            json_pack("{s:s,s:s}", "first", PQgetvalue(a, 0, 0), "second", PQgetvalue(b, 0, 0));
+    PQclear(a);
+    PQclear(b);
+    return rc;
+}
+
+Test(store_effects, effect_with_several_statements_commits_them_all_with_the_record)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-two", "{}");
+    storetest_open(NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, two_statement_effect, NULL, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(storetest_tasks(), 2);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.support_tasks"
+                                         " WHERE operation_id = 'op-two'"),
+                 2);
+    idem_outcome_clear(&out);
+}
+
+static int failing_sql_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                              idem_error *err)
+{
+    PGresult *res = NULL;
+    /* A constraint violation in the effect's own statement is the effect's failure. */
+    return idem_tx_exec(&res, tx,
+                        "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                        " VALUES ('acme', '', 'x')",
+                        0, NULL, err);
+}
+
+Test(store_effects, effect_statement_error_is_effect_failed_with_sqlstate_and_nothing_stored)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-sqlfail", "{}");
+    storetest_open(NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, failing_sql_effect, NULL, &err),
+                 IDEM_EEFFECT);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_str_eq(err.sqlstate, "23514", "check_violation, got '%s' (%s)", err.sqlstate,
+                     err.message);
+    cr_assert(strstr(err.message, "support_tasks_subject_length") != NULL, "%s", err.message);
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(storetest_tasks(), 0);
+    /* The pool's connection is clean for the next call. */
+    cr_assert_eq(storetest_create_task(&out, "acme", "op-after", "{\"subject\":\"s\"}", &err), 0,
+                 "%s", err.message);
+    idem_outcome_clear(&out);
+}
+
+/* The effect commits the same key through another connection just before its first
+ * statement, which then fails: the claim lost, so the call answers from the record. */
+struct racer {
+    const char *args;
+    const char *statement;
+};
+
+static int racing_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                         idem_error *err)
+{
+    struct racer *r = ctx;
+    idem_fingerprint fp;
+    cr_assert_eq(idem_fingerprint_compute_text(&fp, EXAMPLE_TOOL_NAME, 1, r->args, strlen(r->args),
+                                               NULL, NULL),
+                 0);
+    const char *values[3] = {idem_tx_tenant(tx), idem_tx_operation_id(tx), (const char *)fp.bytes};
+    int lengths[3] = {0, 0, 32}, formats[3] = {0, 0, 1};
+    PGresult *res = PQexecParams(
+        fx.check,
+        "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
+        " state, response, claim_token, completed_at, expires_at) VALUES ($1, $2,"
+        " 'create_support_task', 1, $3, 'completed', '{\"winner\":true}', gen_random_uuid(),"
+        " now(), now() + interval '1 day')",
+        3, NULL, values, lengths, formats, 0);
+    cr_assert_eq(PQresultStatus(res), PGRES_COMMAND_OK, "%s", PQresultErrorMessage(res));
+    PQclear(res);
+    res = NULL;
+    int rc = idem_tx_exec(&res, tx, r->statement, 0, NULL, err);
+    PQclear(res);
+    if (rc != 0)
+        return rc;
+    *response = json_pack("{s:b}", "winner", 0);
+    return IDEM_EFFECT_OK;
+}
+
+Test(store_effects,
+     claim_lost_to_a_concurrent_commit_answers_from_the_record_even_if_the_statement_failed)
+{
+    struct racer r = {"{\"subject\":\"race\"}", "SELECT 1/0"};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-race", r.args);
+    storetest_open(NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, racing_effect, &r, &err), 0, "%s (%s)",
+                 err.message, idem_status_name(out.status));
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_str_eq(out.receipt, "{\"winner\":true}");
+    cr_assert_str_empty(err.message, "no stale message on success: %s", err.message);
+    idem_store_stats st = IDEM_STORE_STATS_INIT;
+    idem_store_stats_get(&st, fx.store);
+    cr_assert_eq(st.claim_races, 1);
+    cr_assert_eq(storetest_operations(), 1);
+    idem_outcome_clear(&out);
+}
+
+static int ending_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                         idem_error *err)
+{
+    PGresult *res = NULL;
+    int *codes = ctx;
+    codes[0] = idem_tx_exec(&res, tx, codes[2] ? "COMMIT" : "ROLLBACK", 0, NULL, err);
+    PQclear(res);
+    res = NULL;
+    codes[1] = idem_tx_exec(&res, tx,
+                            "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                            " VALUES ('acme', 'after', 'x')",
+                            0, NULL, err);
+    PQclear(res);
+    *response = json_pack("{s:s}", "status", "created");
+    return IDEM_EFFECT_OK; /* ignores the errors: the store must not */
+}
+
+static void check_ending_effect(int commit)
+{
+    int codes[3] = {0, 0, commit};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-end", "{}");
+    storetest_open(NULL, 1);
+
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, ending_effect, codes, &err), IDEM_EEFFECT,
+                 "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert(strstr(err.message, "ended the transaction") != NULL, "%s", err.message);
+    cr_assert_eq(codes[0], IDEM_EINVAL, "the ending statement is reported to the effect");
+    cr_assert_eq(codes[1], IDEM_EINVAL, "nothing runs after it");
+    cr_assert_eq(storetest_tasks(), 0);
+    cr_assert_eq(storetest_operations(), 0, "no record, pending or not, is left for the key");
+    idem_outcome_clear(&out);
+}
+
+Test(store_effects, effect_that_rolls_back_by_itself_is_refused_and_nothing_is_stored)
+{
+    check_ending_effect(0);
+}
+
+Test(store_effects, effect_that_commits_by_itself_is_refused_and_its_claim_is_taken_back)
+{
+    check_ending_effect(1);
+}

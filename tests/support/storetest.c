@@ -1,0 +1,100 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storetest.h"
+
+store_fixture fx;
+
+void storetest_init(void)
+{
+    char tag[32];
+
+    /* Short enough that the database name keeps its unique tail. */
+    snprintf(tag, sizeof(tag), "%.24s", criterion_current_test->name);
+    fx.conninfo = pgtest_new_example_database(tag);
+    fx.check = pgtest_connect(fx.conninfo);
+}
+
+void storetest_fini(void)
+{
+    storetest_close();
+    PQfinish(fx.check);
+    free(fx.conninfo);
+    fx = (store_fixture){NULL, NULL, NULL, NULL};
+}
+
+void storetest_open(const idem_store_options *opts, unsigned int pool_size)
+{
+    idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    popts.max_size = pool_size;
+    popts.acquire_timeout_ms = 30000;
+    popts.connect_timeout_ms = 30000;
+    cr_assert_null(fx.pool, "one store at a time");
+    cr_assert_eq(idem_pool_new(&fx.pool, fx.conninfo, &popts, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_store_new(&fx.store, fx.pool, opts, &err), 0, "%s", err.message);
+}
+
+void storetest_close(void)
+{
+    idem_store_free(fx.store);
+    idem_pool_free(fx.pool);
+    fx.store = NULL;
+    fx.pool = NULL;
+}
+
+long storetest_tasks(void)
+{
+    return pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.support_tasks");
+}
+
+long storetest_operations(void)
+{
+    return pgtest_scalar(fx.check, "SELECT count(*) FROM idem.operations");
+}
+
+idem_request storetest_request(const char *tenant, const char *op, const char *args)
+{
+    idem_request req = IDEM_REQUEST_INIT;
+
+    req.tenant = tenant;
+    req.operation_id = op;
+    req.tool = EXAMPLE_TOOL_NAME;
+    req.payload_version = EXAMPLE_TOOL_VERSION;
+    req.arguments = args;
+    req.arguments_len = args != NULL ? strlen(args) : 0;
+    return req;
+}
+
+int storetest_create_task(idem_outcome *out, const char *tenant, const char *op, const char *args,
+                          idem_error *err)
+{
+    idem_request req = storetest_request(tenant, op, args);
+
+    return idem_store_execute(out, fx.store, &req, example_create_support_task, NULL, err);
+}
+
+char *storetest_receipt(const char *tenant, const char *op)
+{
+    const char *values[2] = {tenant, op};
+    PGresult *res = PQexecParams(fx.check,
+                                 "SELECT convert_from(response, 'UTF8') FROM idem.operations"
+                                 " WHERE tenant = $1 AND operation_id = $2",
+                                 2, NULL, values, NULL, NULL, 0);
+    char *s;
+
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQresultErrorMessage(res));
+    cr_assert_eq(PQntuples(res), 1);
+    s = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return s;
+}
+
+int counting_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                    idem_error *err)
+{
+    ((effect_counter *)ctx)->runs++;
+    return example_create_support_task(response, tx, arguments, NULL, err);
+}

@@ -1,0 +1,60 @@
+/*
+ * Test support for the store tests: a per-test fixture and the helpers they share.
+ *
+ *     TestSuite(store_xxx, .init = storetest_init, .fini = storetest_fini, .timeout = 240);
+ *
+ * Each test gets a fresh database with idem's schema and the example tool's table, and a
+ * connection of its own for reading rows directly; it opens its store with
+ * storetest_open(), with the options it tests. Helpers fail the test when what they do
+ * fails. The timeouts are generous: other test executables load the same cores meanwhile.
+ */
+#ifndef IDEM_TESTS_STORETEST_H
+#define IDEM_TESTS_STORETEST_H
+
+#include "idem/idem.h"
+#include "pgtest.h"
+#include "support_tasks.h"
+
+typedef struct store_fixture {
+    char *conninfo;    /* the test's database */
+    PGconn *check;     /* a separate connection, for counting rows */
+    idem_pool *pool;   /* set by storetest_open() */
+    idem_store *store; /* set by storetest_open() */
+} store_fixture;
+
+/* The running test's fixture. */
+extern store_fixture fx;
+
+void storetest_init(void);
+void storetest_fini(void);
+
+/* Open fx.pool (@pool_size connections) and fx.store over it (@opts, NULL for the
+ * defaults); closed by storetest_fini() or storetest_close(). */
+void storetest_open(const idem_store_options *opts, unsigned int pool_size);
+
+/* Free fx.store and fx.pool now (the database and fx.check stay). */
+void storetest_close(void);
+
+/* Rows in idem_example.support_tasks and in idem.operations. */
+long storetest_tasks(void);
+long storetest_operations(void);
+
+/* A request for the example tool (arguments borrowed; NULL gives length 0). */
+idem_request storetest_request(const char *tenant, const char *op, const char *args);
+
+/* Execute the example tool through fx.store; returns the code, fills out. */
+int storetest_create_task(idem_outcome *out, const char *tenant, const char *op, const char *args,
+                          idem_error *err);
+
+/* The receipt bytes stored for a key, read directly (malloc'd, caller frees). */
+char *storetest_receipt(const char *tenant, const char *op);
+
+/* An effect counting its runs in ctx (an effect_counter), then running the example's. */
+typedef struct effect_counter {
+    int runs;
+} effect_counter;
+
+int counting_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                    idem_error *err);
+
+#endif

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# test-idem-bench.sh IDEM-BENCH RUNNER-LIBRARY: the runner library (bench/*.c) needs no
+# symbol from idem-bench.c, which is only the command line, and keeps no settings in
+# globals; a short run against the server of tools/with-postgres works and reports the
+# settings it was given.
+set -uo pipefail
+bench=$1 runner=$2
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# bench_* symbols the library uses but does not define: they would come from idem-bench.c.
+defined=$(nm --defined-only "$runner" | awk '$2 ~ /^[A-Z]$/ && $3 ~ /^bench_/ {print $3}' | sort -u)
+used=$(nm --undefined-only "$runner" | awk '$1 == "U" && $2 ~ /^bench_/ {print $2}' | sort -u)
+missing=$(comm -13 <(echo "$defined") <(echo "$used"))
+[ -z "$missing" ] || fail "the runner library needs from the command line: $(echo $missing)"
+grep -qx bench_main <<<"$defined" || fail "the runner library does not define bench_main"
+globals=$(nm --defined-only "$runner" | awk '$2 ~ /^[BDC]$/ && $3 ~ /^bench_/ {print $3}')
+[ -z "$globals" ] || fail "settings kept in globals: $(echo $globals)"
+
+"$bench" --pool 0 >/dev/null 2>&1
+[ $? = 64 ] || fail "--pool 0: not a usage error"
+
+if ! psql -Atqc 'SELECT 1' dbname=postgres >/dev/null 2>&1; then
+    if [ -n "${IDEM_REQUIRE_PG:-}" ]; then
+        echo "PostgreSQL required but unreachable" >&2
+        exit 1
+    fi
+    echo "SKIPPED: no PostgreSQL server; run under tools/with-postgres" >&2
+    exit 77
+fi
+
+out=$("$bench" --mode contention --duration 1 --round 0.1 --pool 3 --json 2>/dev/null)
+status=$?
+[ "$status" = 0 ] || fail "a short contention run: exit $status"
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["settings"]["pool_cap"] == 3, d["settings"]
+(m,) = d["results"]
+assert m["mode"] == "contention" and m["invariant"]["pass"], m
+' "$out" || fail "the report of a short run: $out"
+out=$("$bench" --mode contention --duration 1 --round 0.1 --pool 3 2>/dev/null)
+grep -q "pools of min(threads, 3) connections" <<<"$out" || fail "the table's header: $out"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) failed" >&2
+    exit 1
+fi
+echo "all idem-bench checks passed"
