@@ -21,9 +21,9 @@ typedef struct begin {
     idem_external *ext;
     idem_external_attempt **out;
     char token[IDEM_UUID_STRING_SIZE], downstream[IDEM_UUID_STRING_SIZE];
-    char version[16], retention[24], claim_wait[16];
-    const char *values[11];
-    int lengths[11], formats[11];
+    char version[16], retention[24], key_memory[24], claim_wait[16], born_ms[24], horizon[24];
+    const char *values[14];
+    int lengths[14], formats[14];
 } begin;
 
 /* begin runs no effect of its own; the store's request checks want one. */
@@ -41,13 +41,21 @@ static int no_effect(json_t **response, idem_tx *tx, const json_t *arguments, vo
 static int make_claim(begin *b)
 {
     const idem_request *req = b->c.req;
+    unsigned int retention_s, key_memory_s;
+    uint64_t born_ms;
     int rc;
 
     if ((rc = idem_uuid_v7(b->token, b->c.err)) != 0 ||
         (rc = idem_uuid_v7(b->downstream, b->c.err)) != 0)
         return rc;
+    idem__store_windows(b->ext->store, req->tool, &retention_s, &key_memory_s);
     snprintf(b->version, sizeof(b->version), "%d", req->payload_version);
-    snprintf(b->retention, sizeof(b->retention), "%u", b->ext->store->opts.retention_s);
+    snprintf(b->retention, sizeof(b->retention), "%u", retention_s);
+    snprintf(b->key_memory, sizeof(b->key_memory), "%u", key_memory_s);
+    snprintf(b->horizon, sizeof(b->horizon), "%llu",
+             (unsigned long long)key_memory_s + b->ext->store->opts.clock_skew_s);
+    if (idem_uuid_v7_time_ms(&born_ms, req->operation_id) == 0)
+        snprintf(b->born_ms, sizeof(b->born_ms), "%llu", (unsigned long long)born_ms);
     snprintf(b->claim_wait, sizeof(b->claim_wait), "%u", b->ext->opts.claim_wait_ms);
     b->values[0] = req->tenant;
     b->values[1] = req->operation_id;
@@ -57,9 +65,12 @@ static int make_claim(begin *b)
     b->values[5] = req->trace_id;
     b->values[6] = b->token;
     b->values[7] = b->retention;
-    b->values[8] = b->downstream;
-    b->values[9] = b->ext->lease_ms;
-    b->values[10] = b->claim_wait;
+    b->values[8] = b->key_memory;
+    b->values[9] = b->downstream;
+    b->values[10] = b->ext->lease_ms;
+    b->values[11] = b->claim_wait;
+    b->values[12] = b->born_ms[0] != '\0' ? b->born_ms : NULL;
+    b->values[13] = b->horizon;
     b->lengths[4] = IDEM_FINGERPRINT_SIZE;
     b->formats[4] = 1;
     return 0;

@@ -68,8 +68,9 @@ int idem_tx_enqueue(char out[IDEM_UUID_STRING_SIZE], idem_tx *tx, const char *to
 {
     static const idem_enqueue_options defaults = IDEM_ENQUEUE_OPTIONS_INIT;
     char id[IDEM_UUID_STRING_SIZE], key[IDEM_UUID_STRING_SIZE], version[16], retention[24];
-    char attempts[16], hex[IDEM_FINGERPRINT_HEX_SIZE], *canonical = NULL;
-    const char *values[10];
+    char attempts[16], hex[IDEM_FINGERPRINT_HEX_SIZE], key_memory[24], *canonical = NULL;
+    const char *values[11];
+    unsigned int retention_s, key_memory_s;
     PGresult *res = NULL;
     int rc;
 
@@ -81,7 +82,9 @@ int idem_tx_enqueue(char out[IDEM_UUID_STRING_SIZE], idem_tx *tx, const char *to
         (rc = idem_uuid_v7(id, err)) != 0 || (rc = idem_uuid_v7(key, err)) != 0)
         goto done;
     snprintf(version, sizeof(version), "%d", payload_version);
-    snprintf(retention, sizeof(retention), "%u", tx->c->store->opts.retention_s);
+    idem__store_windows(tx->c->store, tool, &retention_s, &key_memory_s);
+    snprintf(retention, sizeof(retention), "%u", retention_s);
+    snprintf(key_memory, sizeof(key_memory), "%u", key_memory_s);
     snprintf(attempts, sizeof(attempts), "%u",
              opts != NULL ? opts->max_attempts : defaults.max_attempts);
     values[0] = idem_tx_tenant(tx);
@@ -94,7 +97,8 @@ int idem_tx_enqueue(char out[IDEM_UUID_STRING_SIZE], idem_tx *tx, const char *to
     values[7] = idem_tx_operation_id(tx);
     values[8] = canonical;
     values[9] = attempts;
-    rc = idem_tx_exec(&res, tx, idem__external_sql_enqueue, 10, values, err);
+    values[10] = key_memory;
+    rc = idem_tx_exec(&res, tx, idem__external_sql_enqueue, 11, values, err);
     PQclear(res);
     if (rc == 0 && out != NULL)
         memcpy(out, id, sizeof(id));

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "exec.h"
+#include "idem/validate.h"
 #include "store_internal.h"
 
 static const idem_store_options store_defaults = IDEM_STORE_OPTIONS_INIT;
@@ -14,8 +15,11 @@ static const idem_store_options store_defaults = IDEM_STORE_OPTIONS_INIT;
 /* How many bytes of idem_store_options each version has: a caller built against an older
  * header passes a shorter struct, whose missing fields keep their defaults. */
 static const size_t options_size[IDEM_STORE_OPTIONS_VERSION + 1] = {
-    [1] = sizeof(idem_store_options),
+    [1] = offsetof(idem_store_options, key_memory_s),
+    [2] = sizeof(idem_store_options),
 };
+
+#define MAX_CLOCK_SKEW_S 86400u
 
 int idem_store_options_init(idem_store_options *opts, unsigned int version)
 {
@@ -43,6 +47,63 @@ int idem_outcome_init(idem_outcome *outcome, unsigned int version)
     return idem__struct_init(outcome, &defaults, sizeof(defaults), version, IDEM_OUTCOME_VERSION);
 }
 
+/* The windows of options.tools[i], defaults applied. */
+static void tool_windows(const idem_store_options *o, size_t i, unsigned int *retention_s,
+                         unsigned int *key_memory_s)
+{
+    *retention_s = o->tools[i].retention_s ? o->tools[i].retention_s : o->retention_s;
+    *key_memory_s = o->tools[i].key_memory_s ? o->tools[i].key_memory_s : o->key_memory_s;
+}
+
+static int check_tool(const idem_store_options *o, size_t i, idem_error *err)
+{
+    char field[IDEM_ERROR_FIELD_MAX];
+    unsigned int retention, key_memory;
+
+    snprintf(field, sizeof(field), "options.tools[%zu].tool", i);
+    if (idem_validate_tool(o->tools[i].tool, err) != 0) {
+        idem__error_context(err, "%s", field);
+        if (err != NULL)
+            snprintf(err->field, sizeof(err->field), "%s", field);
+        return IDEM_EINVAL;
+    }
+    for (size_t j = 0; j < i; j++) {
+        if (strcmp(o->tools[j].tool, o->tools[i].tool) == 0)
+            return idem__error_field(err, IDEM_EINVAL, field, "'%s' appears twice (also at [%zu])",
+                                     o->tools[i].tool, j);
+    }
+    tool_windows(o, i, &retention, &key_memory);
+    snprintf(field, sizeof(field), "options.tools[%zu].key_memory_s", i);
+    if (key_memory < retention)
+        return idem__error_field(err, IDEM_EINVAL, field,
+                                 "%u s is shorter than the tool's retention (%u s): keys must be "
+                                 "remembered at least as long as their records are kept",
+                                 key_memory, retention);
+    return 0;
+}
+
+static int check_retention(const idem_store_options *o, idem_error *err)
+{
+    int rc;
+
+    if (o->key_memory_s < o->retention_s)
+        return idem__error_field(err, IDEM_EINVAL, "options.key_memory_s",
+                                 "%u s is shorter than retention_s (%u s): keys must be "
+                                 "remembered at least as long as their records are kept",
+                                 o->key_memory_s, o->retention_s);
+    if (o->clock_skew_s > MAX_CLOCK_SKEW_S)
+        return idem__error_field(err, IDEM_EINVAL, "options.clock_skew_s",
+                                 "must be at most %u, got %u", MAX_CLOCK_SKEW_S, o->clock_skew_s);
+    if (o->ntools > 0 && o->tools == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "options.tools", "is NULL but ntools is %zu",
+                                 o->ntools);
+    for (size_t i = 0; i < o->ntools; i++) {
+        if ((rc = check_tool(o, i, err)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int check_options(const idem_store_options *o, idem_error *err)
 {
     if (o->retention_s == 0 || o->max_attempts == 0 || o->max_arguments_bytes == 0 ||
@@ -55,7 +116,43 @@ static int check_options(const idem_store_options *o, idem_error *err)
     if (o->max_arguments_bytes > MAX_PAYLOAD || o->max_response_bytes > MAX_PAYLOAD)
         return idem__error_field(err, IDEM_EINVAL, "options",
                                  "size limits must not exceed 1 GiB (PostgreSQL's own limit)");
+    return check_retention(o, err);
+}
+
+static int by_tool(const void *a, const void *b)
+{
+    return strcmp(((const tool_window *)a)->tool, ((const tool_window *)b)->tool);
+}
+
+/* The store's own copy of the tool table, sorted. */
+static int copy_tools(idem_store *store, const idem_store_options *o, idem_error *err)
+{
+    if (o->ntools == 0)
+        return 0;
+    store->tools = calloc(o->ntools, sizeof(*store->tools));
+    if (store->tools == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
+    for (size_t i = 0; i < o->ntools; i++) {
+        store->tools[i].tool = strdup(o->tools[i].tool);
+        if (store->tools[i].tool == NULL)
+            return idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
+        tool_windows(o, i, &store->tools[i].retention_s, &store->tools[i].key_memory_s);
+        store->ntools = i + 1;
+    }
+    qsort(store->tools, store->ntools, sizeof(*store->tools), by_tool);
     return 0;
+}
+
+void idem__store_windows(const idem_store *store, const char *tool, unsigned int *retention_s,
+                         unsigned int *key_memory_s)
+{
+    tool_window key = {(char *)tool, 0, 0};
+    const tool_window *w = store->ntools > 0 ? bsearch(&key, store->tools, store->ntools,
+                                                       sizeof(*store->tools), by_tool)
+                                             : NULL;
+
+    *retention_s = w != NULL ? w->retention_s : store->opts.retention_s;
+    *key_memory_s = w != NULL ? w->key_memory_s : store->opts.key_memory_s;
 }
 
 int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,
@@ -81,6 +178,12 @@ int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *
     store = calloc(1, sizeof(*store));
     if (store == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
+    if ((rc = copy_tools(store, &o, err)) != 0) {
+        idem_store_free(store);
+        return rc;
+    }
+    o.tools = NULL; /* the caller's table is borrowed for this call only */
+    o.ntools = 0;
     store->pool = pool;
     store->opts = o;
     store->backoff = (idem_retry_policy){IDEM_RETRY_POLICY_VERSION, o.max_attempts,
@@ -91,6 +194,11 @@ int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *
 
 void idem_store_free(idem_store *store)
 {
+    if (store == NULL)
+        return;
+    for (size_t i = 0; i < store->ntools; i++)
+        free(store->tools[i].tool);
+    free(store->tools);
     free(store);
 }
 
@@ -125,6 +233,8 @@ int idem_store_stats_get(idem_store_stats *out, idem_store *store)
     LOAD(rejected);
     LOAD(misconfigured);
     LOAD(in_progress);
+    if (out->version >= 2)
+        LOAD(expired);
 #undef LOAD
     return 0;
 }

@@ -14,7 +14,7 @@ struct idem_operation {
     size_t receipt_len;
     int payload_version;
     idem_fingerprint fingerprint;
-    int64_t created_at, completed_at, expires_at;
+    int64_t created_at, completed_at, expires_at, forget_at, expired_at;
 };
 
 static int64_t read_int8(const PGresult *res, int col)
@@ -84,6 +84,8 @@ static idem_operation *operation_from_row(const PGresult *res, const char *tenan
     op->created_at = read_int8(res, 6);
     op->completed_at = read_int8(res, 7);
     op->expires_at = read_int8(res, 8);
+    op->forget_at = read_int8(res, 9);
+    op->expired_at = read_int8(res, 10);
     if (op->tenant == NULL || op->operation_id == NULL || op->tool == NULL ||
         (op->receipt == NULL && !PQgetisnull(res, 0, 4)) ||
         (op->trace_id == NULL && !PQgetisnull(res, 0, 5))) {
@@ -217,4 +219,18 @@ int64_t idem_operation_expires_at(const idem_operation *op)
     if (op == NULL)
         return 0;
     return op->expires_at;
+}
+
+int64_t idem_operation_forget_at(const idem_operation *op)
+{
+    if (op == NULL)
+        return 0;
+    return op->forget_at;
+}
+
+int64_t idem_operation_expired_at(const idem_operation *op)
+{
+    if (op == NULL)
+        return 0;
+    return op->expired_at;
 }

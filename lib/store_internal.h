@@ -30,23 +30,35 @@ void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigne
 extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
     idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get;
 
+/* One tool's windows, the store's own copy (sorted by tool for bsearch). */
+typedef struct tool_window {
+    char *tool;
+    unsigned int retention_s, key_memory_s;
+} tool_window;
+
 struct idem_store {
     idem_pool *pool;
-    idem_store_options opts;
+    idem_store_options opts; /* opts.tools is NULL: the copy is tools[] */
+    tool_window *tools;
+    size_t ntools;
     idem_retry_policy backoff;
     struct {
         atomic_ullong executes, created, replayed, conflicts, invalid, effect_failures;
         atomic_ullong serialization_retries, claim_races, ambiguous_commits, unavailable;
-        atomic_ullong rejected, misconfigured, in_progress;
+        atomic_ullong rejected, misconfigured, in_progress, expired;
     } stats;
 };
 
+/* The retention window and key memory of @tool: its own, or the store's (store.c). */
+void idem__store_windows(const idem_store *store, const char *tool, unsigned int *retention_s,
+                         unsigned int *key_memory_s);
+
 /* The claim's parameters, kept for the call (they go out inside pipelines). */
 typedef struct claim_params {
-    char version[16], retention[24];
-    const char *values[10];
-    int lengths[10];
-    int formats[10];
+    char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
+    const char *values[13];
+    int lengths[13];
+    int formats[13];
 } claim_params;
 
 /* What one attempt decided. */
@@ -107,10 +119,12 @@ struct idem_tx {
  * (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
 int idem__store_validate(call *c);
 
-/* Decide the call from a record's row (binary: fingerprint, state, response, and after a
- * lost COMMIT reply the claim token as text): replayed, rejected, conflict, in_progress,
- * or created when @mine (the row was claimed by this call). Returns the call's code. */
-int idem__store_decide(call *c, const PGresult *res, int *mine);
+/* Decide the call from a record's row (binary: fingerprint, state, response; from a
+ * lookup also the database's now(), and after a lost COMMIT reply the claim token as
+ * text): replayed, rejected, conflict, in_progress, expired (a tombstone: a
+ * reconciliation item is recorded on @conn, idle), or created when @mine (the row was
+ * claimed by this call). Returns the call's code. */
+int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine);
 
 /* Whether the claim's result (tx->taken's shape) says this attempt claimed the key. */
 int idem__store_claimed(const PGresult *claim);

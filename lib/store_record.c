@@ -4,7 +4,30 @@
 
 #include "error.h"
 #include "exec.h"
+#include "reconcile_internal.h"
 #include "store_internal.h"
+
+/* The lookup's columns: fingerprint, state, response, the database's now(), and after a
+ * lost COMMIT reply the claim token as text. */
+#define COL_FINGERPRINT 0
+#define COL_STATE       1
+#define COL_RESPONSE    2
+#define COL_NOW         3
+#define COL_CLAIM       4
+
+/* PostgreSQL's epoch (2000-01-01) in microseconds after the Unix epoch. */
+#define PG_EPOCH_US 946684800000000LL
+
+/* A binary timestamptz (microseconds since 2000-01-01) as milliseconds since 1970. */
+static int64_t timestamptz_ms(const PGresult *res, int col)
+{
+    const unsigned char *p = (const unsigned char *)PQgetvalue(res, 0, col);
+    uint64_t v = 0;
+
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return ((int64_t)v + PG_EPOCH_US) / 1000;
+}
 
 static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_error *err)
 {
@@ -22,8 +45,8 @@ static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_er
 /* Whether a looked-up row's fingerprint is the request's. */
 static int same_fingerprint(const call *c, const PGresult *res)
 {
-    return PQgetlength(res, 0, 0) == IDEM_FINGERPRINT_SIZE &&
-           memcmp(PQgetvalue(res, 0, 0), c->fp.bytes, IDEM_FINGERPRINT_SIZE) == 0;
+    return PQgetlength(res, 0, COL_FINGERPRINT) == IDEM_FINGERPRINT_SIZE &&
+           memcmp(PQgetvalue(res, 0, COL_FINGERPRINT), c->fp.bytes, IDEM_FINGERPRINT_SIZE) == 0;
 }
 
 /* An external dispatch whose result is not known: nothing runs until it is reconciled. */
@@ -39,15 +62,54 @@ static int outcome_unknown(call *c)
 
 int idem__store_claimed(const PGresult *claim)
 {
-    return PQntuples(claim) == 1 && strcmp(PQgetvalue(claim, 0, 1), "claimed") == 0;
+    return PQntuples(claim) == 1 && strcmp(PQgetvalue(claim, 0, COL_STATE), "claimed") == 0;
 }
 
-int idem__store_decide(call *c, const PGresult *res, int *mine)
+/* A retry after the key's retention window: run nothing, record it for reconciliation
+ * (the one extra statement of this rare path), answer expired. @matches: whether the
+ * request's fingerprint equals the tombstone's (-1: no tombstone). */
+static int late_retry(call *c, idem_conn *conn, int matches, const char *why)
 {
-    const char *state = PQgetvalue(res, 0, 1);
+    const idem_request *req = c->req;
+    int rc = idem__reconcile_record(conn, req->tenant, req->operation_id, IDEM__RECONCILE_EXPIRED,
+                                    req->tool, &c->fp, matches, c->err);
+
+    if (rc != 0)
+        return idem__error_context(c->err,
+                                   "operation %s is past its retention window, but "
+                                   "could not be recorded for reconciliation; retry "
+                                   "later with the same key",
+                                   req->operation_id);
+    c->out->status = IDEM_STATUS_EXPIRED;
+    COUNT(c->store, expired);
+    return idem__error_set(c->err, IDEM_EEXPIRED,
+                           "operation %s is past its retention window (%s): it was not executed "
+                           "again, and is recorded for reconciliation (idem-reconcile show %s %s)",
+                           req->operation_id, why, req->tenant, req->operation_id);
+}
+
+/* Whether the request's operation ID is a UUIDv7 older than its tool's key memory, plus
+ * the clock skew allowance, on the database's clock (@now_ms): such a key would have been
+ * forgotten, so its absence does not mean it is new. */
+static int beyond_horizon(const call *c, int64_t now_ms)
+{
+    unsigned int retention_s, key_memory_s;
+    uint64_t t;
+
+    if (idem_uuid_v7_time_ms(&t, c->req->operation_id) != 0)
+        return 0;
+    idem__store_windows(c->store, c->req->tool, &retention_s, &key_memory_s);
+    return (int64_t)t < now_ms - ((int64_t)key_memory_s + c->store->opts.clock_skew_s) * 1000;
+}
+
+int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
+{
+    const char *state = PQgetvalue(res, 0, COL_STATE);
     int same = same_fingerprint(c, res);
 
-    *mine = PQnfields(res) == 4 && strcmp(PQgetvalue(res, 0, 3), c->claim) == 0;
+    *mine = PQnfields(res) > COL_CLAIM && strcmp(PQgetvalue(res, 0, COL_CLAIM), c->claim) == 0;
+    if (strcmp(state, "expired") == 0)
+        return late_retry(c, conn, same, "its record has expired into a tombstone");
     if (!same) {
         c->out->status = IDEM_STATUS_CONFLICT;
         COUNT(c->store, conflicts);
@@ -65,7 +127,8 @@ int idem__store_decide(call *c, const PGresult *res, int *mine)
                                "with the same key",
                                c->req->operation_id);
     }
-    if (set_receipt(c->out, PQgetvalue(res, 0, 2), (size_t)PQgetlength(res, 0, 2), c->err) != 0) {
+    if (set_receipt(c->out, PQgetvalue(res, 0, COL_RESPONSE),
+                    (size_t)PQgetlength(res, 0, COL_RESPONSE), c->err) != 0) {
         c->out->status = IDEM_STATUS_UNAVAILABLE;
         return IDEM_ENOMEM;
     }
@@ -89,24 +152,34 @@ int idem__store_rejected(call *c)
                            c->req->operation_id);
 }
 
-/* Look the key up with @stmt (stmt_lookup or stmt_resolve). Returns 1 when a row decided
- * the call (c->out set, *rc its code), 0 when the key is free, or a negative code on a
- * database failure. */
+/* Look the key up with @stmt (stmt_lookup or stmt_resolve). Returns 1 when a row, or the
+ * absence of one for a key beyond the horizon, decided the call (c->out set, *rc its
+ * code), 0 when the key is free (or, with c->resume_pending, pending under the request's
+ * fingerprint), or a negative code on a database failure. */
 int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc)
 {
     const char *values[2] = {c->req->tenant, c->req->operation_id};
     PGresult *res = NULL;
-    int mine, found;
+    int mine, decided = 1;
 
     int erc = idem__conn_exec_prepared(&res, conn, stmt, values, NULL, NULL, 1, c->err);
     if (erc != 0)
         return erc;
-    found = PQntuples(res) == 1;
-    if (found && c->resume_pending && strcmp(PQgetvalue(res, 0, 1), "pending") == 0 &&
-        same_fingerprint(c, res))
-        found = 0; /* the external claim decides: the lease may have lapsed */
-    else if (found)
-        *rc = idem__store_decide(c, res, &mine);
+    if (PQntuples(res) != 1) {
+        int n = PQntuples(res);
+
+        PQclear(res);
+        return idem__error_set(c->err, IDEM_EDB, "lookup: expected one row, got %d", n);
+    }
+    if (!PQgetisnull(res, 0, COL_STATE) && c->resume_pending &&
+        strcmp(PQgetvalue(res, 0, COL_STATE), "pending") == 0 && same_fingerprint(c, res))
+        decided = 0; /* the external claim decides: the lease may have lapsed */
+    else if (!PQgetisnull(res, 0, COL_STATE))
+        *rc = idem__store_decide(c, conn, res, &mine);
+    else if (beyond_horizon(c, timestamptz_ms(res, COL_NOW)))
+        *rc = late_retry(c, conn, -1, "its UUIDv7 is older than the key memory of its tool");
+    else
+        decided = 0;
     PQclear(res);
-    return found;
+    return decided;
 }

@@ -3,17 +3,20 @@
 #include "exec.h"
 #include "store_internal.h"
 
+/* One row whether or not the key exists (its columns NULL when it does not), with the
+ * database's clock: a key that is absent is judged against the key-memory horizon on
+ * that clock, in the same round trip. */
 const idem__stmt idem__store_stmt_lookup = {
     "idem_store_lookup",
-    "SELECT fingerprint, state, response FROM idem.operations"
-    " WHERE tenant = $1 AND operation_id = $2",
+    "SELECT o.fingerprint, o.state, o.response, now() FROM (SELECT) AS one"
+    " LEFT JOIN idem.operations o ON o.tenant = $1 AND o.operation_id = $2",
     2};
 
 /* After a lost COMMIT reply: the same, and whose claim the row is. */
 const idem__stmt idem__store_stmt_resolve = {
     "idem_store_resolve",
-    "SELECT fingerprint, state, response, claim_token::text FROM idem.operations"
-    " WHERE tenant = $1 AND operation_id = $2",
+    "SELECT o.fingerprint, o.state, o.response, now(), o.claim_token::text FROM (SELECT) AS one"
+    " LEFT JOIN idem.operations o ON o.tenant = $1 AND o.operation_id = $2",
     2};
 
 /* The claim. It waits only briefly on a live attempt's uncommitted claim of the same key
@@ -22,21 +25,29 @@ const idem__stmt idem__store_stmt_resolve = {
  * effect's statements the rest of the call's deadline ($10). Where the key already has a
  * record, it returns that record (fingerprint, state, response) like the lookup, so that
  * a first attempt needs no lookup in front of it; otherwise one row with state 'claimed'.
- * Setting the lock timeouts inside the claim saves a statement per call. */
+ * Setting the lock timeouts inside the claim saves a statement per call.
+ *
+ * Both deadlines are fixed here from the tool's windows: $8 retention, $11 key memory. A
+ * UUIDv7 operation ID's time ($12, milliseconds; NULL for other IDs) older than the key
+ * memory plus the clock skew allowance ($13 seconds) on the database's clock claims
+ * nothing: with no record either, the claim returns no row, and the call looks again
+ * (where the lookup answers expired). */
 const idem__stmt idem__store_stmt_claim = {
     "idem_store_claim",
     "WITH wait AS (SELECT set_config('lock_timeout', $9, true)),"
     " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
-    " fingerprint, state, trace_id, claim_token, expires_at)"
+    " fingerprint, state, trace_id, claim_token, expires_at, forget_at)"
     " SELECT $1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
-    " now() + make_interval(secs => $8::int8) FROM wait"
+    " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $11::int8)"
+    " FROM wait WHERE $12::int8 IS NULL"
+    " OR to_timestamp($12::int8 / 1000.0) >= now() - make_interval(secs => $13::int8)"
     " ON CONFLICT (tenant, operation_id) DO NOTHING"
     " RETURNING set_config('lock_timeout', $10, true))"
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
     " UNION ALL"
     " SELECT fingerprint, state, response FROM idem.operations"
     " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)",
-    10};
+    13};
 
 const idem__stmt idem__store_stmt_finish = {
     "idem_store_finish",
@@ -57,6 +68,8 @@ const idem__stmt idem__store_stmt_get = {
     "SELECT tool, payload_version, fingerprint, state, response, trace_id,"
     " (extract(epoch FROM created_at) * 1000000)::int8,"
     " coalesce((extract(epoch FROM completed_at) * 1000000)::int8, 0),"
-    " (extract(epoch FROM expires_at) * 1000000)::int8"
+    " (extract(epoch FROM expires_at) * 1000000)::int8,"
+    " coalesce((extract(epoch FROM forget_at) * 1000000)::int8, 0),"
+    " coalesce((extract(epoch FROM expired_at) * 1000000)::int8, 0)"
     " FROM idem.operations WHERE tenant = $1 AND operation_id = $2",
     2};

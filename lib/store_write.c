@@ -15,9 +15,17 @@
 void idem__store_claim_params_init(call *c)
 {
     claim_params *p = &c->cp;
+    unsigned int retention_s, key_memory_s;
+    uint64_t born_ms;
 
+    idem__store_windows(c->store, c->req->tool, &retention_s, &key_memory_s);
     snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
-    snprintf(p->retention, sizeof(p->retention), "%u", c->store->opts.retention_s);
+    snprintf(p->retention, sizeof(p->retention), "%u", retention_s);
+    snprintf(p->key_memory, sizeof(p->key_memory), "%u", key_memory_s);
+    snprintf(p->horizon, sizeof(p->horizon), "%llu",
+             (unsigned long long)key_memory_s + c->store->opts.clock_skew_s);
+    if (idem_uuid_v7_time_ms(&born_ms, c->req->operation_id) == 0)
+        snprintf(p->born_ms, sizeof(p->born_ms), "%llu", (unsigned long long)born_ms);
     p->values[0] = c->req->tenant;
     p->values[1] = c->req->operation_id;
     p->values[2] = c->req->tool;
@@ -28,6 +36,9 @@ void idem__store_claim_params_init(call *c)
     p->values[7] = p->retention;
     p->values[8] = c->claim_wait;
     p->values[9] = c->lock_timeout;
+    p->values[10] = p->key_memory;
+    p->values[11] = p->born_ms[0] != '\0' ? p->born_ms : NULL;
+    p->values[12] = p->horizon;
     memset(p->lengths, 0, sizeof(p->lengths));
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
@@ -203,7 +214,7 @@ static enum step answer_taken(call *c, idem_conn *conn, idem_tx *tx, const PGres
     COUNT(c->store, claim_races);
     if (taken == NULL || PQntuples(taken) != 1)
         return STEP_AGAIN; /* the record went away meanwhile: look again */
-    *out_rc = idem__store_decide(c, taken, &mine);
+    *out_rc = idem__store_decide(c, conn, taken, &mine);
     return STEP_DONE;
 }
 

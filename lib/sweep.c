@@ -3,7 +3,9 @@
  *
  * Each batch is one statement in autocommit, so one short transaction: a CTE picks the
  * due rows in expires_at order (the index operations_expires_at) with FOR UPDATE SKIP
- * LOCKED, and the outer UPDATE or DELETE changes exactly those. The passes run one after
+ * LOCKED, and the outer UPDATE or DELETE changes exactly those, found again by their ctid
+ * (a row this statement has locked keeps its ctid until the statement changes it; a TID
+ * scan saves a primary-key lookup per row). The passes run one after
  * the other, expire first: while records are due, the purge pass's index range is full of
  * them, so purging after the expire pass has emptied that range keeps its scan short. */
 #include <stdio.h>
@@ -24,21 +26,20 @@
 /* $1 batch size, $2 default key memory in seconds (rows claimed before forget_at). Only
  * completed and failed records expire: never a pending one, nor an outcome_unknown one. */
 static const char SQL_EXPIRE[] =
-    "WITH due AS (SELECT tenant, operation_id FROM idem.operations"
+    "WITH due AS (SELECT ctid FROM idem.operations"
     " WHERE expires_at <= now() AND state IN ('completed', 'failed')"
     " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
     " UPDATE idem.operations o SET state = 'expired', response = NULL, trace_id = NULL,"
     " expired_at = now(),"
     " expires_at = coalesce(o.forget_at, o.expires_at + make_interval(secs => $2::int8))"
-    " FROM due WHERE o.tenant = due.tenant AND o.operation_id = due.operation_id";
+    " FROM due WHERE o.ctid = due.ctid";
 
 /* $1 batch size, $2 twice the clock skew allowance in seconds. */
 static const char SQL_PURGE[] =
-    "WITH due AS (SELECT tenant, operation_id FROM idem.operations"
+    "WITH due AS (SELECT ctid FROM idem.operations"
     " WHERE state = 'expired' AND expires_at <= now() - make_interval(secs => $2::int8)"
     " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
-    " DELETE FROM idem.operations o USING due"
-    " WHERE o.tenant = due.tenant AND o.operation_id = due.operation_id";
+    " DELETE FROM idem.operations o USING due WHERE o.ctid = due.ctid";
 
 /* $1 twice the clock skew allowance. */
 static const char SQL_DUE[] =

@@ -23,6 +23,14 @@
  *     connection (never by guessing): `created` if this call's claim committed, `replayed`
  *     or `conflict` if another's did, a clean new attempt if nothing did.
  *
+ * Retention (sweep.h): a record is kept for its tool's retention window, then the sweeper
+ * turns it into a tombstone, which is kept until the end of the tool's key memory. A call
+ * whose key hits a tombstone, or whose UUIDv7 operation ID is older than the tool's key
+ * memory (judged on the database's clock, with ::idem_store_options.clock_skew_s of
+ * allowance) while no record exists, runs no effect: it answers `expired` and records a
+ * reconciliation item (reconcile.h). Both windows are fixed per record when its key is
+ * claimed, so changing the configuration never shortens a window already promised.
+ *
  * The caller must have authorized the tenant before the call. An operation ID is not a
  * credential: the same ID in another tenant is another key, and nothing of tenant A's
  * operation is observable from tenant B.
@@ -50,13 +58,22 @@ extern "C" {
 /** A store over a pool. Opaque; thread-safe: one store serves every thread. */
 typedef struct idem_store idem_store;
 
+/** One tool's retention windows (::idem_store_options.tools). */
+typedef struct idem_tool_retention {
+    const char *tool;          /**< the tool's name (validate.h); each at most once */
+    unsigned int retention_s;  /**< how long its records are kept; 0 = the store's */
+    unsigned int key_memory_s; /**< how long its keys are remembered (record, then
+                                    tombstone), from the claim; >= its retention; 0 = the
+                                    store's */
+} idem_tool_retention;
+
 /** Store settings. Initialize with ::IDEM_STORE_OPTIONS_INIT or idem_store_options_init(),
  *  then change what you need. A library accepts every version from 1 to its own; fields a
  *  caller's older version lacks keep their defaults. */
 typedef struct idem_store_options {
     unsigned int version;         /**< ::IDEM_STORE_OPTIONS_VERSION */
-    unsigned int retention_s;     /**< how long a record is kept (its expires_at);
-                                       default 604800 (7 days) */
+    unsigned int retention_s;     /**< how long a record is kept (its expires_at), unless
+                                       its tool has its own; default 604800 (7 days) */
     unsigned int deadline_ms;     /**< the longest one call may spend on attempts,
                                        backoffs, lock waits (each write sets lock_timeout to
                                        what is left of it) and every wait for the server's
@@ -70,13 +87,24 @@ typedef struct idem_store_options {
     size_t max_response_bytes;    /**< longest canonical response; default 1 MiB */
     idem_log_fn log;              /**< optional logging hook */
     void *log_ctx;                /**< passed to @ref log */
+    /* version 2 */
+    unsigned int key_memory_s;        /**< how long a key is remembered from its claim (its
+                                           forget_at), unless its tool has its own: the record,
+                                           then its tombstone; >= retention_s; default 2592000
+                                           (30 days) */
+    unsigned int clock_skew_s;        /**< allowance between the clocks that made UUIDv7 operation
+                                           IDs and the database's; at most 86400; default 300.
+                                           idem-sweep's --clock-skew must be the same */
+    const idem_tool_retention *tools; /**< per-tool windows, copied by idem_store_new();
+                                           NULL when ntools is 0 */
+    size_t ntools;                    /**< entries in @ref tools */
 } idem_store_options;
 
-#define IDEM_STORE_OPTIONS_VERSION 1
+#define IDEM_STORE_OPTIONS_VERSION 2
 #define IDEM_STORE_OPTIONS_INIT                                                                    \
     {                                                                                              \
         IDEM_STORE_OPTIONS_VERSION, 604800, 10000, 20, 2, 100, (size_t)1 << 20, (size_t)1 << 20,   \
-            NULL, NULL                                                                             \
+            NULL, NULL, 2592000, 300, NULL, 0                                                      \
     }
 
 /**
@@ -90,8 +118,9 @@ IDEM_API int idem_store_options_init(idem_store_options *opts, unsigned int vers
  * Create a store.
  * @param out   caller owns; free with idem_store_free(). Untouched on failure.
  * @param pool  borrowed; must outlive the store.
- * @param opts  NULL for the defaults.
- * @return 0, IDEM_EINVAL (err->field names the option), IDEM_ENOMEM.
+ * @param opts  NULL for the defaults; borrowed for the call (the tool table is copied).
+ * @return 0, IDEM_EINVAL (err->field names the option: a key memory shorter than its
+ *         retention, a bad or repeated tool name), IDEM_ENOMEM.
  */
 IDEM_API int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,
                             idem_error *err);
@@ -223,9 +252,10 @@ IDEM_API void idem_outcome_clear(idem_outcome *outcome);
  *         (idem_status_from_error()): IDEM_ECONFLICT, IDEM_EINVAL (err->field names the
  *         field; a NULL store ends `invalid`), IDEM_EBUSY, IDEM_EEFFECT (err has the
  *         effect's message), IDEM_EREJECTED (the receipt is the stored refusal),
- *         IDEM_ESCHEMA or IDEM_EPERM for misconfigured (err->hint says what to fix: run
- *         `idem-migrate up`, or which GRANT), or for unavailable IDEM_EUNAVAIL, IDEM_EDB or
- *         IDEM_ENOMEM, with detail in @p err.
+ *         IDEM_EEXPIRED (past retention: no effect ran, no receipt; a reconciliation item
+ *         of kind "expired" was recorded), IDEM_ESCHEMA or IDEM_EPERM for misconfigured (err->hint
+ * says what to fix: run `idem-migrate up`, or which GRANT), or for unavailable IDEM_EUNAVAIL,
+ * IDEM_EDB or IDEM_ENOMEM, with detail in @p err.
  */
 IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
                                 idem_effect_fn effect, void *ctx, idem_error *err);
@@ -316,10 +346,17 @@ IDEM_API const idem_fingerprint *idem_operation_fingerprint(const idem_operation
 IDEM_API const char *idem_operation_receipt(const idem_operation *op, size_t *len);
 /** The provider tool-call ID of the first attempt, or NULL. */
 IDEM_API const char *idem_operation_trace_id(const idem_operation *op);
-/** Times in microseconds since the Unix epoch; completed_at is 0 while pending. */
+/** Times in microseconds since the Unix epoch; completed_at is 0 while pending. For a
+ *  record, expires_at is the end of its retention; for a tombstone (IDEM_STATE_EXPIRED),
+ *  the end of its key memory. */
 IDEM_API int64_t idem_operation_created_at(const idem_operation *op);
 IDEM_API int64_t idem_operation_completed_at(const idem_operation *op);
 IDEM_API int64_t idem_operation_expires_at(const idem_operation *op);
+/** When the key stops being remembered (its tool's key memory from the claim); 0 for keys
+ *  claimed before schema version 3. */
+IDEM_API int64_t idem_operation_forget_at(const idem_operation *op);
+/** When the record became a tombstone; 0 for a record. */
+IDEM_API int64_t idem_operation_expired_at(const idem_operation *op);
 
 /** Counters of a store since creation. Caller-allocated: initialize with
  *  ::IDEM_STORE_STATS_INIT (or set version to ::IDEM_STORE_STATS_VERSION). */
@@ -339,12 +376,14 @@ typedef struct idem_store_stats {
     unsigned long long misconfigured;         /**< calls that ended misconfigured: alert */
     unsigned long long in_progress;           /**< calls answered in_progress (another live
                                                    attempt held the key) */
+    /* version 2 */
+    unsigned long long expired; /**< calls refused as past retention (reconciliation items) */
 } idem_store_stats;
 
-#define IDEM_STORE_STATS_VERSION 1
+#define IDEM_STORE_STATS_VERSION 2
 #define IDEM_STORE_STATS_INIT                                                                      \
     {                                                                                              \
-        IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                            \
+        IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                         \
     }
 
 /** Fill @p out (its version set) with the store's counters now.

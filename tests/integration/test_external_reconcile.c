@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "extest.h"
 #include "support_tasks.h"
@@ -182,6 +183,35 @@ Test(xreconcile, the_sweeper_never_expires_a_pending_or_unknown_record_and_forge
     cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.external_attempts"), 2,
                  "forgotten with its key");
     cr_assert_eq(begin_answer(&out, "acme", "unknown-1"), IDEM_EUNKNOWN);
+    idem_outcome_clear(&out);
+}
+
+Test(xreconcile, a_retry_past_retention_is_answered_expired_and_never_dispatched)
+{
+    idem_external_attempt *a = NULL;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    char old_id[IDEM_UUID_STRING_SIZE];
+    unsigned long long ms = ((unsigned long long)time(NULL) - 60ULL * 86400) * 1000;
+
+    cr_assert_eq(extest_begin(&a, &out, "acme", "pay-1", ARGS), 0);
+    cr_assert_eq(extest_dispatch(&out, a, provider), 0);
+    idem_external_attempt_free(a);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.operations"
+                               " WHERE forget_at > expires_at"),
+                 1, "both windows fixed at the claim");
+    extest_exec("UPDATE idem.operations SET state = 'expired', response = NULL,"
+                " expired_at = now(), expires_at = forget_at");
+    cr_assert_eq(begin_answer(&out, "acme", "pay-1"), IDEM_EEXPIRED);
+    cr_assert_eq(out.status, IDEM_STATUS_EXPIRED);
+    /* A UUIDv7 older than the key memory, with no record left: not claimed either. */
+    snprintf(old_id, sizeof(old_id), "%08x-%04x-7000-8000-000000000001",
+             (unsigned int)((ms >> 16) & 0xffffffffu), (unsigned int)(ms & 0xffff));
+    cr_assert_eq(begin_answer(&out, "acme", old_id), IDEM_EEXPIRED);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.operations"), 1);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.reconciliation_items"
+                               " WHERE kind = 'expired'"),
+                 2);
+    cr_assert_eq(fake_provider_requests(provider), 1);
     idem_outcome_clear(&out);
 }
 

@@ -125,6 +125,8 @@ Test(outbox, an_enqueued_item_commits_with_the_effect_or_not_at_all)
                                " USING (tenant, operation_id) WHERE o.state = 'pending'"
                                " AND o.downstream_key IS NOT NULL AND o.attempts = 0"),
                  1, "the item is an operation of its own, pending with its downstream key");
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.operations WHERE forget_at IS NULL"), 0,
+                 "with the windows of its tool");
     b = claim(ex.ext, "acme", 10);
     cr_assert_eq(idem_outbox_batch_count(b), 1);
     item = idem_outbox_batch_at(b, 0);
