@@ -150,32 +150,34 @@ static idem_request first_attempt(const char *op)
     return req;
 }
 
-static int idem_callback(bench_worker *w)
+/* One new key through idem, with the callback effect or the declared one. */
+static int idem_create(bench_worker *w, int declared)
 {
     const create_ctx *c = w->side->ctx;
     char op[IDEM_UUID_STRING_SIZE];
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    idem_request req;
+    int rc;
 
     if (idem_uuid_v7(op, &err) != 0)
         return bench_fail(w, "uuid: %s", err.message);
-    idem_request req = first_attempt(op);
-    int rc = idem_store_execute(&out, c->store, &req, example_create_support_task, NULL, &err);
+    req = first_attempt(op);
+    if (declared)
+        rc = idem_store_execute_declared(&out, c->store, &req, c->declared, &err);
+    else
+        rc = idem_store_execute(&out, c->store, &req, example_create_support_task, NULL, &err);
     return check_created(w, rc, &out, &err);
+}
+
+static int idem_callback(bench_worker *w)
+{
+    return idem_create(w, 0);
 }
 
 static int idem_declared_side(bench_worker *w)
 {
-    const create_ctx *c = w->side->ctx;
-    char op[IDEM_UUID_STRING_SIZE];
-    idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_error err = IDEM_ERROR_INIT;
-
-    if (idem_uuid_v7(op, &err) != 0)
-        return bench_fail(w, "uuid: %s", err.message);
-    idem_request req = first_attempt(op);
-    int rc = idem_store_execute_declared(&out, c->store, &req, c->declared, &err);
-    return check_created(w, rc, &out, &err);
+    return idem_create(w, 1);
 }
 
 /* ---- without idem -------------------------------------------------------------------- */
