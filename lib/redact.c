@@ -93,7 +93,7 @@ size_t idem_conninfo_redact(char *text, size_t size, const char *conninfo)
             continue;
         memcpy(secret, v, l);
         secret[l] = '\0';
-        count += mask_all(text, size, secret, l); /* as written (quoted, perhaps) */
+        count += mask_all(text, size, secret, l);         /* as written (quoted, perhaps) */
         if (l >= 3 && v[0] == '\'' && v[l - 1] == '\'') { /* and what the quotes hold */
             memcpy(secret, v + 1, l - 2);
             secret[l - 2] = '\0';
