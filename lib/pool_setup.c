@@ -237,6 +237,7 @@ int idem_pool_new(idem_pool **out, const char *conninfo, const idem_pool_options
         rc = open_initial(pool, err);
     if (rc < 0) {
         idem__error_context(err, "cannot create the pool");
+        idem__error_redact(err, conninfo);
         idem_pool_free(pool);
         return rc;
     }

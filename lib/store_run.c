@@ -166,40 +166,43 @@ static int begin_call(call *c, idem_outcome *out, idem_store *store, idem_error 
     return 0;
 }
 
+/* An entry point's call: @c has the request and the effect (callback or declared). */
+static int enter(call *c, idem_outcome *out, idem_store *store, idem_error *err, int has_effect)
+{
+    int rc = begin_call(c, out, store, err);
+
+    if (rc != 0)
+        return rc;
+    if (!has_effect) {
+        COUNT(store, executes);
+        COUNT(store, invalid);
+        out->status = IDEM_STATUS_INVALID;
+        return idem__error_field(c->err, IDEM_EINVAL, "effect", "must not be NULL");
+    }
+    return execute(c);
+}
+
 int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
                        idem_effect_fn effect, void *ctx, idem_error *err)
 {
     idem_error local = IDEM_ERROR_INIT;
-    call c = {.req = req, .effect = effect, .ctx = ctx, .err = err != NULL ? err : &local};
-    int rc = begin_call(&c, out, store, err);
+    call c = {.req = req,
+              .effect = effect,
+              .ctx = ctx,
+              .attempt = idem__store_write_attempt,
+              .err = err != NULL ? err : &local};
 
-    if (rc != 0)
-        return rc;
-    c.attempt = idem__store_write_attempt;
-    if (effect == NULL) {
-        COUNT(store, executes);
-        COUNT(store, invalid);
-        out->status = IDEM_STATUS_INVALID;
-        return idem__error_field(c.err, IDEM_EINVAL, "effect", "must not be NULL");
-    }
-    return execute(&c);
+    return enter(&c, out, store, err, effect != NULL);
 }
 
 int idem_store_execute_declared(idem_outcome *out, idem_store *store, const idem_request *req,
                                 const idem_declared *effect, idem_error *err)
 {
     idem_error local = IDEM_ERROR_INIT;
-    call c = {.req = req, .declared = effect, .err = err != NULL ? err : &local};
-    int rc = begin_call(&c, out, store, err);
+    call c = {.req = req,
+              .declared = effect,
+              .attempt = idem__store_declared_attempt,
+              .err = err != NULL ? err : &local};
 
-    if (rc != 0)
-        return rc;
-    c.attempt = idem__store_declared_attempt;
-    if (effect == NULL) {
-        COUNT(store, executes);
-        COUNT(store, invalid);
-        out->status = IDEM_STATUS_INVALID;
-        return idem__error_field(c.err, IDEM_EINVAL, "effect", "must not be NULL");
-    }
-    return execute(&c);
+    return enter(&c, out, store, err, effect != NULL);
 }
