@@ -37,6 +37,7 @@ static const char SQL_LOCK_HOLDER[] =
     "SELECT l.pid, a.application_name, a.usename, host(a.client_addr), a.client_port"
     " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
     " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND l.classid = $1::oid AND l.objid = $2::oid LIMIT 1";
 
 /* The ledger is a plain table, not tenant data: it is the same on every node if the

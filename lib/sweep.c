@@ -57,11 +57,13 @@ static const char SQL_LOCK[] =
 static const char SQL_SET_LOCK_TIMEOUT[] = "SELECT set_config('lock_timeout', $1, false)";
 static const char SQL_UNLOCK[] =
     "SELECT pg_advisory_unlock($1::int8), set_config('lock_timeout', $2, false)";
-/* pg_locks shows a bigint advisory key as classid (high half), objid (low half). */
+/* pg_locks shows a bigint advisory key as classid (high half), objid (low half); advisory
+ * locks are per database. */
 static const char SQL_LOCK_HOLDER[] =
     "SELECT l.pid, coalesce(a.application_name, '') FROM pg_locks l"
     " LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
     " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND l.classid = $1::oid AND l.objid = $2::oid LIMIT 1";
 
 /* One run in progress. */

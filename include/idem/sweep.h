@@ -85,7 +85,8 @@ IDEM_API int idem_sweep_options_init(idem_sweep_options *opts, unsigned int vers
 typedef struct idem_sweep_result {
     unsigned long long expired;      /**< records turned into tombstones (dry run: due now) */
     unsigned long long purged;       /**< tombstones deleted (dry run: due now) */
-    unsigned int batches;            /**< transactions that changed rows or found none left */
+    unsigned int batches;            /**< batch transactions run (the last of each pass finds
+                                          fewer rows than a batch, often none) */
     int complete;                    /**< 1 when both passes found nothing more due; 0 when
                                           the run stopped at its time or batch limit (or
                                           was a dry run) */

@@ -396,3 +396,20 @@ Test(sweep, options_init_gives_the_defaults_and_refuses_unknown_versions)
     cr_assert_eq(idem_sweep_options_init(&opts, IDEM_SWEEP_OPTIONS_VERSION + 1), IDEM_EINVAL);
     cr_assert_eq(idem_sweep_options_init(NULL, 1), IDEM_EINVAL);
 }
+
+Test(sweep, lock_held_in_another_database_does_not_stop_this_one)
+{
+    char *other = pgtest_new_migrated_database("sweep_other");
+    PGconn *elsewhere = pgtest_connect(other);
+    idem_sweep_result r;
+    idem_sweep_options opts = options(10);
+    char sql[96];
+
+    records_insert(check, "acme", "due-", 0, 2, "completed", "-1 hour", "+1 day");
+    snprintf(sql, sizeof(sql), "SELECT pg_advisory_lock(%lld)", (long long)IDEM_SWEEP_LOCK_KEY);
+    PQclear(pgtest_exec(elsewhere, sql));
+    cr_assert_eq(sweep(&r, &opts), 0);
+    cr_assert_eq(r.expired, 2);
+    PQfinish(elsewhere);
+    free(other);
+}
