@@ -73,10 +73,11 @@ typedef struct fault_op {
     unsigned int index;    /* in its epoch: part of the arguments */
     unsigned int sleep_ms; /* the effect sleeps this long (0: a fast effect) */
     /* Under fault_run.lock: */
-    char *receipt;      /* the first receipt a caller got; every later one is equal */
-    size_t receipt_len; /* its length */
-    long long effect_n; /* the effect row the receipt names */
-    unsigned int created;
+    char *receipt;        /* the first receipt a caller got; every later one is equal */
+    size_t receipt_len;   /* its length */
+    long long effect_n;   /* the effect row the receipt names */
+    unsigned int created; /* calls told created */
+    unsigned int active;  /* calls in progress now */
 } fault_op;
 
 /* The arguments of @op (changed: the conflicting variant) as JSON text. */
@@ -92,6 +93,7 @@ typedef struct fault_counts {
     atomic_ullong statement_timeouts;       /* attempts that ended on 57014 */
     atomic_ullong lock_timeouts;            /* attempts that ended on 55P03 */
     atomic_ullong effect_failed_timeouts;   /* see fault_judge() */
+    atomic_ullong overlapping;              /* calls begun while another was on */
     atomic_ullong ops;                      /* keys made */
 } fault_counts;
 

@@ -266,6 +266,7 @@ void fault_print_summary(fault_run *run, FILE *to)
         fprintf(to, " %s=%llu", fault_kind_name((enum fault_kind)k), load(&c->faults[k]));
     print_statuses(to, "calls", c->final_status);
     print_statuses(to, "attempts", c->attempt_status);
+    fprintf(to, " | overlapping calls on one key=%llu", load(&c->overlapping));
     fprintf(to, " | timeouts: statement=%llu lock=%llu effect_failed_on_timeout=%llu",
             load(&c->statement_timeouts), load(&c->lock_timeouts),
             load(&c->effect_failed_timeouts));

@@ -46,6 +46,10 @@ idem_status fault_call(fault_run *run, fault_op *op, enum fault_call_kind kind,
     req.arguments = args;
     req.arguments_len = strlen(args);
     atomic_fetch_add(&run->counts.calls[kind], 1);
+    pthread_mutex_lock(&run->lock);
+    if (op->active++ > 0)
+        atomic_fetch_add(&run->counts.overlapping, 1);
+    pthread_mutex_unlock(&run->lock);
     idem_retry_state_init(&state);
     for (;;) {
         idem_outcome_clear(&out);
@@ -55,6 +59,9 @@ idem_status fault_call(fault_run *run, fault_op *op, enum fault_call_kind kind,
             break;
         fault_sleep_ms(delay); /* then again, with the same operation ID */
     }
+    pthread_mutex_lock(&run->lock);
+    op->active--;
+    pthread_mutex_unlock(&run->lock);
     fault_judge(run, op, kind == CALL_CHANGED, &out, &err);
     status = out.status;
     idem_outcome_clear(&out);
@@ -126,8 +133,10 @@ static fault_op *pick(worker *w, int slow, int answered_only)
 
     pthread_mutex_lock(&w->run->lock);
     if (e->nops > 0) {
-        size_t ring = e->inflight_next < 32 ? e->inflight_next : 32;
-        size_t i = slow && ring > 0 ? e->inflight[r % ring] : r % e->nops;
+        /* The four slow ops started last: most are still in flight. */
+        size_t recent = e->inflight_next < 4 ? e->inflight_next : 4;
+        size_t i = slow && recent > 0 ? e->inflight[(e->inflight_next - 1 - r % recent) % 32]
+                                      : r % e->nops;
 
         op = &e->ops[i];
         if (answered_only && op->receipt == NULL)
