@@ -73,7 +73,7 @@ static void pause_ms(fault_injector *inj, unsigned int ms)
 }
 
 /* A workload backend: a busy one when there is one. Returns its pid, or 0. */
-static int pick_backend(fault_injector *inj)
+static int find_backend(fault_injector *inj)
 {
     PGresult *res = fault_side_exec(&inj->side,
                                     "SELECT pid FROM pg_stat_activity"
@@ -84,6 +84,16 @@ static int pick_backend(fault_injector *inj)
     int pid = res != NULL && PQntuples(res) == 1 ? atoi(PQgetvalue(res, 0, 0)) : 0;
 
     PQclear(res);
+    return pid;
+}
+
+/* Right after a restart the workload may have no backend yet: wait up to 2 s for one. */
+static int pick_backend(fault_injector *inj)
+{
+    int pid = 0;
+
+    for (int i = 0; i < 20 && !atomic_load(&inj->stop) && (pid = find_backend(inj)) == 0; i++)
+        fault_sleep_ms(100);
     return pid;
 }
 
