@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "fault.h"
@@ -167,17 +168,24 @@ void fault_print_violations(const fault_run *run, FILE *to)
                 run->violations - (unsigned long long)run->nmessages);
 }
 
+/* The ops live in their own mapping: its pages are touched only as ops are made, and go
+ * back to the system with the epoch. (From malloc, a freed block this large would raise
+ * glibc's mmap threshold, and the next epoch's calloc would touch the whole block on the
+ * heap: a step in RSS that a soak run would take for growth.) */
 fault_epoch *fault_epoch_new(unsigned int number, size_t cap)
 {
     fault_epoch *e = calloc(1, sizeof(*e));
+    void *ops;
 
     if (e == NULL)
         return NULL;
-    e->ops = calloc(cap, sizeof(*e->ops));
-    if (e->ops == NULL) {
+    ops = mmap(NULL, cap * sizeof(*e->ops), PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (ops == MAP_FAILED) {
         free(e);
         return NULL;
     }
+    e->ops = ops;
     e->number = number;
     e->cap = cap;
     return e;
@@ -189,7 +197,7 @@ void fault_epoch_free(fault_epoch *epoch)
         return;
     for (size_t i = 0; i < epoch->nops; i++)
         free(epoch->ops[i].receipt);
-    free(epoch->ops);
+    munmap(epoch->ops, epoch->cap * sizeof(*epoch->ops));
     free(epoch);
 }
 
