@@ -104,7 +104,6 @@ typedef struct fault_epoch {
     size_t nops, cap;
     size_t inflight[32]; /* ring of slow ops that owners started: for duplicates */
     size_t inflight_next;
-    atomic_int stop; /* the workload's deadline has passed */
 } fault_epoch;
 
 #define FAULT_MAX_MESSAGES 40

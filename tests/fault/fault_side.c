@@ -70,17 +70,22 @@ static PGconn *side_conn(fault_side *side)
 
 PGresult *fault_side_exec(fault_side *side, const char *sql, int nparams, const char *const *values)
 {
-    PGconn *pg = side_conn(side);
+    PGconn *pg;
     PGresult *res;
     ExecStatusType st;
 
-    if (pg == NULL)
-        return NULL;
-    res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
-    st = PQresultStatus(res);
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
-        return res;
-    PQclear(res);
+    /* A connection that the last restart broke fails once; then connect again. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((pg = side_conn(side)) == NULL)
+            return NULL;
+        res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
+        st = PQresultStatus(res);
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+            return res;
+        PQclear(res);
+        if (PQstatus(pg) == CONNECTION_OK)
+            break;
+    }
     return NULL;
 }
 

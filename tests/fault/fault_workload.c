@@ -10,7 +10,6 @@
 typedef struct worker {
     fault_run *run;
     pthread_t thread;
-    unsigned int number;
     uint64_t rng;
     uint64_t end_ms;
     size_t *unsettled; /* this worker's keys whose last call ended without an answer */
@@ -195,7 +194,7 @@ void fault_workload_run(fault_run *run, unsigned int seconds)
     if (workers == NULL)
         abort();
     for (unsigned int i = 0; i < n; i++) {
-        workers[i] = (worker){.run = run, .number = i, .end_ms = end};
+        workers[i] = (worker){.run = run, .end_ms = end};
         workers[i].rng = run->cfg.seed * 0x100000001B3ull + run->epoch->number * 131u + i + 1;
         if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0)
             abort();
