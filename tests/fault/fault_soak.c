@@ -155,14 +155,18 @@ static void judge_conns(const fault_sampler *s, fault_run *run)
 {
     int work = 0, all = 0;
     long rss_max = 0;
+    size_t down = 0;
 
     for (size_t i = 0; i < s->n; i++) {
+        down += s->samples[i].all_conns < 0;
         work = s->samples[i].work_conns > work ? s->samples[i].work_conns : work;
         all = s->samples[i].all_conns > all ? s->samples[i].all_conns : all;
         rss_max = s->samples[i].rss_kib > rss_max ? s->samples[i].rss_kib : rss_max;
     }
-    fprintf(stderr, "fault suite: %zu samples: max work_conns=%d client_conns=%d rss=%ld KiB\n",
-            s->n, work, all, rss_max);
+    fprintf(stderr,
+            "fault suite: %zu samples (%zu while the server was down): max work_conns=%d"
+            " client_conns=%d rss=%ld KiB\n",
+            s->n, down, work, all, rss_max);
     if (work > WORK_CONNS_MAX || all > WORK_CONNS_MAX + OTHER_CONNS_MAX)
         fault_violation(run, "connections beyond the pools' bounds: workload %d, all clients %d",
                         work, all);
