@@ -127,8 +127,10 @@ typedef struct bench_config {
     int modes; /* BENCH_MODE_* bits */
     int large;
     int json;
-    int pool_cap; /* connections per pool at most (--pool): a pool for N threads has
-                     min(N, pool_cap); both sides of a measurement share it */
+    int pool_cap;          /* connections per pool at most (--pool): a pool for N threads has
+                              min(N, pool_cap); both sides of a measurement share it */
+    const char *pgbouncer; /* the pooler mode's PgBouncer (conninfo without dbname), or
+                              NULL/"" for its direct sides only (--pgbouncer) */
 } bench_config;
 
 enum {
@@ -136,7 +138,8 @@ enum {
     BENCH_MODE_REPLAY = 2,
     BENCH_MODE_CONTENTION = 4,
     BENCH_MODE_GROWTH = 8,
-    BENCH_MODE_ALL = 15,
+    BENCH_MODE_ALL = 15, /* the four above */
+    BENCH_MODE_POOLER = 16,
 };
 
 /* Everything measured, for the report. */
@@ -183,7 +186,7 @@ int bench_error(const char *what, const char *detail);
 #define BENCH_REPLAY_ARGUMENTS "{\"subject\":\"Benchmark replay\"}"
 #define BENCH_CREATE_ARGUMENTS "{\"subject\":\"Benchmark task\"}"
 
-/* ---- modes (create.c, modes.c, contention.c) ----------------------------------------- */
+/* ---- modes (create.c, modes.c, contention.c, pooler.c) ------------------------------ */
 
 /* The tables of the create mode's sides without idem (create.c). */
 int bench_create_tables(PGconn *pg);
@@ -193,6 +196,9 @@ int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *c
 int bench_mode_contention(bench_results *res, const bench_config *cfg, const char *conninfo);
 int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin,
                       const char *dbprefix);
+/* The pooler mode (pooler.c): @conninfo is database @db on the --dsn server. */
+int bench_mode_pooler(bench_results *res, const bench_config *cfg, const char *conninfo,
+                      const char *db);
 
 /* ---- report (report.c) --------------------------------------------------------------- */
 

@@ -77,6 +77,8 @@ static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin,
         rc = bench_mode_contention(res, cfg, conninfo);
     if (rc == 0 && (cfg->modes & BENCH_MODE_GROWTH))
         rc = bench_mode_growth(res, cfg, admin, db);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_POOLER))
+        rc = bench_mode_pooler(res, cfg, conninfo, db);
     free(conninfo);
     return rc;
 }
