@@ -145,8 +145,9 @@ typedef struct idem_pool_stats {
  * @param out       on success, the pool; caller owns it, free with idem_pool_free().
  * @param conninfo  libpq key=value string or URI; NULL or "" uses the PG* environment.
  * @param opts      NULL for the defaults.
- * @return 0, IDEM_EINVAL (bad conninfo or options), IDEM_EUNAVAIL (server unreachable),
- *         IDEM_ENOMEM.
+ * @return 0, IDEM_EINVAL (bad conninfo or options; field "pooler": a pooler refused the
+ *         startup option that carries statement_timeout_ms, see ::idem_pooler),
+ *         IDEM_EUNAVAIL (server unreachable), IDEM_ENOMEM.
  */
 IDEM_API int idem_pool_new(idem_pool **out, const char *conninfo, const idem_pool_options *opts,
                            idem_error *err);
