@@ -32,6 +32,11 @@ typedef struct idem__migration_set {
 int idem__migration_set_load(idem__migration_set *out, const char *dir, idem_error *err);
 void idem__migration_set_clear(idem__migration_set *set);
 
+/* 3 when sql starts with a UTF-8 byte order mark, else 0. Editors on Windows add one; the
+ * splitter and the marker search skip it, so that it never reaches the server (where it
+ * is an invisible syntax error). The checksum stays over the exact file bytes. */
+size_t idem__sql_bom_len(const char *sql, size_t len);
+
 /* 1 when the lines before the first statement include "-- idem:no-transaction". */
 int idem__sql_no_transaction(const char *sql, size_t len);
 
@@ -43,7 +48,8 @@ typedef struct idem__sql_stmt {
 
 /* Split a file into statements the way psql does: ';' ends a statement outside quotes,
  * comments, dollar quotes, parentheses and CREATE FUNCTION ... BEGIN ATOMIC ... END.
- * Comment-only stretches are not statements. *out is malloc'd (NULL when none). */
+ * Comment-only stretches are not statements, nor is a leading byte order mark. *out is
+ * malloc'd (NULL when none). */
 int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, size_t len);
 
 /* 1-based line of byte offset in sql. */

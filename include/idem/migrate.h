@@ -87,7 +87,8 @@ typedef struct idem_migrate_options {
     unsigned int version;              /**< ::IDEM_MIGRATE_OPTIONS_VERSION */
     const char *dir;                   /**< NULL: the embedded migrations; else a folder whose
                                             NNNN_description.sql files are used instead (other
-                                            *.sql names there are an error) */
+                                            *.sql names there are an error, and so is a folder
+                                            without any) */
     unsigned int lock_timeout_ms;      /**< longest wait for the advisory lock; 0 = try once;
                                             default 60000 */
     idem_log_fn log;                   /**< optional logging hook; default none */
@@ -118,7 +119,7 @@ typedef struct idem_migrate_list idem_migrate_list;
  * @param to_version  apply versions <= this; 0 = all.
  * @param opts        NULL for the defaults.
  * @return 0; IDEM_EINVAL (bad argument; a misnamed, duplicate or NUL-containing file in
- *         opts->dir: the message names it); IDEM_EIO (opts->dir or a file in it
+ *         opts->dir, or none at all: the message names it); IDEM_EIO (opts->dir or a file in it
  *         unreadable); IDEM_ELOCKED (the lock still held by another session after
  *         lock_timeout_ms: any session that took the advisory lock, not only another
  *         idem_migrate_up(); the message names its pid, and its application, role and
