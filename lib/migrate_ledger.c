@@ -31,12 +31,14 @@ static const char SQL_LEDGER_INSERT[] =
 static const char SQL_TRY_LOCK[] = "SELECT pg_try_advisory_lock($1::bigint)";
 static const char SQL_UNLOCK[] = "SELECT pg_advisory_unlock($1::bigint)";
 /* pg_locks shows a bigint advisory key as classid (high half), objid (low half),
- * objsubid 1. pg_stat_activity hides the client's address from roles that may not see
- * the session (client_port NULL then); client_port -1 is a Unix socket. */
+ * objsubid 1, in the database it was taken in (the same key elsewhere is another lock).
+ * pg_stat_activity hides the client's address from roles that may not see the session
+ * (client_port NULL then); client_port -1 is a Unix socket. */
 static const char SQL_LOCK_HOLDER[] =
     "SELECT l.pid, a.application_name, a.usename, host(a.client_addr), a.client_port"
     " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
     " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND l.classid = $1::oid AND l.objid = $2::oid LIMIT 1";
 
 /* The ledger is a plain table, not tenant data: it is the same on every node if the

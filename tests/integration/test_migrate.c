@@ -179,14 +179,19 @@ Test(migrate, two_processes_at_once_exactly_one_applies_both_succeed)
     free(ci);
 }
 
-Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
+Test(migrate, lock_held_past_the_timeout_is_elocked_and_names_the_holder_in_this_database)
 {
-    char *ci = pgtest_new_database("mig_locked");
+    /* The other database first: its lock then tends to come first in pg_locks. */
+    char *other_ci = pgtest_new_database("mig_locked_other"),
+         *ci = pgtest_new_database("mig_locked");
+    PGconn *other = pgtest_connect(other_ci); /* the same key there is another lock */
     PGconn *holder = pgtest_connect(ci), *conn = pgtest_connect(ci);
     idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     char expected[64];
 
+    PQclear(pgtest_exec(other, "SET application_name = 'elsewhere'"));
+    PQclear(pgtest_exec(other, "SELECT pg_advisory_lock(7594306392314963826)"));
     PQclear(pgtest_exec(holder, "SET application_name = 'nightly-report'"));
     PQclear(pgtest_exec(holder, "SELECT pg_advisory_lock(7594306392314963826)"));
     o.lock_timeout_ms = 200;
@@ -196,8 +201,10 @@ Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
     cr_assert_not_null(strstr(err.message, "application \"nightly-report\""), "%s", err.message);
     cr_assert_null(strstr(err.message, "idem-migrate"), "%s", err.message);
     cr_assert_not(migratetest_relation_exists(conn, "idem.schema_migrations"));
+    PQfinish(other);
     PQfinish(holder);
     PQfinish(conn);
+    free(other_ci);
     free(ci);
 }
 
