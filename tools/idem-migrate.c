@@ -232,6 +232,9 @@ static counts count_states(const idem_migrate_list *list)
         case IDEM_MIGRATION_UNKNOWN:
             n.unknown++;
             break;
+        case IDEM_MIGRATION_UNRECORDED: /* not in the ledger; up refuses it, saying why */
+            n.pending++;
+            break;
         }
     }
     return n;
