@@ -19,4 +19,8 @@ int cli_usage_error(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
 /* A whole decimal number in [min, max] into *out; 0, or -1 (out untouched). */
 int cli_parse_number(long long *out, const char *text, long long min, long long max);
 
+/* Make s one line, as the library's log records are: trailing newlines dropped, other
+ * control characters (a server message's newlines and tabs) turned into spaces. */
+void cli_one_line(char *s);
+
 #endif
