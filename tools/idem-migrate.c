@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -256,7 +257,11 @@ static int connect_wait(PGconn *conn)
     while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
         struct pollfd pfd = {PQsocket(conn), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
         long long left = deadline - now_ms();
-        int n = poll(&pfd, 1, limit == 0 ? -1 : left > 0 ? (int)left : 0);
+        int n = poll(&pfd, 1,
+                     limit == 0       ? -1
+                     : left <= 0      ? 0
+                     : left > INT_MAX ? INT_MAX
+                                      : (int)left);
 
         if (n == 0)
             return -1;
