@@ -8,15 +8,20 @@
 #include "migrate_embedded.h"
 #include "migrate_internal.h"
 
+/* For an UNRECORDED item: the objects found, "idem.a, idem.b". */
+#define EVIDENCE_MAX 160
+
 struct idem_migrate_list {
     idem__migration_set set;
     idem__ledger ledger;
     idem_migration *items;
     const idem__migration_file **files; /* items[i]'s file; NULL for UNKNOWN */
+    char (*evidence)[EVIDENCE_MAX];     /* items[i]'s, for UNRECORDED */
     size_t count;
 };
 
-static int options_get(idem_migrate_options *out, const idem_migrate_options *opts, idem_error *err)
+int idem__migrate_options_get(idem_migrate_options *out, const idem_migrate_options *opts,
+                              idem_error *err)
 {
     idem_migrate_options defaults = IDEM_MIGRATE_OPTIONS_INIT;
 
@@ -39,13 +44,24 @@ int idem_migrate_options_init(idem_migrate_options *opts, unsigned int version)
                              IDEM_MIGRATE_OPTIONS_VERSION);
 }
 
-static int conn_check(PGconn *conn, idem_error *err)
+int idem__migrate_conn_check(PGconn *conn, idem_error *err)
 {
     if (conn == NULL)
         return idem__error_field(err, 0, "conn", "is NULL");
     if (PQstatus(conn) != CONNECTION_OK)
         return idem__error_pg(err, conn, NULL, "conn");
     return 0;
+}
+
+int idem__migrate_conn_idle(PGconn *conn, idem_error *err)
+{
+    int rc = idem__migrate_conn_check(conn, err);
+
+    if (rc == 0 && PQtransactionStatus(conn) != PQTRANS_IDLE)
+        rc = idem__error_field(err, 0, "conn",
+                               "is inside a transaction; migrations need an "
+                               "idle connection");
+    return rc;
 }
 
 void idem_migrate_list_free(idem_migrate_list *list)
@@ -56,6 +72,7 @@ void idem_migrate_list_free(idem_migrate_list *list)
     idem__ledger_clear(&list->ledger);
     free(list->items);
     free(list->files);
+    free(list->evidence);
     free(list);
 }
 
@@ -72,6 +89,34 @@ const idem_migration *idem_migrate_list_at(const idem_migrate_list *list, size_t
 int idem_migrate_list_ledger_exists(const idem_migrate_list *list)
 {
     return list != NULL && list->ledger.exists;
+}
+
+/* The newest UNRECORDED item, or NULL; *count gets how many there are. */
+static const idem_migration *newest_unrecorded(const idem_migrate_list *list, size_t *count,
+                                               size_t *index)
+{
+    const idem_migration *newest = NULL;
+
+    *count = 0;
+    for (size_t i = 0; i < list->count; i++) {
+        if (list->items[i].state != IDEM_MIGRATION_UNRECORDED)
+            continue;
+        newest = &list->items[i];
+        *index = i;
+        (*count)++;
+    }
+    return newest;
+}
+
+int idem_migrate_list_ledger_incomplete(const idem_migrate_list *list)
+{
+    size_t count = 0, index = 0;
+
+    if (list == NULL)
+        return 0;
+    if (!list->ledger.exists && list->ledger.schema_objects > 0)
+        return 1;
+    return newest_unrecorded(list, &count, &index) != NULL;
 }
 
 int idem_migrate_latest_version(void)
@@ -92,6 +137,8 @@ const char *idem_migrate_state_name(idem_migration_state state)
         return "drifted";
     case IDEM_MIGRATION_UNKNOWN:
         return "unknown";
+    case IDEM_MIGRATION_UNRECORDED:
+        return "unrecorded";
     }
     return "invalid";
 }
@@ -135,9 +182,11 @@ static int list_merge(idem_migrate_list *list, idem_error *err)
 
     free(list->items);
     free(list->files);
+    free(list->evidence);
     list->items = calloc(cap, sizeof(*list->items));
     list->files = calloc(cap, sizeof(*list->files));
-    if (list->items == NULL || list->files == NULL)
+    list->evidence = calloc(cap, sizeof(*list->evidence));
+    if (list->items == NULL || list->files == NULL || list->evidence == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory listing migrations");
     while (i < set->count || j < ledger->count) {
         int take_file = i < set->count &&
@@ -172,12 +221,71 @@ static int list_new(idem_migrate_list **out, const char *dir, idem_error *err)
     return 0;
 }
 
+static void evidence_add(char *buf, const idem__object *o)
+{
+    size_t used = strlen(buf);
+
+    snprintf(buf + used, EVIDENCE_MAX - used, "%s%s.%s", used > 0 ? ", " : "", o->schema, o->name);
+}
+
+/* A pending file whose objects already exist: every object it creates without IF NOT
+ * EXISTS (or OR REPLACE) is there, so running it would fail on the first. It looks
+ * applied, its ledger row lost. 1 then (evidence names them), 0 when not, or an error. */
+static int appears_applied(char *evidence, PGconn *conn, const idem__migration_file *f,
+                           idem_error *err)
+{
+    idem__object *objects = NULL;
+    size_t count = 0, strict = 0;
+    int rc = idem__migration_objects(&objects, &count, f), found = 1;
+
+    if (rc != 0)
+        return idem__error_set(err, rc, "%s: out of memory", f->name);
+    for (size_t i = 0; i < count && found == 1; i++) {
+        if (objects[i].if_not_exists)
+            continue;
+        strict++;
+        found = idem__object_exists(conn, &objects[i], err);
+        if (found == 1)
+            evidence_add(evidence, &objects[i]);
+    }
+    free(objects);
+    return found < 0 ? found : found == 1 && strict > 0;
+}
+
+/* Mark UNRECORDED the pending files that appear applied. Not on a database where nothing
+ * of idem's exists: there a file's objects outside schema idem are someone else's. */
+static int list_probe(idem_migrate_list *list, PGconn *conn, idem_error *err)
+{
+    if (!list->ledger.exists && list->ledger.schema_objects == 0)
+        return 0;
+    for (size_t i = 0; i < list->count; i++) {
+        int rc;
+        if (list->items[i].state != IDEM_MIGRATION_PENDING)
+            continue;
+        list->evidence[i][0] = '\0';
+        rc = appears_applied(list->evidence[i], conn, list->files[i], err);
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            list->items[i].state = IDEM_MIGRATION_UNRECORDED;
+    }
+    return 0;
+}
+
+/* Join the files with the ledger just read, and find the files that appear applied. */
+static int list_join(idem_migrate_list *list, PGconn *conn, idem_error *err)
+{
+    int rc = list_merge(list, err);
+
+    return rc != 0 ? rc : list_probe(list, conn, err);
+}
+
 /* Read the ledger and join it with the files. */
 static int list_read(idem_migrate_list *list, PGconn *conn, idem_error *err)
 {
     int rc = idem__ledger_read(&list->ledger, conn, err);
 
-    return rc != 0 ? rc : list_merge(list, err);
+    return rc != 0 ? rc : list_join(list, conn, err);
 }
 
 static int status_list(idem_migrate_list **out, PGconn *conn, const idem_migrate_options *opts,
@@ -200,12 +308,12 @@ int idem_migrate_status(idem_migrate_list **out, PGconn *conn, const idem_migrat
                         idem_error *err)
 {
     idem_migrate_options o;
-    int rc = options_get(&o, opts, err);
+    int rc = idem__migrate_options_get(&o, opts, err);
 
     if (rc == 0 && out == NULL)
         rc = idem__error_field(err, 0, "out", "is NULL");
     if (rc == 0)
-        rc = conn_check(conn, err);
+        rc = idem__migrate_conn_check(conn, err);
     return rc != 0 ? rc : status_list(out, conn, &o, err);
 }
 
@@ -223,6 +331,41 @@ static int drift_error(const idem_migration *m, idem_error *err)
                            m->name, m->applied_checksum, m->checksum);
 }
 
+/* idem's objects exist that the ledger does not record: say so, and what to do. */
+static int ledger_gap_error(const idem_migrate_list *list, idem_error *err)
+{
+    size_t count = 0, index = 0;
+    const idem_migration *m = newest_unrecorded(list, &count, &index);
+    char to[16] = "N";
+
+    if (m != NULL)
+        snprintf(to, sizeof(to), "%d", m->version);
+    if (!list->ledger.exists)
+        return idem__error_set(
+            err, IDEM_ESCHEMA,
+            "the ledger idem.schema_migrations is missing, but schema idem "
+            "holds %ld object%s (%s%s): the ledger was dropped or lost. "
+            "Nothing was run. Restore idem.schema_migrations from a backup, or "
+            "record the migrations that are applied with idem-migrate "
+            "baseline --to %s (it checks that their objects exist)",
+            list->ledger.schema_objects, list->ledger.schema_objects == 1 ? "" : "s",
+            list->ledger.schema_example, list->ledger.schema_objects > 3 ? ", ..." : "", to);
+    if (count > 1)
+        return idem__error_set(err, IDEM_ESCHEMA,
+                               "%zu migrations up to %s are not recorded in the ledger "
+                               "idem.schema_migrations, but what they create exists (%s, ...): "
+                               "their ledger rows were deleted or lost. Nothing was run. Restore "
+                               "the ledger from a backup, or record them with idem-migrate "
+                               "baseline --to %s (it checks that their objects exist)",
+                               count, m->name, list->evidence[index], to);
+    return idem__error_set(err, IDEM_ESCHEMA,
+                           "%s is not recorded in the ledger idem.schema_migrations, but what it "
+                           "creates exists (%s): its ledger row was deleted or lost. Nothing was "
+                           "run. Restore the ledger from a backup, or record it with idem-migrate "
+                           "baseline --to %s (it checks that its objects exist)",
+                           m->name, list->evidence[index], to);
+}
+
 /* Keep only what up would apply, in order; refuse (ESCHEMA) what up must not do. */
 static int plan_filter(idem_migrate_list *list, int to_version, idem_error *err)
 {
@@ -230,6 +373,8 @@ static int plan_filter(idem_migrate_list *list, int to_version, idem_error *err)
     int newest_version = 0;
     size_t n = 0;
 
+    if (idem_migrate_list_ledger_incomplete(list))
+        return ledger_gap_error(list, err);
     for (size_t i = 0; i < list->count; i++) {
         const idem_migration *m = &list->items[i];
         if (m->state == IDEM_MIGRATION_DRIFTED)
@@ -260,14 +405,14 @@ int idem_migrate_plan(idem_migrate_list **out, PGconn *conn, int to_version,
 {
     idem_migrate_list *list = NULL;
     idem_migrate_options o;
-    int rc = options_get(&o, opts, err);
+    int rc = idem__migrate_options_get(&o, opts, err);
 
     if (rc == 0 && out == NULL)
         rc = idem__error_field(err, 0, "out", "is NULL");
     if (rc == 0 && to_version < 0)
         rc = idem__error_field(err, 0, "to_version", "is %d; 0 (all) or a version", to_version);
     if (rc == 0)
-        rc = conn_check(conn, err);
+        rc = idem__migrate_conn_check(conn, err);
     if (rc == 0)
         rc = status_list(&list, conn, &o, err);
     if (rc == 0)
@@ -317,14 +462,15 @@ static int up_locked(PGconn *conn, idem_migrate_list *list, int to_version,
 {
     int rc = idem__ledger_read(&list->ledger, conn, err);
 
-    if (rc == 0 && !list->ledger.exists) {
+    /* A schema idem that holds objects without a ledger is refused below, untouched. */
+    if (rc == 0 && !list->ledger.exists && list->ledger.schema_objects == 0) {
         idem__ledger_clear(&list->ledger);
         rc = idem__ledger_bootstrap(conn, o, err);
         if (rc == 0)
             rc = idem__ledger_read(&list->ledger, conn, err);
     }
     if (rc == 0)
-        rc = list_merge(list, err);
+        rc = list_join(list, conn, err);
     if (rc == 0)
         rc = plan_filter(list, to_version, err);
     if (rc == 0 && list->count == 0)
@@ -338,16 +484,12 @@ int idem_migrate_up(PGconn *conn, int to_version, const idem_migrate_options *op
 {
     idem_migrate_list *list = NULL;
     idem_migrate_options o;
-    int rc = options_get(&o, opts, err);
+    int rc = idem__migrate_options_get(&o, opts, err);
 
     if (rc == 0 && to_version < 0)
         rc = idem__error_field(err, 0, "to_version", "is %d; 0 (all) or a version", to_version);
     if (rc == 0)
-        rc = conn_check(conn, err);
-    if (rc == 0 && PQtransactionStatus(conn) != PQTRANS_IDLE)
-        rc = idem__error_field(err, 0, "conn",
-                               "is inside a transaction; migrations need an "
-                               "idle connection");
+        rc = idem__migrate_conn_idle(conn, err);
     if (rc == 0)
         rc = list_new(&list, o.dir, err); /* a bad file fails before any lock is taken */
     if (rc == 0)
@@ -385,6 +527,8 @@ static int check_list(const idem_migrate_list *list, idem_error *err)
     char names[256];
     size_t pending;
 
+    if (idem_migrate_list_ledger_incomplete(list))
+        return ledger_gap_error(list, err);
     if (!list->ledger.exists)
         return idem__error_set(err, IDEM_ESCHEMA,
                                "the idem schema is not installed in this database (no table "
@@ -405,7 +549,7 @@ int idem_migrate_check(PGconn *conn, idem_error *err)
 {
     idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
     idem_migrate_list *list = NULL;
-    int rc = conn_check(conn, err);
+    int rc = idem__migrate_conn_check(conn, err);
 
     if (rc == 0)
         rc = status_list(&list, conn, &o, err);

@@ -31,9 +31,12 @@ static int exec_params(PGconn *conn, const char *sql, int n, const char *const *
     return rc;
 }
 
+/* Only inside a transaction: a ROLLBACK outside one earns a server warning. */
 static void rollback_if_open(PGconn *conn)
 {
-    if (PQtransactionStatus(conn) != PQTRANS_IDLE && PQstatus(conn) == CONNECTION_OK)
+    PGTransactionStatusType st = PQtransactionStatus(conn);
+
+    if ((st == PQTRANS_INTRANS || st == PQTRANS_INERROR) && PQstatus(conn) == CONNECTION_OK)
         PQclear(PQexec(conn, "ROLLBACK"));
 }
 
@@ -63,6 +66,30 @@ static void append_note(idem_error *err, const char *note)
     snprintf(err->message + used, sizeof(err->message) - used, "%s", note);
 }
 
+/* duplicate_table, duplicate_object, duplicate_schema, duplicate_function */
+static int already_exists(const idem_error *err)
+{
+    static const char *const states[] = {"42P07", "42710", "42P06", "42723"};
+
+    for (size_t i = 0; err != NULL && i < sizeof(states) / sizeof(states[0]); i++)
+        if (strcmp(err->sqlstate, states[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* A pending file whose object exists: most likely applied once, its ledger row lost. */
+static void ledger_note(idem_error *err, const idem__migration_file *f)
+{
+    char note[320];
+
+    snprintf(note, sizeof(note),
+             "; the ledger idem.schema_migrations does not record %s, yet this object exists: "
+             "if it was applied before, its ledger row is missing. Restore the ledger from a "
+             "backup, or record it with idem-migrate baseline --to %d",
+             f->name, f->version);
+    append_note(err, note);
+}
+
 /* "FILE:LINE: server message (detail)", LINE from the error's position in the statement
  * when the server gives one, else the statement's first line. */
 static int statement_failed(idem_error *err, PGconn *conn, const PGresult *res,
@@ -83,6 +110,8 @@ static int statement_failed(idem_error *err, PGconn *conn, const PGresult *res,
         append_note(err, detail);
         append_note(err, ")");
     }
+    if (already_exists(err))
+        ledger_note(err, f);
     return rc;
 }
 

@@ -28,9 +28,21 @@ typedef struct idem__migration_set {
     size_t count;
 } idem__migration_set;
 
+/* The options to use: the defaults for NULL, else opts after a version check. */
+int idem__migrate_options_get(idem_migrate_options *out, const idem_migrate_options *opts,
+                              idem_error *err);
+/* conn is connected (EINVAL otherwise); _idle: and not inside a transaction. */
+int idem__migrate_conn_check(PGconn *conn, idem_error *err);
+int idem__migrate_conn_idle(PGconn *conn, idem_error *err);
+
 /* Load the embedded migrations (dir NULL) or a folder's NNNN_description.sql files. */
 int idem__migration_set_load(idem__migration_set *out, const char *dir, idem_error *err);
 void idem__migration_set_clear(idem__migration_set *set);
+
+/* 3 when sql starts with a UTF-8 byte order mark, else 0. Editors on Windows add one; the
+ * splitter and the marker search skip it, so that it never reaches the server (where it
+ * is an invisible syntax error). The checksum stays over the exact file bytes. */
+size_t idem__sql_bom_len(const char *sql, size_t len);
 
 /* 1 when the lines before the first statement include "-- idem:no-transaction". */
 int idem__sql_no_transaction(const char *sql, size_t len);
@@ -43,7 +55,8 @@ typedef struct idem__sql_stmt {
 
 /* Split a file into statements the way psql does: ';' ends a statement outside quotes,
  * comments, dollar quotes, parentheses and CREATE FUNCTION ... BEGIN ATOMIC ... END.
- * Comment-only stretches are not statements. *out is malloc'd (NULL when none). */
+ * Comment-only stretches are not statements, nor is a leading byte order mark. *out is
+ * malloc'd (NULL when none). */
 int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, size_t len);
 
 /* 1-based line of byte offset in sql. */
@@ -67,6 +80,8 @@ typedef struct idem__ledger {
     int exists;             /* the table idem.schema_migrations exists */
     idem__ledger_row *rows; /* owned; by version */
     size_t count;
+    long schema_objects;      /* when the ledger is missing: objects in schema idem all the same */
+    char schema_example[160]; /* ... the first few of them, "idem.a, idem.b, idem.c" */
 } idem__ledger;
 
 int idem__ledger_read(idem__ledger *out, PGconn *conn, idem_error *err);
@@ -76,6 +91,23 @@ int idem__ledger_bootstrap(PGconn *conn, const idem_migrate_options *opts, idem_
 /* Insert the ledger row of a file just applied (in the caller's transaction, if any). */
 int idem__ledger_record(PGconn *conn, const idem__migration_file *file, long long duration_ms,
                         idem_error *err);
+
+/* An object a migration's CREATE statement names. */
+#define IDEM__OBJECT_NAME_MAX 128
+typedef struct idem__object {
+    char schema[IDEM__OBJECT_NAME_MAX]; /* "idem" when the statement does not say */
+    char name[IDEM__OBJECT_NAME_MAX];
+    int if_not_exists; /* IF NOT EXISTS or OR REPLACE: running it again is harmless */
+} idem__object;
+
+/* The tables, indexes, views, sequences, types, domains and routines that file's CREATE
+ * statements name (temporary ones and unnamed indexes left out). *out is malloc'd (may be
+ * NULL when none). Returns 0 or IDEM_ENOMEM. */
+int idem__migration_objects(idem__object **out, size_t *out_count, const idem__migration_file *f);
+
+/* 1 when a relation, type or routine of that schema and name exists, 0 when none does,
+ * or an error. */
+int idem__object_exists(PGconn *conn, const idem__object *object, idem_error *err);
 
 /* Take the advisory lock IDEM_MIGRATE_LOCK_KEY, polling until opts->lock_timeout_ms. */
 int idem__migrate_lock(PGconn *conn, const idem_migrate_options *opts, idem_error *err);

@@ -16,6 +16,19 @@
 
 static const char SQL_LEDGER_EXISTS[] = "SELECT to_regclass('idem.schema_migrations') IS NOT NULL";
 
+/* Without a ledger, schema idem should hold nothing: what it holds was made by migrations
+ * whose record is lost (or by someone else). Relations, routines and the types that have
+ * no relation of their own (enums, domains, ranges). */
+static const char SQL_SCHEMA_OBJECTS[] =
+    "SELECT count(*), array_to_string((array_agg(o ORDER BY o))[1:3], ', ') FROM ("
+    " SELECT 'idem.' || quote_ident(c.relname) FROM pg_catalog.pg_class c"
+    " WHERE c.relnamespace = to_regnamespace('idem')"
+    " UNION ALL SELECT 'idem.' || quote_ident(p.proname) || '()' FROM pg_catalog.pg_proc p"
+    " WHERE p.pronamespace = to_regnamespace('idem')"
+    " UNION ALL SELECT 'idem.' || quote_ident(t.typname) FROM pg_catalog.pg_type t"
+    " WHERE t.typnamespace = to_regnamespace('idem') AND t.typtype IN ('e', 'd', 'r', 'm')"
+    ") AS objects(o)";
+
 static const char SQL_LEDGER_READ[] =
     "SELECT version, name, encode(checksum, 'hex'),"
     " to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
@@ -31,8 +44,9 @@ static const char SQL_LEDGER_INSERT[] =
 static const char SQL_TRY_LOCK[] = "SELECT pg_try_advisory_lock($1::bigint)";
 static const char SQL_UNLOCK[] = "SELECT pg_advisory_unlock($1::bigint)";
 /* pg_locks shows a bigint advisory key as classid (high half), objid (low half),
- * objsubid 1. pg_stat_activity hides the client's address from roles that may not see
- * the session (client_port NULL then); client_port -1 is a Unix socket. */
+ * objsubid 1, in the database it was taken in (the same key elsewhere is another lock).
+ * pg_stat_activity hides the client's address from roles that may not see the session
+ * (client_port NULL then); client_port -1 is a Unix socket. */
 static const char SQL_LOCK_HOLDER[] =
     "SELECT l.pid, a.application_name, a.usename, host(a.client_addr), a.client_port"
     " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
@@ -125,9 +139,22 @@ static int ledger_rows(idem__ledger *ledger, PGconn *conn, idem_error *err)
     return 0;
 }
 
+static int schema_objects(idem__ledger *ledger, PGconn *conn, idem_error *err)
+{
+    PGresult *res = NULL;
+    int rc = query(&res, conn, SQL_SCHEMA_OBJECTS, 0, NULL, "looking into schema idem", err);
+
+    if (rc != 0)
+        return rc;
+    ledger->schema_objects = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    copy_cell(ledger->schema_example, sizeof(ledger->schema_example), res, 0, 1);
+    PQclear(res);
+    return 0;
+}
+
 int idem__ledger_read(idem__ledger *out, PGconn *conn, idem_error *err)
 {
-    idem__ledger ledger = {0, NULL, 0};
+    idem__ledger ledger = {0, NULL, 0, 0, ""};
     PGresult *res = NULL;
     int rc =
         query(&res, conn, SQL_LEDGER_EXISTS, 0, NULL, "looking for idem.schema_migrations", err);
@@ -136,8 +163,7 @@ int idem__ledger_read(idem__ledger *out, PGconn *conn, idem_error *err)
         return rc;
     ledger.exists = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
     PQclear(res);
-    if (ledger.exists)
-        rc = ledger_rows(&ledger, conn, err);
+    rc = ledger.exists ? ledger_rows(&ledger, conn, err) : schema_objects(&ledger, conn, err);
     if (rc != 0) {
         idem__ledger_clear(&ledger);
         return rc;

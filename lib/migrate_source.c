@@ -58,7 +58,7 @@ static int is_blank(const char *s, size_t n)
 int idem__sql_no_transaction(const char *sql, size_t len)
 {
     static const char marker[] = "-- idem:no-transaction";
-    size_t pos = 0;
+    size_t pos = idem__sql_bom_len(sql, len);
 
     while (pos < len) {
         const char *nl = memchr(sql + pos, '\n', len - pos);
@@ -232,8 +232,12 @@ static int load_dir(idem__migration_set *set, const char *dir, idem_error *err)
     closedir(d);
     if (rc != 0)
         return rc;
-    if (set->count > 0)
-        qsort(set->files, set->count, sizeof(*set->files), by_version);
+    if (set->count == 0)
+        return idem__error_field(err, 0, "dir",
+                                 "%s: no migration files in it (NNNN_description.sql); is this "
+                                 "the right folder?",
+                                 dir);
+    qsort(set->files, set->count, sizeof(*set->files), by_version);
     for (size_t i = 1; i < set->count; i++)
         if (set->files[i].version == set->files[i - 1].version)
             return idem__error_field(err, 0, "dir", "%s and %s share version %04d",

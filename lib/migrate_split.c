@@ -191,6 +191,7 @@ int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, si
     memset(&sc, 0, sizeof(sc));
     sc.s = sql;
     sc.len = len;
+    i = idem__sql_bom_len(sql, len);
     while (rc == 0 && i < len) {
         if (is_space(sql[i])) {
             i++;
@@ -223,6 +224,11 @@ int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, si
     *out = list;
     *out_count = count;
     return 0;
+}
+
+size_t idem__sql_bom_len(const char *sql, size_t len)
+{
+    return len >= 3 && memcmp(sql, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 }
 
 unsigned idem__sql_line(const char *sql, size_t offset)

@@ -13,7 +13,7 @@
 #include "pool_conn.h"
 #include "pool_internal.h"
 
-enum close_reason { CLOSE_BROKEN = 1, CLOSE_LIFETIME, CLOSE_IDLE, CLOSE_HEALTH };
+enum close_reason { CLOSE_BROKEN = 1, CLOSE_LIFETIME, CLOSE_IDLE, CLOSE_HEALTH, CLOSE_ENDED };
 
 /* libpq's notices (server warnings, messages arriving while idle) would go to stderr. */
 static void route_notice(void *arg, const char *message)
@@ -32,6 +32,8 @@ static const char *reason_text(int reason)
         return "idle_timeout_ms reached";
     case CLOSE_HEALTH:
         return "failed the check on checkout";
+    case CLOSE_ENDED:
+        return "the server ended its session while it sat in a transaction";
     default:
         return "broken, discarded or left busy";
     }
@@ -39,10 +41,13 @@ static const char *reason_text(int reason)
 
 static void close_conn(const idem_pool *pool, idem_conn *conn)
 {
-    int bad = conn->close_reason == CLOSE_BROKEN || conn->close_reason == CLOSE_HEALTH;
+    int reason = conn->close_reason;
+    int bad = reason == CLOSE_BROKEN || reason == CLOSE_HEALTH || reason == CLOSE_ENDED;
+    /* For CLOSE_ENDED the server's own words went to the log already; libpq's would only
+     * add "server closed the connection unexpectedly". */
     char why[IDEM_ERROR_MESSAGE_MAX];
 
-    snprintf(why, sizeof(why), "%s", bad ? PQerrorMessage(conn->pg) : "");
+    snprintf(why, sizeof(why), "%s", bad && reason != CLOSE_ENDED ? PQerrorMessage(conn->pg) : "");
     idem_conninfo_redact(why, sizeof(why), pool->conninfo);
     idem__log(pool->opts.log, pool->opts.log_ctx, bad ? IDEM_LOG_WARNING : IDEM_LOG_DEBUG,
               "pool: closing a connection (%s)%s%s", reason_text(conn->close_reason),
@@ -387,6 +392,8 @@ void idem_pool_release(idem_conn *conn)
     now = idem__coarse_ms();
     if (state == IDEM__CONN_BROKEN)
         reason = CLOSE_BROKEN;
+    else if (state == IDEM__CONN_ENDED)
+        reason = CLOSE_ENDED;
     else if (now >= conn->expires_ms)
         reason = CLOSE_LIFETIME;
     conn->close_reason = reason;

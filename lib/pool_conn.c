@@ -140,12 +140,22 @@ enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms)
         return IDEM__CONN_BROKEN;
     switch (PQtransactionStatus(conn->pg)) {
     case PQTRANS_IDLE:
-        return IDEM__CONN_CLEAN;
+        return IDEM__CONN_CLEAN; /* no transaction to end: nothing is sent */
     case PQTRANS_INTRANS:
     case PQTRANS_INERROR:
         break;
     default: /* a command still running, or no idea: nothing safe to do but close */
         return IDEM__CONN_BROKEN;
+    }
+    /* libpq's transaction state is the last one the server reported. A server that speaks
+     * to a session idle in a transaction is ending it (pg_terminate_backend, a shutdown,
+     * idle_in_transaction_session_timeout): its transaction is already gone, and a
+     * ROLLBACK would go to a closed session. Read its last words (they reach the notice
+     * processor, hence the pool's log) and close. */
+    if (input_waiting(conn->pg)) {
+        if (PQconsumeInput(conn->pg) == 1)
+            (void)PQisBusy(conn->pg); /* parses what was read */
+        return IDEM__CONN_ENDED;
     }
     return bounded_command(conn->pg, "ROLLBACK", PGRES_COMMAND_OK, timeout_ms)
                ? IDEM__CONN_ROLLED_BACK

@@ -41,6 +41,8 @@ enum idem__conn_state {
     IDEM__CONN_CLEAN,       /* idle, ready for the next user */
     IDEM__CONN_ROLLED_BACK, /* was inside a transaction, now rolled back and idle */
     IDEM__CONN_BROKEN,      /* must be closed */
+    IDEM__CONN_ENDED,       /* the server ended the session while it sat in a transaction:
+                               closed without a ROLLBACK */
 };
 
 /* Open a connection (PQconnectStartParams with expand_dbname), giving up after
@@ -62,7 +64,8 @@ int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms);
 int idem__conn_alive(idem_conn *conn, int round_trip, unsigned int timeout_ms);
 
 /* Bring a released connection back to idle (rolling back an open transaction), or say
- * that it must be closed. */
+ * that it must be closed. Sends ROLLBACK only inside a transaction the server still
+ * holds, so that the server never answers "there is no transaction in progress". */
 enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms);
 
 /* Whether pg reaches PostgreSQL through a connection pooler: *out is 1 when the server

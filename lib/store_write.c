@@ -102,8 +102,13 @@ static idem__pipe_cmd cmd_finish(finish_params *p, const call *c, const char *re
 
 void idem__store_rollback(idem_conn *conn)
 {
+    PGTransactionStatusType st = PQtransactionStatus(idem_conn_pg(conn));
     PGresult *res = NULL;
 
+    /* After a failed COMMIT, or an effect that ended the transaction itself, there is
+     * nothing to roll back (and the server would warn "no transaction in progress"). */
+    if (st != PQTRANS_INTRANS && st != PQTRANS_INERROR)
+        return;
     if (idem__conn_exec(&res, conn, "ROLLBACK", NULL) == 0)
         PQclear(res);
 }

@@ -74,3 +74,14 @@ PGconn *cli_connect(const char *prog, const char *dsn)
     }
     return conn;
 }
+
+void cli_one_line(char *s)
+{
+    size_t n = strlen(s);
+
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+        s[--n] = '\0';
+    for (char *p = s; *p != '\0'; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+}

@@ -28,4 +28,8 @@ PGconn *cli_connect(const char *prog, const char *dsn);
 /* Print "PROG: <what>: <message>" on stderr with @dsn's password masked. */
 void cli_error_redacted(const char *prog, const char *dsn, const char *what, const char *message);
 
+/* Make s one line, as the library's log records are: trailing newlines dropped, other
+ * control characters (a server message's newlines and tabs) turned into spaces. */
+void cli_one_line(char *s);
+
 #endif

@@ -1,12 +1,16 @@
 /* idem-migrate: apply idem's schema migrations to a PostgreSQL database, and report their
  * state. The migrations are built into the program; --dir reads a folder instead. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "idem/idem.h"
 
@@ -21,6 +25,8 @@ enum exit_code {
     EXIT_MIGRATION_FAILED = 5,
     EXIT_LOCKED = 6,
     EXIT_NO_SCHEMA = 7,
+    EXIT_LEDGER = 8,
+    EXIT_NOT_APPLIED = 9,
     EXIT_USAGE = 64,
     EXIT_NOINPUT = 66,
 };
@@ -31,11 +37,14 @@ static const char usage_text[] =
     "Apply idem's schema migrations to a PostgreSQL database and report their state.\n"
     "\n"
     "Commands:\n"
-    "  status   list applied and pending migrations, and applied files that changed\n"
-    "  plan     print the SQL that up would run; runs nothing\n"
-    "  up       apply the pending migrations in version order, each in its own\n"
-    "           transaction with its row in the ledger idem.schema_migrations\n"
-    "  verify   check that no applied migration's file has changed since it was applied\n"
+    "  status    list applied and pending migrations, and applied files that changed\n"
+    "  plan      print the SQL that up would run; runs nothing\n"
+    "  up        apply the pending migrations in version order, each in its own\n"
+    "            transaction with its row in the ledger idem.schema_migrations\n"
+    "  verify    check that no applied migration's file has changed since it was applied\n"
+    "  baseline  with --to N: record the migrations up to N as applied without running\n"
+    "            them, after checking that the objects each creates exist; for a\n"
+    "            database whose ledger was dropped or lost rows (exit 8)\n"
     "\n"
     "Options:\n"
     "  --dsn CONNINFO      libpq connection string or postgresql:// URI; without it the\n"
@@ -43,17 +52,25 @@ static const char usage_text[] =
     "                      PGDATABASE, PGUSER, PGPASSWORD, PGSERVICE, ...)\n"
     "  --dir DIR           use the NNNN_description.sql files of DIR instead of the\n"
     "                      migrations built into this program\n"
-    "  --to N              plan, up: stop after version N\n"
-    "  --lock-timeout SEC  up: wait at most SEC seconds for the migration lock (advisory\n"
-    "                      lock 7594306392314963826), which another up or any other\n"
-    "                      session may hold (default 60; 0 = do not wait)\n"
+    "  --to N              plan, up: stop after version N; baseline: the last version\n"
+    "                      that is really applied (required)\n"
+    "  --lock-timeout SEC  up, baseline: wait at most SEC seconds for the migration lock\n"
+    "                      (advisory lock 7594306392314963826), which another up or any\n"
+    "                      other session may hold (default 60; 0 = do not wait)\n"
     "  --json              status: print JSON\n"
-    "  -q, --quiet         up: print errors only\n"
+    "  -q, --quiet         up, baseline: print errors only\n"
+    "  -v, --verbose       also print the server's notices and warnings on stderr, one\n"
+    "                      line each (without it they are not shown)\n"
     "  -h, --help          print this help\n"
     "  -V, --version       print the version and the built-in schema version\n"
     "\n"
     "A file whose leading comment lines include \"-- idem:no-transaction\" runs statement\n"
-    "by statement outside a transaction (for CREATE INDEX CONCURRENTLY).\n"
+    "by statement outside a transaction (for CREATE INDEX CONCURRENTLY). A UTF-8 byte\n"
+    "order mark at the start of a file is skipped (the checksum covers it).\n"
+    "\n"
+    "If the ledger idem.schema_migrations was dropped or lost rows while idem's objects\n"
+    "remain, status, plan, verify and up say so and exit 8, running nothing: restore the\n"
+    "ledger from a backup, or record what is applied with baseline --to N.\n"
     "\n"
     "up holds a session-level lock across transactions: it connects to PostgreSQL\n"
     "directly and refuses a connection through a pooler such as PgBouncer. status,\n"
@@ -71,11 +88,17 @@ static const char usage_text[] =
     "   5  up: a migration failed; its transaction was rolled back (a no-transaction\n"
     "      file keeps the statements before the failing one); FILE:LINE and the\n"
     "      server's message are on stderr\n"
-    "   6  up: another session held the migration lock longer than --lock-timeout; the\n"
-    "      message names it (pid, application, role, client address)\n"
+    "   6  up, baseline: another session held the migration lock longer than\n"
+    "      --lock-timeout; the message names it (pid, application, role, client address)\n"
     "   7  verify: the schema is not installed (no ledger idem.schema_migrations)\n"
+    "   8  the ledger is missing, or lacks a migration that appears applied: idem's\n"
+    "      objects exist that idem.schema_migrations does not record (status, plan,\n"
+    "      verify, up; nothing is run): restore the ledger from a backup, or baseline\n"
+    "   9  baseline: a migration up to --to is not applied (an object it creates is\n"
+    "      missing) or cannot be checked; nothing was recorded\n"
     "  64  usage error\n"
-    "  66  --dir unreadable, or a misnamed or duplicate migration file in it\n";
+    "  66  --dir unreadable or without migrations, or a misnamed or duplicate\n"
+    "      migration file in it\n";
 
 typedef struct cli {
     const char *command;
@@ -83,6 +106,7 @@ typedef struct cli {
     int to_version;
     int json;
     int quiet;
+    int verbose;
     idem_migrate_options opts;
     int migration_failed; /* up: a migration reported IDEM_MIGRATE_FAILED */
     int failed_no_tx;     /* ... and it was a no-transaction file */
@@ -126,6 +150,9 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 'q':
         c->quiet = 1;
         return 0;
+    case 'v':
+        c->verbose = 1;
+        return 0;
     default:
         return usage_error("unknown option");
     }
@@ -135,20 +162,16 @@ static int parse_option(cli *c, int opt, const char *arg)
 static int parse_args(cli *c, int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"dsn", required_argument, NULL, 'd'},
-        {"dir", required_argument, NULL, 'D'},
-        {"to", required_argument, NULL, 't'},
-        {"lock-timeout", required_argument, NULL, 'l'},
-        {"json", no_argument, NULL, 'j'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"dsn", required_argument, NULL, 'd'}, {"dir", required_argument, NULL, 'D'},
+        {"to", required_argument, NULL, 't'},  {"lock-timeout", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},      {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},   {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},   {NULL, 0, NULL, 0},
     };
     int opt, rc;
 
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "qhV", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "qvhV", longs, NULL)) != -1) {
         if (opt == 'h') {
             fputs(usage_text, stdout);
             return EXIT_OK;
@@ -164,10 +187,128 @@ static int parse_args(cli *c, int argc, char **argv)
             return rc;
     }
     if (optind != argc - 1)
-        return usage_error("%s", optind == argc ? "a command is needed (status, plan, up, verify)"
-                                                : "one command only");
+        return usage_error("%s", optind == argc
+                                     ? "a command is needed (status, plan, up, verify, baseline)"
+                                     : "one command only");
     c->command = argv[optind];
     return -1;
+}
+
+/* Every line this program writes on stderr: "idem-migrate: " and one line, whatever a
+ * server message put in it (its newlines and tabs become spaces). */
+static void say(const char *fmt, ...) IDEM_PRINTF(1, 2);
+static void say(const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    cli_one_line(line);
+    fflush(stdout);
+    fprintf(stderr, "idem-migrate: %s\n", line);
+}
+
+/* The library's log records (one line each already); DEBUG only with --verbose. */
+static void on_log(void *ctx, int level, const char *message)
+{
+    const cli *c = ctx;
+
+    if (level >= IDEM_LOG_WARNING || (level == IDEM_LOG_DEBUG && c->verbose)) {
+        say("%s", message);
+    } else if (level == IDEM_LOG_INFO && !c->quiet) {
+        printf("%s\n", message);
+        fflush(stdout);
+    }
+}
+
+/* The server's notices and warnings ("NOTICE:  relation ... already exists, skipping"):
+ * libpq would print them raw on stderr; they are the tool's DEBUG records. */
+static void on_notice(void *ctx, const char *message)
+{
+    on_log(ctx, IDEM_LOG_DEBUG, message);
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* libpq's connect_timeout in ms (from the DSN, or PGCONNECT_TIMEOUT: cli.c sets a
+ * default); 0 for none. libpq applies it only in its blocking connect. */
+static long long connect_timeout_ms(PGconn *conn)
+{
+    PQconninfoOption *opts = PQconninfo(conn);
+    long long ms = 0;
+
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++)
+        if (strcmp(o->keyword, "connect_timeout") == 0 && o->val != NULL)
+            ms = atoll(o->val) * 1000;
+    PQconninfoFree(opts);
+    return ms > 0 && ms < 2000 ? 2000 : ms; /* libpq's minimum */
+}
+
+/* The loop libpq documents for PQconnectPoll(), within connect_timeout. 0, or -1 when
+ * the time ran out. */
+static int connect_wait(PGconn *conn)
+{
+    long long limit = connect_timeout_ms(conn), deadline = now_ms() + limit;
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+    while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+        struct pollfd pfd = {PQsocket(conn), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
+        long long left = deadline - now_ms();
+        int n = poll(&pfd, 1,
+                     limit == 0       ? -1
+                     : left <= 0      ? 0
+                     : left > INT_MAX ? INT_MAX
+                                      : (int)left);
+
+        if (n == 0)
+            return -1;
+        if (n > 0 || errno != EINTR)
+            st = PQconnectPoll(conn);
+    }
+    return 0;
+}
+
+/* libpq's message with the DSN's password masked (a malformed URI is repeated whole). */
+static const char *redacted(const char *message, const char *dsn)
+{
+    static char text[1024];
+
+    snprintf(text, sizeof(text), "%s", message);
+    if (dsn != NULL)
+        idem_conninfo_redact(text, sizeof(text), dsn);
+    return text;
+}
+
+/* Connected without blocking, so that the notices of the connection's start (a collation
+ * version warning, say) reach on_notice like every later one. */
+static PGconn *connect_db(cli *c)
+{
+    const char *keys[] = {"fallback_application_name", "dbname", NULL};
+    const char *values[] = {"idem-migrate", c->dsn, NULL};
+    PGconn *conn = PQconnectStartParams(keys, values, 1);
+
+    if (conn == NULL) {
+        say("out of memory");
+        return NULL;
+    }
+    PQsetNoticeProcessor(conn, on_notice, c);
+    if (PQstatus(conn) != CONNECTION_BAD && connect_wait(conn) != 0)
+        say("cannot connect: timeout expired (connect_timeout)");
+    else if (PQstatus(conn) != CONNECTION_OK)
+        say("cannot connect: %s", redacted(PQerrorMessage(conn), c->dsn));
+    if (PQstatus(conn) != CONNECTION_OK) {
+        PQfinish(conn);
+        return NULL;
+    }
+    return conn;
 }
 
 static int exit_for(int rc, const idem_error *err, int migration_failed)
@@ -190,20 +331,38 @@ static int exit_for(int rc, const idem_error *err, int migration_failed)
     }
 }
 
+/* The error on one line, with the server's hint when the message does not carry it. */
 static int fail(const char *what, int rc, const idem_error *err, int migration_failed)
 {
-    fprintf(stderr, "idem-migrate: %s: %s\n", what,
-            err->message[0] != '\0' ? err->message : idem_strerror(rc));
+    const char *message = err->message[0] != '\0' ? err->message : idem_strerror(rc);
+    int hint = err->hint[0] != '\0' && strstr(message, err->hint) == NULL;
+
+    say("%s: %s%s%s%s", what, message, hint ? " (hint: " : "", hint ? err->hint : "",
+        hint ? ")" : "");
     return exit_for(rc, err, migration_failed);
 }
 
+/* plan and up refuse with IDEM_ESCHEMA for drift (4), and when the ledger lacks what
+ * exists (8): which one it is. */
+static int refusal_exit(cli *c, PGconn *conn)
+{
+    idem_migrate_list *list = NULL;
+    int code = EXIT_DRIFT;
+
+    if (idem_migrate_status(&list, conn, &c->opts, NULL) == 0 &&
+        idem_migrate_list_ledger_incomplete(list))
+        code = EXIT_LEDGER;
+    idem_migrate_list_free(list);
+    return code;
+}
+
 typedef struct counts {
-    size_t applied, pending, drifted, unknown;
+    size_t applied, pending, drifted, unknown, unrecorded;
 } counts;
 
 static counts count_states(const idem_migrate_list *list)
 {
-    counts n = {0, 0, 0, 0};
+    counts n = {0, 0, 0, 0, 0};
 
     for (size_t i = 0; i < idem_migrate_list_count(list); i++) {
         switch (idem_migrate_list_at(list, i)->state) {
@@ -219,15 +378,26 @@ static counts count_states(const idem_migrate_list *list)
         case IDEM_MIGRATION_UNKNOWN:
             n.unknown++;
             break;
+        case IDEM_MIGRATION_UNRECORDED:
+            n.unrecorded++;
+            break;
         }
     }
     return n;
 }
 
-/* refusal: why up would refuse now, "" when it would not. */
-static int status_exit(counts n, const char *refusal)
+/* What status found, for its output and exit status. */
+typedef struct findings {
+    counts n;
+    int ledger_incomplete;
+    char refusal[IDEM_ERROR_MESSAGE_MAX]; /* why up would refuse now, "" when it would not */
+} findings;
+
+static int status_exit(const findings *f)
 {
-    return refusal[0] != '\0' ? EXIT_DRIFT : n.pending > 0 ? EXIT_PENDING : EXIT_OK;
+    if (f->ledger_incomplete)
+        return EXIT_LEDGER;
+    return f->refusal[0] != '\0' ? EXIT_DRIFT : f->n.pending > 0 ? EXIT_PENDING : EXIT_OK;
 }
 
 static json_t *str_or_null(const char *s)
@@ -237,7 +407,7 @@ static json_t *str_or_null(const char *s)
 
 static json_t *migration_json(const idem_migration *m)
 {
-    int applied = m->state != IDEM_MIGRATION_PENDING;
+    int applied = m->state != IDEM_MIGRATION_PENDING && m->state != IDEM_MIGRATION_UNRECORDED;
 
     return json_pack("{s:i, s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:o}", "version", m->version,
                      "name", m->name, "state", idem_migrate_state_name(m->state), "no_transaction",
@@ -248,29 +418,34 @@ static json_t *migration_json(const idem_migration *m)
                      "applied_by", str_or_null(m->applied_by));
 }
 
-static int print_status_json(const idem_migrate_list *list, PGconn *conn, counts n,
-                             const char *refusal)
+static json_t *status_json(const idem_migrate_list *list, PGconn *conn, const findings *f)
 {
-    json_t *items = json_array(), *doc;
-    char *text;
+    json_t *items = json_array();
 
     for (size_t i = 0; items != NULL && i < idem_migrate_list_count(list); i++)
         json_array_append_new(items, migration_json(idem_migrate_list_at(list, i)));
-    doc = json_pack("{s:s, s:b, s:b, s:o, s:i, s:I, s:I, s:I, s:I, s:o}", "database", PQdb(conn),
-                    "ledger", idem_migrate_list_ledger_exists(list), "up_to_date",
-                    status_exit(n, refusal) == EXIT_OK, "up_would_refuse", str_or_null(refusal),
-                    "schema_version", idem_migrate_latest_version(), "applied",
-                    (json_int_t)n.applied, "pending", (json_int_t)n.pending, "drifted",
-                    (json_int_t)n.drifted, "unknown", (json_int_t)n.unknown, "migrations", items);
-    text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    return json_pack(
+        "{s:s, s:b, s:b, s:b, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:o}", "database", PQdb(conn),
+        "ledger", idem_migrate_list_ledger_exists(list), "ledger_incomplete", f->ledger_incomplete,
+        "up_to_date", status_exit(f) == EXIT_OK, "up_would_refuse", str_or_null(f->refusal),
+        "schema_version", idem_migrate_latest_version(), "applied", (json_int_t)f->n.applied,
+        "pending", (json_int_t)f->n.pending, "drifted", (json_int_t)f->n.drifted, "unknown",
+        (json_int_t)f->n.unknown, "unrecorded", (json_int_t)f->n.unrecorded, "migrations", items);
+}
+
+static int print_status_json(const idem_migrate_list *list, PGconn *conn, const findings *f)
+{
+    json_t *doc = status_json(list, conn, f);
+    char *text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+
     json_decref(doc);
     if (text == NULL) {
-        fprintf(stderr, "idem-migrate: out of memory\n");
+        say("out of memory");
         return EXIT_INTERNAL;
     }
     puts(text);
     free(text);
-    return status_exit(n, refusal);
+    return status_exit(f);
 }
 
 static void print_status_row(const idem_migration *m)
@@ -279,7 +454,7 @@ static void print_status_row(const idem_migration *m)
 
     if (m->duration_ms >= 0)
         snprintf(ms, sizeof(ms), "%lld", m->duration_ms);
-    printf("%04d     %-8s %-25s %-12s %7s  %s", m->version, idem_migrate_state_name(m->state),
+    printf("%04d     %-10s %-25s %-12s %7s  %s", m->version, idem_migrate_state_name(m->state),
            m->applied_at, m->applied_by, ms, m->name);
     if (m->state == IDEM_MIGRATION_DRIFTED && strcmp(m->name, m->applied_name) != 0)
         printf("  (applied as %s)", m->applied_name);
@@ -288,40 +463,50 @@ static void print_status_row(const idem_migration *m)
                m->applied_checksum, m->checksum);
     if (m->state == IDEM_MIGRATION_UNKNOWN)
         printf("  (applied, but not among these migrations: a newer schema, or a removed file)");
+    if (m->state == IDEM_MIGRATION_UNRECORDED)
+        printf("  (not in the ledger, but what it creates exists: applied, its row lost?)");
     putchar('\n');
 }
 
-static void print_status_summary(counts n, const char *refusal)
+static void print_status_summary(const idem_migrate_list *list, const findings *f)
 {
-    if (n.drifted > 0)
+    const counts *n = &f->n;
+
+    if (f->ledger_incomplete && !idem_migrate_list_ledger_exists(list))
+        printf("LEDGER MISSING: idem's objects exist, but not the ledger idem.schema_migrations "
+               "that records which migrations made them\n");
+    else if (f->ledger_incomplete)
+        printf("LEDGER INCOMPLETE: %zu migration%s not recorded in idem.schema_migrations, "
+               "but what %s creates exists\n",
+               n->unrecorded, n->unrecorded == 1 ? "" : "s", n->unrecorded == 1 ? "it" : "each");
+    else if (n->drifted > 0)
         printf("DRIFT: %zu applied migration%s changed since applied; see idem-migrate verify\n",
-               n.drifted, n.drifted == 1 ? "" : "s");
-    else if (n.pending > 0 && refusal[0] == '\0')
-        printf("%zu applied, %zu pending: run idem-migrate up\n", n.applied, n.pending);
-    else if (n.pending > 0)
-        printf("%zu applied, %zu pending\n", n.applied, n.pending);
+               n->drifted, n->drifted == 1 ? "" : "s");
+    else if (n->pending > 0 && f->refusal[0] == '\0')
+        printf("%zu applied, %zu pending: run idem-migrate up\n", n->applied, n->pending);
+    else if (n->pending > 0)
+        printf("%zu applied, %zu pending\n", n->applied, n->pending);
     else
-        printf("up to date: %zu applied\n", n.applied);
-    if (refusal[0] != '\0')
-        printf("up would refuse: %s\n", refusal);
+        printf("up to date: %zu applied\n", n->applied);
+    if (f->refusal[0] != '\0')
+        printf("up would refuse: %s\n", f->refusal);
 }
 
-static int print_status_text(const idem_migrate_list *list, PGconn *conn, counts n,
-                             const char *refusal)
+static int print_status_text(const idem_migrate_list *list, PGconn *conn, const findings *f)
 {
     printf("database \"%s\" on %s:%s, ledger idem.schema_migrations %s\n", PQdb(conn), PQhost(conn),
            PQport(conn), idem_migrate_list_ledger_exists(list) ? "present" : "absent");
-    printf("%-8s %-8s %-25s %-12s %7s  %s\n", "VERSION", "STATE", "APPLIED AT (UTC)", "BY", "MS",
+    printf("%-8s %-10s %-25s %-12s %7s  %s\n", "VERSION", "STATE", "APPLIED AT (UTC)", "BY", "MS",
            "NAME");
     for (size_t i = 0; i < idem_migrate_list_count(list); i++)
         print_status_row(idem_migrate_list_at(list, i));
-    print_status_summary(n, refusal);
-    return status_exit(n, refusal);
+    print_status_summary(list, f);
+    return status_exit(f);
 }
 
 /* Why up would refuse now, into refusal ("" when it would not): the library's own reason,
  * from the plan of everything pending. Returns 0, or the exit status of a failure. */
-static int up_refusal(char *refusal, size_t size, cli *c, PGconn *conn)
+static int up_refusal(char *refusal, size_t size, cli *c, PGconn *conn, const char *what)
 {
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *plan = NULL;
@@ -332,24 +517,27 @@ static int up_refusal(char *refusal, size_t size, cli *c, PGconn *conn)
     if (rc == IDEM_ESCHEMA)
         snprintf(refusal, size, "%s", err.message);
     else if (rc != 0)
-        return fail("status", rc, &err, 0);
+        return fail(what, rc, &err, 0);
+    cli_one_line(refusal);
     return 0;
 }
 
 static int cmd_status(cli *c, PGconn *conn)
 {
-    char refusal[IDEM_ERROR_MESSAGE_MAX];
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
+    findings f;
     int rc = idem_migrate_status(&list, conn, &c->opts, &err), code;
 
     if (rc != 0)
         return fail("status", rc, &err, 0);
-    code = up_refusal(refusal, sizeof(refusal), c, conn);
+    f.n = count_states(list);
+    f.ledger_incomplete = idem_migrate_list_ledger_incomplete(list);
+    code = up_refusal(f.refusal, sizeof(f.refusal), c, conn, "status");
     if (code == 0 && c->json)
-        code = print_status_json(list, conn, count_states(list), refusal);
+        code = print_status_json(list, conn, &f);
     else if (code == 0)
-        code = print_status_text(list, conn, count_states(list), refusal);
+        code = print_status_text(list, conn, &f);
     idem_migrate_list_free(list);
     return code;
 }
@@ -357,43 +545,55 @@ static int cmd_status(cli *c, PGconn *conn)
 static void print_verify_item(const idem_migration *m)
 {
     if (m->state == IDEM_MIGRATION_DRIFTED && strcmp(m->name, m->applied_name) != 0)
-        fprintf(stderr, "idem-migrate: verify: %s: version %04d was applied as %s\n", m->name,
-                m->version, m->applied_name);
+        say("verify: %s: version %04d was applied as %s", m->name, m->version, m->applied_name);
     else if (m->state == IDEM_MIGRATION_DRIFTED)
-        fprintf(stderr,
-                "idem-migrate: verify: %s: changed since it was applied (sha256 applied %s, "
-                "file %s)\n",
-                m->name, m->applied_checksum, m->checksum);
+        say("verify: %s: changed since it was applied (sha256 applied %s, file %s)", m->name,
+            m->applied_checksum, m->checksum);
     else if (m->state == IDEM_MIGRATION_UNKNOWN)
         printf("note: %s (version %04d) is applied but not among these migrations\n", m->name,
                m->version);
+}
+
+/* verify on a database whose ledger lacks what exists: say so (8), or that there is
+ * no schema at all (7). */
+static int verify_no_ledger(cli *c, PGconn *conn, const idem_migrate_list *list)
+{
+    char refusal[IDEM_ERROR_MESSAGE_MAX];
+    int code;
+
+    if (!idem_migrate_list_ledger_incomplete(list)) {
+        say("verify: the idem schema is not installed in database \"%s\" (no table "
+            "idem.schema_migrations): run idem-migrate up",
+            PQdb(conn));
+        return EXIT_NO_SCHEMA;
+    }
+    code = up_refusal(refusal, sizeof(refusal), c, conn, "verify");
+    if (code == 0)
+        say("verify: %s", refusal);
+    return code != 0 ? code : EXIT_LEDGER;
 }
 
 static int cmd_verify(cli *c, PGconn *conn)
 {
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
-    int rc = idem_migrate_status(&list, conn, &c->opts, &err);
+    int rc = idem_migrate_status(&list, conn, &c->opts, &err), code = EXIT_OK;
     counts n;
 
     if (rc != 0)
         return fail("verify", rc, &err, 0);
-    if (!idem_migrate_list_ledger_exists(list)) {
-        fprintf(stderr,
-                "idem-migrate: verify: the idem schema is not installed in database \"%s\" (no "
-                "table idem.schema_migrations): run idem-migrate up\n",
-                PQdb(conn));
-        idem_migrate_list_free(list);
-        return EXIT_NO_SCHEMA;
-    }
     n = count_states(list);
-    for (size_t i = 0; i < idem_migrate_list_count(list); i++)
+    if (!idem_migrate_list_ledger_exists(list) || n.unrecorded > 0)
+        code = verify_no_ledger(c, conn, list);
+    for (size_t i = 0; code == EXIT_OK && i < idem_migrate_list_count(list); i++)
         print_verify_item(idem_migrate_list_at(list, i));
     idem_migrate_list_free(list);
-    if (n.drifted > 0)
+    if (code == EXIT_OK && n.drifted > 0)
         return EXIT_DRIFT;
-    printf("verified: %zu applied migration%s unchanged\n", n.applied, n.applied == 1 ? "" : "s");
-    return EXIT_OK;
+    if (code == EXIT_OK)
+        printf("verified: %zu applied migration%s unchanged\n", n.applied,
+               n.applied == 1 ? "" : "s");
+    return code;
 }
 
 static void print_plan_item(const idem_migration *m)
@@ -414,8 +614,12 @@ static int cmd_plan(cli *c, PGconn *conn)
     int rc = idem_migrate_plan(&list, conn, c->to_version, &c->opts, &err);
     size_t n;
 
+    if (rc == IDEM_ESCHEMA) {
+        fail("plan: up would refuse", rc, &err, 0);
+        return refusal_exit(c, conn);
+    }
     if (rc != 0)
-        return fail("plan: up would refuse", rc, &err, 0);
+        return fail("plan", rc, &err, 0);
     n = idem_migrate_list_count(list);
     printf("-- idem-migrate plan for database \"%s\": %zu migration%s to apply; nothing has run.\n",
            PQdb(conn), n, n == 1 ? "" : "s");
@@ -428,17 +632,6 @@ static int cmd_plan(cli *c, PGconn *conn)
         print_plan_item(idem_migrate_list_at(list, i));
     idem_migrate_list_free(list);
     return EXIT_OK;
-}
-
-static void on_log(void *ctx, int level, const char *message)
-{
-    const cli *c = ctx;
-
-    if (level >= IDEM_LOG_WARNING)
-        fprintf(stderr, "idem-migrate: %s\n", message);
-    else if (!c->quiet)
-        printf("%s\n", message);
-    fflush(stdout);
 }
 
 static void on_progress(void *ctx, idem_migrate_event event, const idem_migration *m)
@@ -470,6 +663,14 @@ static int refuse_pooler(PGconn *conn)
     return EXIT_DATABASE;
 }
 
+static void use_hooks(cli *c)
+{
+    c->opts.log = on_log;
+    c->opts.log_ctx = c;
+    c->opts.progress = on_progress;
+    c->opts.progress_ctx = c;
+}
+
 static int cmd_up(cli *c, PGconn *conn)
 {
     idem_error err = IDEM_ERROR_INIT;
@@ -477,23 +678,58 @@ static int cmd_up(cli *c, PGconn *conn)
 
     if (rc != EXIT_OK)
         return rc;
-    c->opts.log = on_log;
-    c->opts.log_ctx = c;
-    c->opts.progress = on_progress;
-    c->opts.progress_ctx = c;
+    use_hooks(c);
     rc = idem_migrate_up(conn, c->to_version, &c->opts, &err);
     if (rc != 0 && c->migration_failed)
         return fail(c->failed_no_tx ? "up: migration failed"
                                     : "up: migration failed and was rolled back",
                     rc, &err, 1);
+    if (rc == IDEM_ESCHEMA) {
+        fail("up", rc, &err, 0);
+        return refusal_exit(c, conn);
+    }
     if (rc != 0)
         return fail("up", rc, &err, 0);
     return EXIT_OK;
 }
 
+static int cmd_baseline(cli *c, PGconn *conn)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    int rc;
+
+    use_hooks(c);
+    rc = idem_migrate_baseline(conn, c->to_version, &c->opts, &err);
+    if (rc == IDEM_ESCHEMA) {
+        fail("baseline", rc, &err, 0);
+        return EXIT_NOT_APPLIED;
+    }
+    return rc != 0 ? fail("baseline", rc, &err, 0) : EXIT_OK;
+}
+
+typedef int (*command_fn)(cli *c, PGconn *conn);
+
+static command_fn find_command(const char *name)
+{
+    static const struct {
+        const char *name;
+        command_fn fn;
+    } commands[] = {{"status", cmd_status},
+                    {"plan", cmd_plan},
+                    {"up", cmd_up},
+                    {"verify", cmd_verify},
+                    {"baseline", cmd_baseline}};
+
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].fn;
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     idem_migrate_options defaults = IDEM_MIGRATE_OPTIONS_INIT;
+    command_fn command;
     cli c;
     PGconn *conn;
     int code;
@@ -503,20 +739,15 @@ int main(int argc, char **argv)
     code = parse_args(&c, argc, argv);
     if (code >= 0)
         return code;
-    if (strcmp(c.command, "status") != 0 && strcmp(c.command, "plan") != 0 &&
-        strcmp(c.command, "up") != 0 && strcmp(c.command, "verify") != 0)
-        return usage_error("unknown command '%s' (status, plan, up, verify)", c.command);
-    conn = cli_connect("idem-migrate", c.dsn);
+    command = find_command(c.command);
+    if (command == NULL)
+        return usage_error("unknown command '%s' (status, plan, up, verify, baseline)", c.command);
+    if (command == cmd_baseline && c.to_version == 0)
+        return usage_error("baseline needs --to N: the last version that is really applied");
+    conn = connect_db(&c);
     if (conn == NULL)
         return EXIT_DATABASE;
-    if (strcmp(c.command, "status") == 0)
-        code = cmd_status(&c, conn);
-    else if (strcmp(c.command, "plan") == 0)
-        code = cmd_plan(&c, conn);
-    else if (strcmp(c.command, "up") == 0)
-        code = cmd_up(&c, conn);
-    else
-        code = cmd_verify(&c, conn);
+    code = command(&c, conn);
     PQfinish(conn);
     return code;
 }

@@ -27,6 +27,14 @@
  * the connection, so run migrations on a connection of their own (as idem-migrate does).
  * The advisory lock is session-level: connect directly, not through a pooler in
  * transaction mode.
+ *
+ * The ledger is the only record of what is applied. When it is gone (the table dropped,
+ * a backup restored without it) or lost a row while idem's objects stay, running the
+ * migrations again would fail half-way on objects that exist. idem_migrate_up() and
+ * idem_migrate_plan() refuse then, running nothing, and idem_migrate_status() shows the
+ * files that appear applied as ::IDEM_MIGRATION_UNRECORDED. Restore the ledger from a
+ * backup, or record what is applied with idem_migrate_baseline(), which checks first that
+ * each migration's objects exist.
  */
 #ifndef IDEM_MIGRATE_H
 #define IDEM_MIGRATE_H
@@ -45,11 +53,16 @@ extern "C" {
 
 /** Where a migration stands in a database. */
 typedef enum idem_migration_state {
-    IDEM_MIGRATION_APPLIED = 0, /**< applied; the file's checksum matches the ledger's */
-    IDEM_MIGRATION_PENDING = 1, /**< a file not applied yet */
-    IDEM_MIGRATION_DRIFTED = 2, /**< applied, but the file's checksum or name now differs */
-    IDEM_MIGRATION_UNKNOWN = 3, /**< in the ledger, but no file has its version: the database
-                                     is newer than these migrations */
+    IDEM_MIGRATION_APPLIED = 0,    /**< applied; the file's checksum matches the ledger's */
+    IDEM_MIGRATION_PENDING = 1,    /**< a file not applied yet */
+    IDEM_MIGRATION_DRIFTED = 2,    /**< applied, but the file's checksum or name now differs */
+    IDEM_MIGRATION_UNKNOWN = 3,    /**< in the ledger, but no file has its version: the database
+                                        is newer than these migrations */
+    IDEM_MIGRATION_UNRECORDED = 4, /**< a file not in the ledger, yet every object it creates
+                                        (without IF NOT EXISTS or OR REPLACE) exists: it
+                                        appears applied, its ledger row (or the whole ledger)
+                                        lost. up refuses until the ledger is restored or
+                                        idem_migrate_baseline() records it */
 } idem_migration_state;
 
 /** One migration: a file, a ledger row, or both. Read-only; owned by its list. */
@@ -87,7 +100,8 @@ typedef struct idem_migrate_options {
     unsigned int version;              /**< ::IDEM_MIGRATE_OPTIONS_VERSION */
     const char *dir;                   /**< NULL: the embedded migrations; else a folder whose
                                             NNNN_description.sql files are used instead (other
-                                            *.sql names there are an error) */
+                                            *.sql names there are an error, and so is a folder
+                                            without any) */
     unsigned int lock_timeout_ms;      /**< longest wait for the advisory lock; 0 = try once;
                                             default 60000 */
     idem_log_fn log;                   /**< optional logging hook; default none */
@@ -118,25 +132,54 @@ typedef struct idem_migrate_list idem_migrate_list;
  * @param to_version  apply versions <= this; 0 = all.
  * @param opts        NULL for the defaults.
  * @return 0; IDEM_EINVAL (bad argument; a misnamed, duplicate or NUL-containing file in
- *         opts->dir: the message names it); IDEM_EIO (opts->dir or a file in it
+ *         opts->dir, or none at all: the message names it); IDEM_EIO (opts->dir or a file in it
  *         unreadable); IDEM_ELOCKED (the lock still held by another session after
  *         lock_timeout_ms: any session that took the advisory lock, not only another
  *         idem_migrate_up(); the message names its pid, and its application, role and
  *         client address as far as pg_stat_activity shows them to this role);
- *         IDEM_ESCHEMA (drift or out-of-order: the message names the file); IDEM_EDB or
- *         IDEM_EUNAVAIL (a statement failed: the message starts with "FILE:LINE: ", the
- *         progress hook got IDEM_MIGRATE_FAILED, and that file's transaction was rolled
- *         back, earlier files staying applied); IDEM_EIO; IDEM_ENOMEM.
+ *         IDEM_ESCHEMA (drift or out-of-order: the message names the file; or idem's
+ *         objects exist that the ledger does not record, see
+ *         idem_migrate_list_ledger_incomplete(): nothing is run, not even the creation of
+ *         the ledger); IDEM_EDB or IDEM_EUNAVAIL (a statement failed: the message starts
+ *         with "FILE:LINE: ", the progress hook got IDEM_MIGRATE_FAILED, and that file's
+ *         transaction was rolled back, earlier files staying applied; when the statement
+ *         failed because its object already exists, SQLSTATE 42P07, 42710, 42P06 or 42723,
+ *         the message says that the ledger may lack the file's row, and what to do);
+ *         IDEM_EIO; IDEM_ENOMEM.
  */
 IDEM_API int idem_migrate_up(PGconn *conn, int to_version, const idem_migrate_options *opts,
                              idem_error *err);
+
+/**
+ * Record migrations as applied without running them: for a database whose idem objects
+ * exist but whose ledger lost their rows (see the file comment). Takes the migration lock
+ * as idem_migrate_up() does. Every file up to @p to_version that the ledger does not
+ * record is checked first: each table, index, view, sequence, type, domain and routine
+ * its CREATE statements name must exist, and a file that creates none of these is
+ * refused. Then all of them are recorded in one transaction (checksum of the file,
+ * duration_ms 0), creating the ledger when it is missing. Nothing else is changed; a
+ * second call records nothing.
+ *
+ * @param conn        borrowed; idle.
+ * @param to_version  the newest version to record, >= 1: the last migration that is
+ *                    really applied.
+ * @param opts        NULL for the defaults (dir, lock_timeout_ms, log are used).
+ * @return 0; IDEM_ESCHEMA (a file is not applied, or cannot be checked: the message names
+ *         it and the missing object; nothing was recorded); IDEM_EINVAL (to_version < 1,
+ *         a connection inside a transaction, a bad opts->dir); IDEM_ELOCKED; IDEM_EIO;
+ *         IDEM_EDB; IDEM_EUNAVAIL; IDEM_ENOMEM.
+ */
+IDEM_API int idem_migrate_baseline(PGconn *conn, int to_version, const idem_migrate_options *opts,
+                                   idem_error *err);
 
 /**
  * For servers at start-up: is every embedded migration applied, unchanged? Reads only.
  * Migrations the ledger has and the library does not know (a newer schema) are accepted.
  *
  * @return 0; IDEM_ESCHEMA with a message saying what is missing, pending or drifted (and
- *         "run idem-migrate up"); IDEM_EDB, IDEM_EUNAVAIL, IDEM_EINVAL, IDEM_ENOMEM.
+ *         "run idem-migrate up"), or that the ledger is missing or lacks a migration that
+ *         appears applied (and how to restore it); IDEM_EDB, IDEM_EUNAVAIL, IDEM_EINVAL,
+ *         IDEM_ENOMEM.
  */
 IDEM_API int idem_migrate_check(PGconn *conn, idem_error *err);
 
@@ -172,6 +215,12 @@ IDEM_API const idem_migration *idem_migrate_list_at(const idem_migrate_list *lis
 /** 1 when the database has the ledger idem.schema_migrations, else 0. */
 IDEM_API int idem_migrate_list_ledger_exists(const idem_migrate_list *list);
 
+/** 1 when idem's objects exist that the ledger does not record: the ledger
+ *  idem.schema_migrations is missing while schema idem holds objects, or a migration is
+ *  ::IDEM_MIGRATION_UNRECORDED. idem_migrate_up(), idem_migrate_plan() and
+ *  idem_migrate_check() refuse then (IDEM_ESCHEMA). Else 0 (also for NULL). */
+IDEM_API int idem_migrate_list_ledger_incomplete(const idem_migrate_list *list);
+
 /** Free a list. NULL is accepted. */
 IDEM_API void idem_migrate_list_free(idem_migrate_list *list);
 
@@ -179,7 +228,7 @@ IDEM_API void idem_migrate_list_free(idem_migrate_list *list);
  *  expects (0 when it embeds none). */
 IDEM_API int idem_migrate_latest_version(void);
 
-/** "applied", "pending", "drifted", "unknown"; never NULL. */
+/** "applied", "pending", "drifted", "unknown", "unrecorded"; never NULL. */
 IDEM_API const char *idem_migrate_state_name(idem_migration_state state);
 
 #ifdef __cplusplus

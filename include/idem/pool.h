@@ -6,7 +6,10 @@
  * pool. A connection belongs to one thread between those two calls. A connection that
  * comes back dirty (open or failed transaction, busy, broken) is rolled back or closed,
  * never handed out again as it is; connections the server broke (SQLSTATE class 08,
- * 57P01–57P03) are replaced, so the pool keeps serving across a server restart.
+ * 57P01–57P03) are replaced, so the pool keeps serving across a server restart. A
+ * ROLLBACK is sent only inside a transaction the server still holds: a connection whose
+ * session the server ended while it sat in a transaction is closed without one, the
+ * server's last words going to the log hook (one line each, as every record).
  *
  * fork(): a child process must not use its parent's pool, nor free it (the
  * connections' sockets are shared with the parent). Create a new pool in the child.

@@ -8,90 +8,8 @@
 #include <unistd.h>
 
 #include "idem/migrate.h"
+#include "migratetest.h"
 #include "pgtest.h"
-
-/* tests/data/<name>, malloc'd. */
-static char *data_dir(const char *name)
-{
-    const char *root = getenv("IDEM_TEST_DATA");
-    char *path;
-
-    cr_assert_not_null(root, "IDEM_TEST_DATA is not set (run through meson test)");
-    path = malloc(strlen(root) + strlen(name) + 2);
-    cr_assert_not_null(path);
-    sprintf(path, "%s/%s", root, name);
-    return path;
-}
-
-static idem_migrate_options dir_options(const char *dir)
-{
-    idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
-
-    o.dir = dir;
-    return o;
-}
-
-static long ledger_count(PGconn *conn)
-{
-    return pgtest_scalar(conn, "SELECT count(*) FROM idem.schema_migrations");
-}
-
-static int relation_exists(PGconn *conn, const char *name)
-{
-    const char *values[1] = {name};
-    PGresult *res =
-        PQexecParams(conn, "SELECT to_regclass($1) IS NOT NULL", 1, NULL, values, NULL, NULL, 0);
-    int exists;
-
-    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQresultErrorMessage(res));
-    exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-    PQclear(res);
-    return exists;
-}
-
-/* A scratch folder of migration files, removed by remove_dir(). */
-static char *make_dir(void)
-{
-    char *dir = strdup("/tmp/idem-migrate-test.XXXXXX");
-
-    cr_assert_not_null(dir);
-    cr_assert_not_null(mkdtemp(dir));
-    return dir;
-}
-
-static void write_file(const char *dir, const char *name, const char *text)
-{
-    char path[512];
-    FILE *fp;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    fp = fopen(path, "wb");
-    cr_assert_not_null(fp, "%s", path);
-    fputs(text, fp);
-    fclose(fp);
-}
-
-static void remove_file(const char *dir, const char *name)
-{
-    char path[512];
-
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    unlink(path);
-}
-
-static void remove_dir(char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-
-    while (d != NULL && (e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.')
-            remove_file(dir, e->d_name);
-    if (d != NULL)
-        closedir(d);
-    rmdir(dir);
-    free(dir);
-}
 
 /* Counts progress events. */
 typedef struct events {
@@ -106,15 +24,6 @@ static void count_event(void *ctx, idem_migrate_event event, const idem_migratio
     e->starting += event == IDEM_MIGRATE_STARTING;
     e->applied += event == IDEM_MIGRATE_APPLIED;
     e->failed += event == IDEM_MIGRATE_FAILED;
-}
-
-static size_t count_state(const idem_migrate_list *list, idem_migration_state state)
-{
-    size_t n = 0;
-
-    for (size_t i = 0; i < idem_migrate_list_count(list); i++)
-        n += idem_migrate_list_at(list, i)->state == state;
-    return n;
 }
 
 /* The number of embedded migrations, from a fresh database's status. */
@@ -141,11 +50,11 @@ Test(migrate, fresh_database_up_then_status_is_clean)
     cr_assert_eq(idem_migrate_up(conn, 0, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(idem_migrate_status(&list, conn, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(idem_migrate_list_count(list), n);
-    cr_assert_eq(count_state(list, IDEM_MIGRATION_APPLIED), n);
+    cr_assert_eq(migratetest_count_state(list, IDEM_MIGRATION_APPLIED), n);
     cr_assert(idem_migrate_list_ledger_exists(list));
     cr_assert_eq(idem_migrate_list_at(list, n - 1)->version, idem_migrate_latest_version());
     cr_assert_eq(idem_migrate_check(conn, &err), 0, "%s", err.message);
-    cr_assert(relation_exists(conn, "idem.operations"));
+    cr_assert(migratetest_relation_exists(conn, "idem.operations"));
     idem_migrate_list_free(list);
     PQfinish(conn);
     free(ci);
@@ -189,7 +98,7 @@ Test(migrate, second_up_applies_nothing_and_changes_no_row)
     o.progress_ctx = &e;
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
     cr_assert_eq(e.starting + e.applied, 0);
-    cr_assert_eq(ledger_count(conn), before);
+    cr_assert_eq(migratetest_ledger_count(conn), before);
     cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM (SELECT * FROM idem.schema_migrations "
                                      "EXCEPT SELECT * FROM snap) changed"),
                  0);
@@ -262,7 +171,7 @@ Test(migrate, two_processes_at_once_exactly_one_applies_both_succeed)
         applied += c == 'A';
     close(fds[0]);
     cr_assert_eq(applied, (int)n, "each migration applied once in all: %d", applied);
-    cr_assert_eq(ledger_count(holder), (long)n);
+    cr_assert_eq(migratetest_ledger_count(holder), (long)n);
     cr_assert_eq(
         pgtest_scalar(holder, "SELECT count(DISTINCT version) FROM idem.schema_migrations"),
         (long)n);
@@ -270,14 +179,19 @@ Test(migrate, two_processes_at_once_exactly_one_applies_both_succeed)
     free(ci);
 }
 
-Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
+Test(migrate, lock_held_past_the_timeout_is_elocked_and_names_the_holder_in_this_database)
 {
-    char *ci = pgtest_new_database("mig_locked");
+    /* The other database first: its lock then tends to come first in pg_locks. */
+    char *other_ci = pgtest_new_database("mig_locked_other"),
+         *ci = pgtest_new_database("mig_locked");
+    PGconn *other = pgtest_connect(other_ci); /* the same key there is another lock */
     PGconn *holder = pgtest_connect(ci), *conn = pgtest_connect(ci);
     idem_migrate_options o = IDEM_MIGRATE_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     char expected[64];
 
+    PQclear(pgtest_exec(other, "SET application_name = 'elsewhere'"));
+    PQclear(pgtest_exec(other, "SELECT pg_advisory_lock(7594306392314963826)"));
     PQclear(pgtest_exec(holder, "SET application_name = 'nightly-report'"));
     PQclear(pgtest_exec(holder, "SELECT pg_advisory_lock(7594306392314963826)"));
     o.lock_timeout_ms = 200;
@@ -286,9 +200,11 @@ Test(migrate, lock_held_past_the_timeout_is_elocked_and_nothing_is_written)
     cr_assert_not_null(strstr(err.message, expected), "%s", err.message);
     cr_assert_not_null(strstr(err.message, "application \"nightly-report\""), "%s", err.message);
     cr_assert_null(strstr(err.message, "idem-migrate"), "%s", err.message);
-    cr_assert_not(relation_exists(conn, "idem.schema_migrations"));
+    cr_assert_not(migratetest_relation_exists(conn, "idem.schema_migrations"));
+    PQfinish(other);
     PQfinish(holder);
     PQfinish(conn);
+    free(other_ci);
     free(ci);
 }
 
@@ -296,8 +212,8 @@ Test(migrate, failing_migration_rolls_back_completely_and_names_file_and_line)
 {
     char *ci = pgtest_new_database("mig_syntax");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = data_dir("migrations-syntax-error");
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_data_dir("migrations-syntax-error");
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
     events e = {0, 0, 0, 0};
     int rc;
@@ -310,7 +226,7 @@ Test(migrate, failing_migration_rolls_back_completely_and_names_file_and_line)
     cr_assert_str_eq(err.sqlstate, "42601");
     cr_assert_eq(e.applied, 1);
     cr_assert_eq(e.failed, 1);
-    cr_assert_not(relation_exists(conn, "idem.half_done"));
+    cr_assert_not(migratetest_relation_exists(conn, "idem.half_done"));
     cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM idem.base"), 0);
     cr_assert_eq(pgtest_scalar(conn, "SELECT max(version) FROM idem.schema_migrations"), 1);
     cr_assert_eq(PQtransactionStatus(conn), PQTRANS_IDLE);
@@ -323,15 +239,15 @@ Test(migrate, runtime_error_names_the_line_of_its_statement)
 {
     char *ci = pgtest_new_database("mig_runtime");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = data_dir("migrations-runtime-error");
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_data_dir("migrations-runtime-error");
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
 
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EDB);
     cr_assert_eq(strncmp(err.message, "0001_duplicate.sql:6: ", 22), 0, "%s", err.message);
     cr_assert_str_eq(err.sqlstate, "23505");
-    cr_assert_not(relation_exists(conn, "idem.dup"));
-    cr_assert_eq(ledger_count(conn), 0);
+    cr_assert_not(migratetest_relation_exists(conn, "idem.dup"));
+    cr_assert_eq(migratetest_ledger_count(conn), 0);
     free(dir);
     PQfinish(conn);
     free(ci);
@@ -341,24 +257,25 @@ Test(migrate, error_after_multibyte_text_names_the_right_line_whatever_the_clien
 {
     char *ci = pgtest_new_database("mig_utf8");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = make_dir();
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_make_dir();
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
 
     /* 24 two-byte characters before the error: taken as a byte offset, the server's
      * character position would land 24 bytes short, on line 2. */
-    write_file(dir, "0001_utf8.sql",
-               "-- \xc3\xa9t\xc3\xa9\n"
-               "SELECT '\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
-               "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
-               "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9' AS a,\n"
-               "  nothere.x AS b,\n"
-               "  1234567890123456789012345 AS c;\n");
+    migratetest_write_file(
+        dir, "0001_utf8.sql",
+        "-- \xc3\xa9t\xc3\xa9\n"
+        "SELECT '\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9' AS a,\n"
+        "  nothere.x AS b,\n"
+        "  1234567890123456789012345 AS c;\n");
     cr_assert_eq(PQsetClientEncoding(conn, "LATIN1"), 0);
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EDB);
     cr_assert_eq(strncmp(err.message, "0001_utf8.sql:3: ", 17), 0, "%s", err.message);
     cr_assert_str_eq(PQparameterStatus(conn, "client_encoding"), "LATIN1");
-    remove_dir(dir);
+    migratetest_remove_dir(dir);
     PQfinish(conn);
     free(ci);
 }
@@ -367,14 +284,14 @@ Test(migrate, transactional_file_with_commit_is_refused_before_it_runs)
 {
     char *ci = pgtest_new_database("mig_commit");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = data_dir("migrations-commit");
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_data_dir("migrations-commit");
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
 
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EDB);
     cr_assert_eq(strncmp(err.message, "0001_commits.sql:3: ", 20), 0, "%s", err.message);
-    cr_assert_not(relation_exists(conn, "idem.before_commit"));
-    cr_assert_eq(ledger_count(conn), 0);
+    cr_assert_not(migratetest_relation_exists(conn, "idem.before_commit"));
+    cr_assert_eq(migratetest_ledger_count(conn), 0);
     free(dir);
     PQfinish(conn);
     free(ci);
@@ -384,8 +301,8 @@ Test(migrate, no_transaction_file_runs_create_index_concurrently)
 {
     char *ci = pgtest_new_database("mig_concurrently");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = data_dir("migrations-no-transaction");
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_data_dir("migrations-no-transaction");
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
 
@@ -394,7 +311,7 @@ Test(migrate, no_transaction_file_runs_create_index_concurrently)
                                      "indexrelid IN ('idem.items_tenant_label'::regclass, "
                                      "'idem.items_tenant_label_desc'::regclass)"),
                  2);
-    cr_assert_eq(ledger_count(conn), 2);
+    cr_assert_eq(migratetest_ledger_count(conn), 2);
     cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0);
     cr_assert(idem_migrate_list_at(list, 1)->no_transaction);
     cr_assert_not(idem_migrate_list_at(list, 0)->no_transaction);
@@ -411,8 +328,8 @@ Test(migrate, up_to_a_version_stops_there_and_plan_lists_the_rest_without_runnin
 {
     char *ci = pgtest_new_database("mig_to");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = data_dir("migrations-three");
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_data_dir("migrations-three");
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *plan = NULL;
 
@@ -422,9 +339,9 @@ Test(migrate, up_to_a_version_stops_there_and_plan_lists_the_rest_without_runnin
     cr_assert_str_eq(idem_migrate_list_at(plan, 0)->name, "0002_two.sql");
     cr_assert_eq(idem_migrate_list_at(plan, 1)->state, IDEM_MIGRATION_PENDING);
     cr_assert_not_null(strstr(idem_migrate_list_at(plan, 1)->sql, "CREATE TABLE idem.three"));
-    cr_assert_eq(ledger_count(conn), 1);
-    cr_assert_not(relation_exists(conn, "idem.two"));
-    cr_assert_not(relation_exists(conn, "idem.three"));
+    cr_assert_eq(migratetest_ledger_count(conn), 1);
+    cr_assert_not(migratetest_relation_exists(conn, "idem.two"));
+    cr_assert_not(migratetest_relation_exists(conn, "idem.three"));
     idem_migrate_list_free(plan);
     free(dir);
     PQfinish(conn);
@@ -440,7 +357,8 @@ Test(migrate, plan_on_a_fresh_database_lists_everything_and_creates_nothing)
 
     cr_assert_eq(idem_migrate_plan(&plan, conn, 0, NULL, &err), 0, "%s", err.message);
     cr_assert_gt(idem_migrate_list_count(plan), 0);
-    cr_assert_eq(count_state(plan, IDEM_MIGRATION_PENDING), idem_migrate_list_count(plan));
+    cr_assert_eq(migratetest_count_state(plan, IDEM_MIGRATION_PENDING),
+                 idem_migrate_list_count(plan));
     cr_assert_not(idem_migrate_list_ledger_exists(plan));
     cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM pg_namespace WHERE nspname = 'idem'"),
                  0);
@@ -453,15 +371,18 @@ Test(migrate, edited_applied_file_is_drift_naming_it_and_up_refuses)
 {
     char *ci = pgtest_new_database("mig_drift");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = make_dir();
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_make_dir();
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
 
-    write_file(dir, "0001_first.sql", "CREATE TABLE idem.first (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0001_first.sql",
+                           "CREATE TABLE idem.first (id int PRIMARY KEY);\n");
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
-    write_file(dir, "0001_first.sql", "CREATE TABLE idem.first (id bigint PRIMARY KEY);\n");
-    write_file(dir, "0002_second.sql", "CREATE TABLE idem.second (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0001_first.sql",
+                           "CREATE TABLE idem.first (id bigint PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0002_second.sql",
+                           "CREATE TABLE idem.second (id int PRIMARY KEY);\n");
     cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0);
     cr_assert_eq(idem_migrate_list_at(list, 0)->state, IDEM_MIGRATION_DRIFTED);
     cr_assert_str_neq(idem_migrate_list_at(list, 0)->checksum,
@@ -472,8 +393,8 @@ Test(migrate, edited_applied_file_is_drift_naming_it_and_up_refuses)
     cr_assert_null(list);
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_ESCHEMA);
     cr_assert_not_null(strstr(err.message, "0001_first.sql"), "%s", err.message);
-    cr_assert_not(relation_exists(conn, "idem.second"));
-    remove_dir(dir);
+    cr_assert_not(migratetest_relation_exists(conn, "idem.second"));
+    migratetest_remove_dir(dir);
     PQfinish(conn);
     free(ci);
 }
@@ -494,16 +415,17 @@ Test(migrate, check_names_a_drifted_embedded_migration)
 
 Test(migrate, check_names_pending_migrations)
 {
-    char *ci = pgtest_new_migrated_database("mig_check_pending");
+    char *ci = pgtest_new_database("mig_check_pending");
     PGconn *conn = pgtest_connect(ci);
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
     const idem_migration *last;
 
     cr_assert_eq(idem_migrate_status(&list, conn, NULL, NULL), 0);
+    cr_assert_geq(idem_migrate_list_count(list), 2);
     last = idem_migrate_list_at(list, idem_migrate_list_count(list) - 1);
-    PQclear(pgtest_exec(conn, "DELETE FROM idem.schema_migrations WHERE version = "
-                              "(SELECT max(version) FROM idem.schema_migrations)"));
+    cr_assert_eq(idem_migrate_up(conn, idem_migrate_list_at(list, 0)->version, NULL, &err), 0, "%s",
+                 err.message);
     cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
     cr_assert_not_null(strstr(err.message, "pending"), "%s", err.message);
     cr_assert_not_null(strstr(err.message, last->name), "%s", err.message);
@@ -528,18 +450,18 @@ Test(migrate, pending_file_older_than_an_applied_one_is_refused)
 {
     char *ci = pgtest_new_database("mig_order");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = make_dir();
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_make_dir();
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
 
-    write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
-    write_file(dir, "0003_c.sql", "CREATE TABLE idem.c (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0003_c.sql", "CREATE TABLE idem.c (id int PRIMARY KEY);\n");
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
-    write_file(dir, "0002_b.sql", "CREATE TABLE idem.b (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0002_b.sql", "CREATE TABLE idem.b (id int PRIMARY KEY);\n");
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_ESCHEMA);
     cr_assert_not_null(strstr(err.message, "0002_b.sql"), "%s", err.message);
-    cr_assert_not(relation_exists(conn, "idem.b"));
-    remove_dir(dir);
+    cr_assert_not(migratetest_relation_exists(conn, "idem.b"));
+    migratetest_remove_dir(dir);
     PQfinish(conn);
     free(ci);
 }
@@ -548,15 +470,15 @@ Test(migrate, applied_version_without_a_file_is_unknown_and_tolerated)
 {
     char *ci = pgtest_new_database("mig_unknown");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = make_dir();
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_make_dir();
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
 
-    write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
-    write_file(dir, "0002_b.sql", "CREATE TABLE idem.b (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0002_b.sql", "CREATE TABLE idem.b (id int PRIMARY KEY);\n");
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
-    remove_file(dir, "0002_b.sql");
+    migratetest_remove_file(dir, "0002_b.sql");
     cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0);
     cr_assert_eq(idem_migrate_list_count(list), 2);
     cr_assert_eq(idem_migrate_list_at(list, 1)->state, IDEM_MIGRATION_UNKNOWN);
@@ -564,7 +486,7 @@ Test(migrate, applied_version_without_a_file_is_unknown_and_tolerated)
     cr_assert_null(idem_migrate_list_at(list, 1)->sql);
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
     idem_migrate_list_free(list);
-    remove_dir(dir);
+    migratetest_remove_dir(dir);
     PQfinish(conn);
     free(ci);
 }
@@ -573,30 +495,30 @@ Test(migrate, gap_in_versions_is_accepted_and_applied_in_order)
 {
     char *ci = pgtest_new_database("mig_gap");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = make_dir();
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_make_dir();
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
 
-    write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
-    write_file(dir, "0003_c.sql", "CREATE TABLE idem.c (id int REFERENCES idem.a);\n");
+    migratetest_write_file(dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0003_c.sql", "CREATE TABLE idem.c (id int REFERENCES idem.a);\n");
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
     cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0, "%s", err.message);
     cr_assert_eq(idem_migrate_list_count(list), 2);
-    cr_assert_eq(count_state(list, IDEM_MIGRATION_APPLIED), 2);
+    cr_assert_eq(migratetest_count_state(list, IDEM_MIGRATION_APPLIED), 2);
     cr_assert_eq(idem_migrate_list_at(list, 1)->version, 3);
     idem_migrate_list_free(list);
     list = NULL;
-    write_file(dir, "0004_d.sql", "CREATE TABLE idem.d (id int PRIMARY KEY);\n");
+    migratetest_write_file(dir, "0004_d.sql", "CREATE TABLE idem.d (id int PRIMARY KEY);\n");
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
-    cr_assert_eq(ledger_count(conn), 3);
+    cr_assert_eq(migratetest_ledger_count(conn), 3);
     cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM idem.schema_migrations"
                                      " WHERE version IN (1, 3, 4)"),
                  3);
     cr_assert_eq(idem_migrate_plan(&list, conn, 0, &o, &err), 0, "%s", err.message);
     cr_assert_eq(idem_migrate_list_count(list), 0);
     idem_migrate_list_free(list);
-    remove_dir(dir);
+    migratetest_remove_dir(dir);
     PQfinish(conn);
     free(ci);
 }
@@ -606,8 +528,8 @@ Test(migrate, embedded_migrations_create_no_table_of_the_example_tool)
     char *ci = pgtest_new_migrated_database("mig_no_example");
     PGconn *conn = pgtest_connect(ci);
 
-    cr_assert(relation_exists(conn, "idem.operations"));
-    cr_assert_not(relation_exists(conn, "idem.support_tasks"));
+    cr_assert(migratetest_relation_exists(conn, "idem.operations"));
+    cr_assert_not(migratetest_relation_exists(conn, "idem.support_tasks"));
     cr_assert_eq(
         pgtest_scalar(conn, "SELECT count(*) FROM pg_namespace WHERE nspname = 'idem_example'"), 0);
     PQfinish(conn);
@@ -643,14 +565,14 @@ Test(migrate, misnamed_file_in_dir_is_einval_naming_it_before_anything_is_writte
 {
     char *ci = pgtest_new_database("mig_misnamed");
     PGconn *conn = pgtest_connect(ci);
-    char *dir = data_dir("migrations-misnamed");
-    idem_migrate_options o = dir_options(dir);
+    char *dir = migratetest_data_dir("migrations-misnamed");
+    idem_migrate_options o = migratetest_dir_options(dir);
     idem_error err = IDEM_ERROR_INIT;
 
     cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EINVAL);
     cr_assert_str_eq(err.field, "dir");
     cr_assert_not_null(strstr(err.message, "2_bad.sql"), "%s", err.message);
-    cr_assert_not(relation_exists(conn, "idem.schema_migrations"));
+    cr_assert_not(migratetest_relation_exists(conn, "idem.schema_migrations"));
     free(dir);
     PQfinish(conn);
     free(ci);
@@ -660,13 +582,68 @@ Test(migrate, missing_dir_is_eio)
 {
     char *ci = pgtest_new_database("mig_nodir");
     PGconn *conn = pgtest_connect(ci);
-    idem_migrate_options o = dir_options("/nonexistent/idem-migrations");
+    idem_migrate_options o = migratetest_dir_options("/nonexistent/idem-migrations");
     idem_error err = IDEM_ERROR_INIT;
     idem_migrate_list *list = NULL;
 
     cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), IDEM_EIO);
     cr_assert_null(list);
     cr_assert_not_null(strstr(err.message, "/nonexistent/idem-migrations"), "%s", err.message);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, dir_without_migration_files_is_einval_naming_it)
+{
+    char *ci = pgtest_new_database("mig_emptydir");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = migratetest_make_dir();
+    idem_migrate_options o = migratetest_dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "dir");
+    cr_assert_not_null(strstr(err.message, dir), "%s", err.message);
+    migratetest_write_file(dir, "README", "notes, not migrations\n");
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EINVAL);
+    cr_assert_not_null(strstr(err.message, "no migration files"), "%s", err.message);
+    cr_assert_null(list);
+    cr_assert_not(migratetest_relation_exists(conn, "idem.schema_migrations"));
+    migratetest_remove_dir(dir);
+    PQfinish(conn);
+    free(ci);
+}
+
+Test(migrate, byte_order_mark_is_skipped_and_the_checksum_covers_the_exact_bytes)
+{
+    static const char text[] = "\xEF\xBB\xBF-- idem:no-transaction\n"
+                               "CREATE TABLE idem.bom (id int PRIMARY KEY);\n";
+    char *ci = pgtest_new_database("mig_bom");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = migratetest_make_dir();
+    idem_migrate_options o = migratetest_dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    const char *values[1] = {text};
+    const int lengths[1] = {(int)sizeof(text) - 1}, formats[1] = {1};
+    PGresult *res;
+
+    migratetest_write_file(dir, "0001_bom.sql", text);
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    cr_assert(migratetest_relation_exists(conn, "idem.bom"));
+    cr_assert_eq(idem_migrate_status(&list, conn, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_list_at(list, 0)->state, IDEM_MIGRATION_APPLIED);
+    cr_assert(idem_migrate_list_at(list, 0)->no_transaction, "the marker after the BOM counts");
+    res = PQexecParams(conn,
+                       "SELECT checksum = sha256($1::bytea) FROM idem.schema_migrations"
+                       " WHERE version = 1",
+                       1, NULL, values, lengths, formats, 0);
+    cr_assert_str_eq(PQgetvalue(res, 0, 0), "t",
+                     "the ledger's checksum is the file's, BOM included");
+    PQclear(res);
+    idem_migrate_list_free(list);
+    migratetest_remove_dir(dir);
     PQfinish(conn);
     free(ci);
 }
@@ -681,7 +658,7 @@ Test(migrate, connection_inside_a_transaction_is_refused)
     cr_assert_eq(idem_migrate_up(conn, 0, NULL, &err), IDEM_EINVAL);
     cr_assert_str_eq(err.field, "conn");
     PQclear(pgtest_exec(conn, "ROLLBACK"));
-    cr_assert_not(relation_exists(conn, "idem.schema_migrations"));
+    cr_assert_not(migratetest_relation_exists(conn, "idem.schema_migrations"));
     PQfinish(conn);
     free(ci);
 }

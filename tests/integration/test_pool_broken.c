@@ -1,7 +1,6 @@
 /* Broken and dirty connections: a killed backend is replaced, a connection released
  * inside a transaction is rolled back, SQL errors keep the connection. */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,24 +30,6 @@ Test(pool_broken, backend_killed_while_idle_is_replaced_on_next_acquire)
     cr_assert_eq(st.size, 1);
 }
 
-struct log_capture {
-    pthread_mutex_t lock;
-    char text[4096];
-    int warnings;
-};
-
-static void capture_log(void *ctx, int level, const char *message)
-{
-    struct log_capture *c = ctx;
-
-    pthread_mutex_lock(&c->lock);
-    if (level >= IDEM_LOG_WARNING)
-        c->warnings++;
-    strncat(c->text, message, sizeof(c->text) - strlen(c->text) - 2);
-    strcat(c->text, "\n");
-    pthread_mutex_unlock(&c->lock);
-}
-
 Test(pool_broken, backend_killed_while_in_use_gives_unavailable_and_is_discarded)
 {
     idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
@@ -76,10 +57,10 @@ Test(pool_broken, backend_killed_while_in_use_gives_unavailable_and_is_discarded
 Test(pool_broken, discarding_a_broken_connection_is_logged)
 {
     idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
-    struct log_capture cap = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    pooltest_log cap = POOLTEST_LOG_INIT;
     PGresult *res = NULL;
 
-    o.log = capture_log;
+    o.log = pooltest_log_record;
     o.log_ctx = &cap;
     idem_pool *pool = pooltest_open(&o);
     idem_conn *conn = pooltest_acquire(pool);
@@ -130,6 +111,34 @@ Test(pool_broken, connection_released_in_failed_transaction_is_rolled_back)
     idem_pool_release(conn);
     cr_assert_eq(pooltest_stats(pool).rolled_back, 1);
     cr_assert_eq(pooltest_stats(pool).opened, 1);
+}
+
+Test(pool_broken, connection_in_a_transaction_the_server_ended_is_closed_without_a_rollback)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    pooltest_log log = POOLTEST_LOG_INIT;
+
+    o.max_size = 1;
+    o.log = pooltest_log_record;
+    o.log_ctx = &log;
+    idem_pool *pool = pooltest_open(&o);
+    idem_conn *conn = pooltest_acquire(pool);
+    free(pooltest_query(conn, "BEGIN"));
+    FILE *trace = pooltest_trace(conn);
+    pooltest_kill_backend(pooltest_backend_pid(conn));
+    idem_pool_release(conn);
+    cr_assert_not(pooltest_trace_has(trace, "ROLLBACK"), "a ROLLBACK went to the ended session");
+    fclose(trace);
+    cr_assert_eq(pooltest_stats(pool).closed_broken, 1);
+    cr_assert_eq(pooltest_stats(pool).rolled_back, 0);
+
+    conn = pooltest_acquire(pool);
+    cr_assert_eq(pooltest_query_long(conn, "SELECT 7"), 7);
+    idem_pool_release(conn);
+    cr_assert_null(strstr(log.text, "no transaction in progress"), "%s", log.text);
+    cr_assert_not_null(strstr(log.text, "terminating connection due to administrator command"),
+                       "the server's words: %s", log.text);
+    cr_assert_eq(log.multiline, 0, "%s", log.text);
 }
 
 Test(pool_broken, connection_released_with_a_query_running_is_closed)

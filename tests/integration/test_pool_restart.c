@@ -10,6 +10,7 @@
 
 #include "idem/pool.h"
 #include "pgtest.h"
+#include "pooltest.h"
 #include "exec.h"
 
 static void sleep_ms(long ms)
@@ -115,6 +116,41 @@ Test(pool_restart, pool_serves_again_after_the_server_restarts)
     cr_assert_geq(st.connect_failures, 1);
     cr_assert_eq(st.in_use, 0);
     idem_pool_free(pool);
+    free(ci);
+}
+
+Test(pool_restart, no_rollback_and_no_server_warning_across_a_restart)
+{
+    require_pg_ctl();
+    char *ci = pgtest_new_database("restart_tx");
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    pooltest_log log = POOLTEST_LOG_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_pool *pool = NULL;
+    idem_conn *in_tx = NULL;
+    PGresult *res = NULL;
+    FILE *trace;
+
+    o.max_size = 2;
+    o.connect_timeout_ms = 2000;
+    o.log = pooltest_log_record;
+    o.log_ctx = &log;
+    cr_assert_eq(idem_pool_new(&pool, ci, &o, &err), 0, "%s", err.message);
+    cr_assert_eq(use_once(pool, &err), 0, "%s", err.message); /* one idle connection */
+    cr_assert_eq(idem_pool_acquire(&in_tx, pool, &err), 0, "%s", err.message);
+    cr_assert_eq(idem__conn_exec(&res, in_tx, "BEGIN", &err), 0, "%s", err.message);
+    PQclear(res);
+    trace = pooltest_trace(in_tx);
+    cr_assert_eq(pg_ctl("restart"), 0, "pg_ctl restart failed");
+    wait_server_up();
+    idem_pool_release(in_tx);
+    cr_assert_not(pooltest_trace_has(trace, "ROLLBACK"), "a ROLLBACK went to the ended session");
+    fclose(trace);
+    cr_assert_eq(use_once(pool, &err), 0, "after the restart: %s", err.message);
+    cr_assert_eq(use_once(pool, &err), 0, "%s", err.message);
+    idem_pool_free(pool);
+    cr_assert_null(strstr(log.text, "no transaction in progress"), "%s", log.text);
+    cr_assert_eq(log.multiline, 0, "%s", log.text);
     free(ci);
 }
 

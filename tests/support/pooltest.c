@@ -144,3 +144,36 @@ idem_pool_stats pooltest_stats(idem_pool *of)
     idem_pool_stats_get(&st, of);
     return st;
 }
+
+void pooltest_log_record(void *ctx, int level, const char *message)
+{
+    pooltest_log *log = ctx;
+
+    pthread_mutex_lock(&log->lock);
+    log->warnings += level >= IDEM_LOG_WARNING;
+    log->multiline += strpbrk(message, "\n\r\t") != NULL;
+    strncat(log->text, message, sizeof(log->text) - strlen(log->text) - 2);
+    strcat(log->text, "\n");
+    pthread_mutex_unlock(&log->lock);
+}
+
+FILE *pooltest_trace(idem_conn *conn)
+{
+    FILE *fp = tmpfile();
+
+    cr_assert_not_null(fp);
+    PQtrace(idem_conn_pg(conn), fp);
+    return fp;
+}
+
+int pooltest_trace_has(FILE *trace, const char *text)
+{
+    char line[1024];
+    int found = 0;
+
+    fflush(trace);
+    rewind(trace);
+    while (!found && fgets(line, sizeof(line), trace) != NULL)
+        found = strstr(line, text) != NULL;
+    return found;
+}

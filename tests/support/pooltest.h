@@ -10,6 +10,9 @@
 #ifndef IDEM_TESTS_POOLTEST_H
 #define IDEM_TESTS_POOLTEST_H
 
+#include <pthread.h>
+#include <stdio.h>
+
 #include "idem/pool.h"
 #include "pgtest.h"
 
@@ -54,5 +57,24 @@ long pooltest_sessions(const char *app);
 long pooltest_wait_sessions(const char *app, long want);
 
 idem_pool_stats pooltest_stats(idem_pool *pool);
+
+/* What a pool logged: set .log = pooltest_log_record and .log_ctx to one of these
+ * (initialize with POOLTEST_LOG_INIT). text holds the records, one per line. */
+typedef struct pooltest_log {
+    pthread_mutex_t lock;
+    char text[8192];
+    int warnings;  /* records at IDEM_LOG_WARNING or above */
+    int multiline; /* records carrying a newline, carriage return or tab */
+} pooltest_log;
+#define POOLTEST_LOG_INIT                                                                          \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, "", 0, 0                                                        \
+    }
+void pooltest_log_record(void *ctx, int level, const char *message);
+
+/* Record what libpq sends and receives on conn (PQtrace) into a temporary file; the
+ * caller fcloses it. pooltest_trace_has(): whether that trace holds text. */
+FILE *pooltest_trace(idem_conn *conn);
+int pooltest_trace_has(FILE *trace, const char *text);
 
 #endif

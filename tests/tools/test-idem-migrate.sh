@@ -87,6 +87,10 @@ expect status_fresh_says_run_up contains "pending: run idem-migrate up"
 expect status_fresh_up_would_not_refuse lacks "up would refuse"
 check status_fresh_json 3 "$tool" --dsn "dbname=$db" status --json
 expect status_fresh_json_no_refusal python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["up_would_refuse"] is None and not d["ledger"]' "$out"
+latest=$("$tool" --version | sed -n 's/.*schema version \([0-9]*\).*/\1/p')
+check baseline_not_applied 9 "$tool" --dsn "dbname=$db" baseline --to "$latest"
+expect baseline_not_applied_says_why contains "0001_operations.sql is not applied"
+expect baseline_not_applied_records_nothing test "$(q "$db" "SELECT to_regclass('idem.schema_migrations') IS NULL")" = t
 check plan_fresh 0 "$tool" --dsn "dbname=$db" plan
 expect plan_prints_sql contains "CREATE TABLE idem.operations"
 expect plan_runs_nothing test "$(q "$db" "SELECT count(*) FROM pg_namespace WHERE nspname = 'idem'")" = 0
@@ -146,6 +150,19 @@ check up_failing 5 "$tool" --dsn "dbname=$db" --dir "$data/migrations-syntax-err
 expect failing_names_file_line contains "0002_broken.sql:7:"
 expect failing_rolled_back test "$(q "$db" "SELECT to_regclass('idem.half_done') IS NULL AND (SELECT count(*) FROM idem.base) = 0")" = t
 expect failing_ledger_unchanged test "$(q "$db" "SELECT string_agg(name, ',') FROM idem.schema_migrations")" = 0001_base.sql
+
+# A server error with newlines, DETAIL and HINT is one line on stderr (a migration
+# numbered past the applied one, in the same database).
+mkdir "$scratch/multiline"
+cat >"$scratch/multiline/0009_raise.sql" <<'SQL'
+DO $$ BEGIN
+  RAISE EXCEPTION E'first line\nsecond line'
+    USING DETAIL = E'detail one\ndetail two', HINT = E'hint\tone';
+END $$;
+SQL
+check multiline_up 5 "$tool" --dsn "dbname=$db" --dir "$scratch/multiline" -q up
+expect multiline_one_line test "$(wc -l <<<"$out")" = 1
+expect multiline_joined contains "0009_raise.sql:1: first line second line (detail one detail two) (hint: hint one)"
 
 # A tampered applied migration: verify and status exit 4 naming it; up refuses with 4.
 db=$(newdb drift)
@@ -216,9 +233,82 @@ else
     echo "no PgBouncer (run under tools/with-postgres --pgbouncer): pooler checks not run" >&2
 fi
 
-# A bad --dir: exit 66.
+# A bad --dir: exit 66, naming the folder when it holds no migration.
 check dir_missing 66 "$tool" --dir "$scratch/nonexistent" status
 check dir_misnamed 66 "$tool" --dir "$data/migrations-misnamed" status
+mkdir "$scratch/empty"
+check dir_empty 66 "$tool" --dir "$scratch/empty" status
+expect dir_empty_named contains "$scratch/empty: no migration files"
+echo "notes" >"$scratch/empty/README"
+check dir_without_migrations 66 "$tool" --dir "$scratch/empty" up
+expect dir_without_migrations_not_up_to_date lacks "up to date"
+
+# The ledger dropped while idem's tables stay: every command says so and exits 8, running
+# nothing; baseline records what exists, and all is well again.
+db=$(newdb noledger)
+check noledger_first_up 0 "$tool" --dsn "dbname=$db" up
+q "$db" "DROP TABLE idem.schema_migrations"
+check noledger_status 8 "$tool" --dsn "dbname=$db" status
+expect noledger_status_says_missing contains "LEDGER MISSING"
+expect noledger_status_names_remedy contains "baseline --to $latest"
+expect noledger_status_does_not_say_run_up lacks "run idem-migrate up"
+check noledger_status_json 8 "$tool" --dsn "dbname=$db" status --json
+expect noledger_status_json_says_so python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["ledger_incomplete"] and not d["ledger"] and d["unrecorded"] > 0 and "baseline" in d["up_would_refuse"]' "$out"
+check noledger_plan 8 "$tool" --dsn "dbname=$db" plan
+check noledger_verify 8 "$tool" --dsn "dbname=$db" verify
+expect noledger_verify_says_missing contains "idem.schema_migrations is missing"
+check noledger_up 8 "$tool" --dsn "dbname=$db" -q up
+expect noledger_up_one_line test "$(wc -l <<<"$out")" = 1
+expect noledger_up_no_raw_notice lacks "NOTICE"
+expect noledger_up_ran_nothing test "$(q "$db" "SELECT to_regclass('idem.schema_migrations') IS NULL")" = t
+check noledger_baseline_needs_to 64 "$tool" --dsn "dbname=$db" baseline
+check noledger_baseline 0 "$tool" --dsn "dbname=$db" baseline --to "$latest"
+expect noledger_baseline_says_recorded contains "recorded 0001_operations.sql as applied, without running it"
+check noledger_status_after 0 "$tool" --dsn "dbname=$db" status
+check noledger_verify_after 0 "$tool" --dsn "dbname=$db" verify
+
+# One ledger row deleted: status names it (exit 8) instead of advising up; baseline
+# restores it.
+q "$db" "DELETE FROM idem.schema_migrations WHERE version = $latest"
+check norow_status 8 "$tool" --dsn "dbname=$db" status
+expect norow_status_says_incomplete contains "LEDGER INCOMPLETE: 1 migration not recorded"
+expect norow_status_lists_unrecorded contains "unrecorded"
+expect norow_status_does_not_say_run_up lacks "run idem-migrate up"
+check norow_up 8 "$tool" --dsn "dbname=$db" up
+expect norow_up_names_remedy contains "baseline --to $latest"
+check norow_baseline 0 "$tool" --dsn "dbname=$db" baseline --to "$latest"
+check norow_status_after 0 "$tool" --dsn "dbname=$db" status
+
+# A file starting with a UTF-8 byte order mark runs; its checksum is the file's. A
+# pending file whose object already exists: exit 5, saying the ledger may lack it.
+db=$(newdb exists)
+mkdir "$scratch/exists"
+printf '\xef\xbb\xbfCREATE TABLE idem.a (id int);\n' >"$scratch/exists/0001_a.sql"
+check bom_up 0 "$tool" --dsn "dbname=$db" --dir "$scratch/exists" up
+expect bom_checksum_is_the_files test "$(q "$db" "SELECT encode(checksum, 'hex') FROM idem.schema_migrations")" = "$(sha256sum "$scratch/exists/0001_a.sql" | cut -d' ' -f1)"
+printf 'CREATE TABLE idem.b (id int);\nCREATE TABLE idem.c (id int);\n' >"$scratch/exists/0002_bc.sql"
+q "$db" "CREATE TABLE idem.c (id int)"
+check exists_up 5 "$tool" --dsn "dbname=$db" --dir "$scratch/exists" -q up
+expect exists_says_ledger_lacks_it contains "does not record 0002_bc.sql"
+expect exists_names_remedy contains "baseline --to 2"
+
+# The server's notices (and a warning as the connection starts) never reach stderr raw:
+# hidden, or with --verbose one line each.
+db=$(newdb notices)
+q "$db" "CREATE SCHEMA idem"
+q "$db" "CREATE TEXT SEARCH CONFIGURATION public.gone (COPY = english)"
+q "$db" "ALTER DATABASE \"$db\" SET default_text_search_config = 'public.gone'"
+q "$db" "DROP TEXT SEARCH CONFIGURATION public.gone"
+check notices_status 3 "$tool" --dsn "dbname=$db" status
+expect notices_connect_warning_hidden lacks "WARNING"
+check notices_up 0 "$tool" --dsn "dbname=$db" -q up
+expect notices_hidden test -z "$out"
+q "$db" "DROP TABLE idem.schema_migrations"
+q "$db" "DROP SCHEMA idem CASCADE; CREATE SCHEMA idem"
+check notices_verbose 0 "$tool" --dsn "dbname=$db" -q -v up
+expect notices_verbose_shows_connect_warning contains '^idem-migrate: WARNING:  invalid value for parameter "default_text_search_config": "public.gone"$'
+expect notices_verbose_shows_notice contains '^idem-migrate: NOTICE:  schema "idem" already exists, skipping$'
+expect notices_verbose_every_line_prefixed test "$(grep -vc '^idem-migrate: ' <<<"$out")" = 0
 
 # A password in the DSN never appears in any output, text or JSON, whatever fails.
 for dsn in 'postgresql://u:s3cr3tpw@[::1/db' 'host=/nonexistent user=u password=s3cr3tpw dbname=x' \

@@ -156,6 +156,25 @@ Test(migrate_split, marker_must_be_the_whole_line)
     cr_assert_eq(idem__sql_no_transaction(sql, strlen(sql)), 0);
 }
 
+Test(migrate_split, leading_byte_order_mark_is_not_part_of_the_first_statement)
+{
+    char *t[2];
+    size_t n = split("\xEF\xBB\xBF"
+                     "CREATE TABLE a (x int);\nSELECT 1;",
+                     t, 2);
+
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(t[0], "CREATE TABLE a (x int);");
+    free_texts(t, n);
+}
+
+Test(migrate_split, marker_after_a_byte_order_mark_means_no_transaction)
+{
+    const char *sql = "\xEF\xBB\xBF-- idem:no-transaction\nCREATE INDEX CONCURRENTLY i;";
+
+    cr_assert_eq(idem__sql_no_transaction(sql, strlen(sql)), 1);
+}
+
 Test(migrate_split, line_counts_newlines_before_the_offset)
 {
     const char *sql = "a\nb\nc";

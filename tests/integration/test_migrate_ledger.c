@@ -1,0 +1,208 @@
+/* A ledger that lost what it records (the table dropped, a row deleted) while idem's
+ * objects remain: status shows it, up refuses without running anything, baseline records
+ * what exists. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idem/migrate.h"
+#include "migratetest.h"
+#include "pgtest.h"
+
+typedef struct ledger_fixture {
+    char *conninfo;
+    PGconn *conn;
+    char *dir; /* a scratch folder, when the test makes one */
+} ledger_fixture;
+
+static ledger_fixture fx;
+
+static void ledger_init(void)
+{
+    fx.conninfo = pgtest_new_database("mig_ledger_lost");
+    fx.conn = pgtest_connect(fx.conninfo);
+    fx.dir = NULL;
+}
+
+static void ledger_fini(void)
+{
+    if (fx.dir != NULL)
+        migratetest_remove_dir(fx.dir);
+    PQfinish(fx.conn);
+    free(fx.conninfo);
+}
+
+TestSuite(migrate_ledger, .init = ledger_init, .fini = ledger_fini);
+
+static void exec(const char *sql)
+{
+    PQclear(pgtest_exec(fx.conn, sql));
+}
+
+static void up_or_fail(const idem_migrate_options *o)
+{
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_up(fx.conn, 0, o, &err), 0, "%s", err.message);
+}
+
+static idem_migrate_list *status_or_fail(const idem_migrate_options *o)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    cr_assert_eq(idem_migrate_status(&list, fx.conn, o, &err), 0, "%s", err.message);
+    return list;
+}
+
+static int ledger_exists(void)
+{
+    return migratetest_relation_exists(fx.conn, "idem.schema_migrations");
+}
+
+Test(migrate_ledger, dropped_ledger_is_reported_and_up_refuses_without_running_anything)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    char to[32];
+
+    up_or_fail(NULL);
+    exec("DROP TABLE idem.schema_migrations");
+    list = status_or_fail(NULL);
+    cr_assert_not(idem_migrate_list_ledger_exists(list));
+    cr_assert(idem_migrate_list_ledger_incomplete(list));
+    cr_assert_eq(migratetest_count_state(list, IDEM_MIGRATION_UNRECORDED),
+                 idem_migrate_list_count(list));
+    idem_migrate_list_free(list);
+    list = NULL;
+    snprintf(to, sizeof(to), "baseline --to %d", idem_migrate_latest_version());
+    cr_assert_eq(idem_migrate_plan(&list, fx.conn, 0, NULL, &err), IDEM_ESCHEMA);
+    cr_assert_null(list);
+    cr_assert_not_null(strstr(err.message, "idem.schema_migrations is missing"), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "schema idem holds"), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, to), "%s", err.message);
+    cr_assert_eq(idem_migrate_up(fx.conn, 0, NULL, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, to), "%s", err.message);
+    cr_assert_not(ledger_exists(), "up created the ledger in the half-state");
+    cr_assert_eq(idem_migrate_check(fx.conn, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "missing"), "%s", err.message);
+}
+
+Test(migrate_ledger, deleted_ledger_row_is_unrecorded_and_up_refuses_naming_it)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    const idem_migration *last;
+    long rows;
+
+    up_or_fail(NULL);
+    exec("DELETE FROM idem.schema_migrations WHERE version = "
+         "(SELECT max(version) FROM idem.schema_migrations)");
+    rows = migratetest_ledger_count(fx.conn);
+    list = status_or_fail(NULL);
+    last = idem_migrate_list_at(list, idem_migrate_list_count(list) - 1);
+    cr_assert_eq(last->state, IDEM_MIGRATION_UNRECORDED, "%s",
+                 idem_migrate_state_name(last->state));
+    cr_assert_str_eq(idem_migrate_state_name(last->state), "unrecorded");
+    cr_assert(idem_migrate_list_ledger_incomplete(list));
+    cr_assert_eq(idem_migrate_up(fx.conn, 0, NULL, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, last->name), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "not recorded"), "%s", err.message);
+    cr_assert_eq(migratetest_ledger_count(fx.conn), rows);
+    cr_assert_eq(idem_migrate_check(fx.conn, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, last->name), "%s", err.message);
+    idem_migrate_list_free(list);
+}
+
+Test(migrate_ledger, baseline_records_what_exists_without_running_it)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    size_t n;
+
+    up_or_fail(NULL);
+    exec("DROP TABLE idem.schema_migrations");
+    cr_assert_eq(idem_migrate_baseline(fx.conn, idem_migrate_latest_version(), NULL, &err), 0, "%s",
+                 err.message);
+    list = status_or_fail(NULL);
+    n = idem_migrate_list_count(list);
+    cr_assert_eq(migratetest_count_state(list, IDEM_MIGRATION_APPLIED), n);
+    cr_assert_not(idem_migrate_list_ledger_incomplete(list));
+    cr_assert_eq(idem_migrate_list_at(list, 0)->duration_ms, 0);
+    cr_assert_eq(idem_migrate_check(fx.conn, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_migrate_baseline(fx.conn, idem_migrate_latest_version(), NULL, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(migratetest_ledger_count(fx.conn), (long)n, "a second baseline records nothing");
+    up_or_fail(NULL);
+    idem_migrate_list_free(list);
+}
+
+Test(migrate_ledger, baseline_refuses_a_migration_whose_objects_are_missing_and_records_nothing)
+{
+    char *dir = migratetest_data_dir("migrations-three");
+    idem_migrate_options o = migratetest_dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_up(fx.conn, 1, &o, &err), 0, "%s", err.message);
+    exec("DROP TABLE idem.schema_migrations");
+    cr_assert_eq(idem_migrate_baseline(fx.conn, 3, &o, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "0002_two.sql is not applied"), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "idem.two"), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "baseline --to 1"), "%s", err.message);
+    cr_assert_not(ledger_exists(), "a refused baseline created the ledger");
+    cr_assert_eq(idem_migrate_baseline(fx.conn, 1, &o, &err), 0, "%s", err.message);
+    up_or_fail(&o);
+    cr_assert_eq(migratetest_ledger_count(fx.conn), 3);
+    cr_assert(migratetest_relation_exists(fx.conn, "idem.three"));
+    free(dir);
+}
+
+Test(migrate_ledger, baseline_needs_a_version)
+{
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_baseline(fx.conn, 0, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "to_version");
+    cr_assert_eq(idem_migrate_baseline(NULL, 1, NULL, &err), IDEM_EINVAL);
+}
+
+Test(migrate_ledger, pending_migration_whose_object_exists_fails_saying_its_ledger_row_may_be_lost)
+{
+    idem_migrate_options o;
+    idem_error err = IDEM_ERROR_INIT;
+
+    fx.dir = migratetest_make_dir();
+    o = migratetest_dir_options(fx.dir);
+    migratetest_write_file(fx.dir, "0001_a.sql", "CREATE TABLE idem.a (id int PRIMARY KEY);\n");
+    up_or_fail(&o);
+    /* b is not there, so 0002 does not look applied; c is, so it fails on it. */
+    migratetest_write_file(fx.dir, "0002_bc.sql",
+                           "CREATE TABLE idem.b (id int PRIMARY KEY);\n"
+                           "CREATE TABLE idem.c (id int PRIMARY KEY);\n");
+    exec("CREATE TABLE idem.c (id int PRIMARY KEY)");
+    cr_assert_eq(idem_migrate_up(fx.conn, 0, &o, &err), IDEM_EDB, "%s", err.message);
+    cr_assert_str_eq(err.sqlstate, "42P07");
+    cr_assert_eq(strncmp(err.message, "0002_bc.sql:2: ", 15), 0, "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "does not record 0002_bc.sql"), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "baseline --to 2"), "%s", err.message);
+    cr_assert_not(migratetest_relation_exists(fx.conn, "idem.b"));
+}
+
+Test(migrate_ledger, migration_of_if_not_exists_statements_stays_pending_when_its_objects_exist)
+{
+    char *dir = migratetest_data_dir("migrations-no-transaction");
+    idem_migrate_options o = migratetest_dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+
+    cr_assert_eq(idem_migrate_up(fx.conn, 1, &o, &err), 0, "%s", err.message);
+    exec("CREATE INDEX items_tenant_label ON idem.items (tenant, label)");
+    exec("CREATE INDEX items_tenant_label_desc ON idem.items (tenant, label DESC)");
+    list = status_or_fail(&o);
+    cr_assert_eq(idem_migrate_list_at(list, 1)->state, IDEM_MIGRATION_PENDING);
+    cr_assert_not(idem_migrate_list_ledger_incomplete(list));
+    up_or_fail(&o);
+    idem_migrate_list_free(list);
+    free(dir);
+}
