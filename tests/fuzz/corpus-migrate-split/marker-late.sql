@@ -1,0 +1,3 @@
+SELECT 1;
+-- idem:no-transaction
+/* -- idem:no-transaction */

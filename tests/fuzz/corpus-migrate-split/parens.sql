@@ -1,0 +1,3 @@
+CREATE TABLE t (a int CHECK (a > 0); b text);
+;;
+; SELECT ((1));

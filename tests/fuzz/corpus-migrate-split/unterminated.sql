@@ -1,0 +1,3 @@
+SELECT 'open;
+SELECT (1;
+/* open comment ; 

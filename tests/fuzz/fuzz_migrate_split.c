@@ -1,0 +1,119 @@
+/* Fuzz target: the migration file splitter, idem__sql_split() and
+ * idem__sql_no_transaction() (lib/migrate_internal.h), on the input as a file's bytes.
+ *
+ * Aborts when a property of the splitter's contract fails:
+ * - each statement is bytes [offset, offset + len) of the input, not empty, and
+ *   idem__sql_line() gives its line (1 + the newlines before it);
+ * - the statements are in order and do not overlap; each but the last ends with its ';',
+ *   and the last ends with a ';' or at the end of the file;
+ * - what lies between them (and before the first, after the last) is comments, blanks and
+ *   ';' only: it splits into no statement ("comment-only stretches are not statements");
+ * - a statement's text is one statement: split again, it gives itself whole;
+ * - idem__sql_no_transaction() answers 0 or 1, and 1 only when the marker line comes
+ *   before the first statement.
+ * Built with libFuzzer (-Dfuzzing=true, clang) or with standalone.c (any compiler). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "migrate_internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define check(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            abort();                                                                               \
+    } while (0)
+
+static const char marker[] = "-- idem:no-transaction";
+
+/* How many statements @len bytes at @sql split into; a single one is all of them. */
+static size_t count_statements(const char *sql, size_t len)
+{
+    idem__sql_stmt *stmts = NULL;
+    size_t count = 0;
+    char *copy = malloc(len > 0 ? len : 1); /* its exact size, for the sanitizers */
+
+    check(copy != NULL);
+    memcpy(copy, sql, len);
+    check(idem__sql_split(&stmts, &count, copy, len) == 0);
+    check(count == 0 || stmts != NULL);
+    if (count == 1)
+        check(stmts[0].offset == 0 && stmts[0].len == len);
+    free(stmts);
+    free(copy);
+    return count;
+}
+
+static unsigned line_of(const char *sql, size_t offset)
+{
+    unsigned line = 1;
+    const char *nl = sql;
+
+    while ((nl = memchr(nl, '\n', offset - (size_t)(nl - sql))) != NULL) {
+        line++;
+        nl++;
+    }
+    return line;
+}
+
+static void check_statements(const char *sql, size_t size, const idem__sql_stmt *stmts,
+                             size_t count)
+{
+    size_t end = 0; /* of the previous statement */
+
+    for (size_t i = 0; i < count; i++) {
+        const idem__sql_stmt *st = &stmts[i];
+
+        check(st->len > 0 && st->offset >= end && st->offset <= size &&
+              st->len <= size - st->offset);
+        check(sql[st->offset + st->len - 1] == ';' ||
+              (i == count - 1 && st->offset + st->len == size));
+        check(idem__sql_line(sql, st->offset) == line_of(sql, st->offset));
+        check(count_statements(sql + end, st->offset - end) == 0);
+        check(count_statements(sql + st->offset, st->len) == 1);
+        end = st->offset + st->len;
+    }
+    check(count_statements(sql + end, size - end) == 0);
+}
+
+/* The marker as a line of its own (after blanks, before blanks) within sql[0, limit). */
+static int marker_line_before(const char *sql, size_t limit)
+{
+    const size_t m = sizeof(marker) - 1;
+
+    for (size_t i = 0; i + m <= limit; i++) {
+        size_t j = i + m, k = i;
+
+        if (memcmp(sql + i, marker, m) != 0)
+            continue;
+        while (k > 0 && (sql[k - 1] == ' ' || sql[k - 1] == '\t'))
+            k--;
+        if (k > 0 && sql[k - 1] != '\n')
+            continue;
+        while (j < limit && (sql[j] == ' ' || sql[j] == '\t' || sql[j] == '\r'))
+            j++;
+        if (j == limit || sql[j] == '\n')
+            return 1;
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *sql = (const char *)data;
+    idem__sql_stmt *stmts = NULL;
+    size_t count = 0;
+    int no_transaction;
+
+    check(idem__sql_split(&stmts, &count, sql, size) == 0);
+    check(count == 0 || stmts != NULL);
+    check_statements(sql, size, stmts, count);
+    no_transaction = idem__sql_no_transaction(sql, size);
+    check(no_transaction == 0 || no_transaction == 1);
+    if (no_transaction)
+        check(marker_line_before(sql, count > 0 ? stmts[0].offset : size));
+    free(stmts);
+    return 0;
+}
