@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "idem/pool.h"
 
 #define IDEM__ERRNO_TEXT(name, value, text)                                                        \
     case IDEM_##name:                                                                              \
@@ -138,6 +139,15 @@ int idem__struct_init(void *dst, const void *defaults, size_t size, unsigned int
     memcpy(dst, defaults, size);
     memcpy(dst, &version, sizeof(version));
     return 0;
+}
+
+void idem__error_redact(idem_error *err, const char *conninfo)
+{
+    if (err == NULL || conninfo == NULL)
+        return;
+    idem_conninfo_redact(err->message, sizeof(err->message), conninfo);
+    idem_conninfo_redact(err->detail, sizeof(err->detail), conninfo);
+    idem_conninfo_redact(err->hint, sizeof(err->hint), conninfo);
 }
 
 int idem__error_context(idem_error *err, const char *fmt, ...)

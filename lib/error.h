@@ -25,6 +25,9 @@ int idem__check_version(idem_error *err, unsigned int version, unsigned int curr
 int idem__struct_init(void *dst, const void *defaults, size_t size, unsigned int version,
                       unsigned int current);
 
+/* Mask @conninfo's password in every text of @err (idem_conninfo_redact()). */
+void idem__error_redact(idem_error *err, const char *conninfo);
+
 /* Add context in front of the message already recorded ("context: lower message").
  * Returns the recorded code (IDEM_EINVAL... ) or 0 when err is NULL. */
 int idem__error_context(idem_error *err, const char *fmt, ...) IDEM_PRINTF(2, 3);

@@ -1,7 +1,10 @@
 /* The store's execution layer: named statements prepared once per connection, single
  * commands, and pipelines, on a connection checked out of the pool (as libpq's fe-exec.c
- * is to fe-connect.c). */
+ * is to fe-connect.c). Every wait on the server is ours and bounded by the connection's
+ * deadline: libpq sends in nonblocking mode, and we poll its socket for what is left of
+ * the time before each read. */
 #include <assert.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,7 @@
 #include <pthread.h>
 #endif
 
+#include "clock.h"
 #include "error.h"
 #include "exec.h"
 #include "pool_conn.h"
@@ -88,6 +92,80 @@ static void drop_socket(idem_conn *conn)
     conn->discard = 1;
 }
 
+void idem__conn_set_deadline(idem_conn *conn, uint64_t deadline_ms)
+{
+    if (conn != NULL)
+        conn->deadline_ms = deadline_ms;
+}
+
+/* Before anything is sent: fix how long this statement may wait, and put libpq's sends
+ * in nonblocking mode, so that no libpq call waits on the server by itself. A statement
+ * sent at the last moment (the store's lookup after its final backoff, a COMMIT) still
+ * gets IDEM__MIN_WAIT_MS: a healthy server answers it, where cutting it off would leave the
+ * COMMIT ambiguous or the key unread. */
+static void io_start(idem_conn *conn)
+{
+    long long now = (long long)idem__now_ms();
+    long long deadline = (long long)conn->deadline_ms;
+
+    conn->wait_until_ms = conn->deadline_ms == 0               ? LLONG_MAX
+                          : deadline > now + IDEM__MIN_WAIT_MS ? deadline
+                                                               : now + IDEM__MIN_WAIT_MS;
+    PQsetnonblocking(conn->pg, 1); /* a failure shows in the send that follows */
+}
+
+/* Back to libpq's default (blocking) mode for idem_conn_pg()'s borrowers. Everything was
+ * flushed, so this does not wait. */
+static void io_end(idem_conn *conn)
+{
+    if (!conn->discard)
+        PQsetnonblocking(conn->pg, 0);
+}
+
+/* Wait until a result can be read without blocking (everything sent first), within the
+ * deadline. On expiry, or when the connection failed with a reply still due, the
+ * connection is dropped: the server sees its socket close and rolls back. */
+static int await_result(idem_conn *conn, const char *what, idem_error *err)
+{
+    int ready = idem__pg_wait_ready(conn->pg, 1, conn->wait_until_ms);
+
+    if (ready == 1 || (ready < 0 && !PQisBusy(conn->pg)))
+        return 0; /* a failure is then PQgetResult's to report */
+    if (ready == 0) {
+        drop_socket(conn);
+        return idem__error_set(err, IDEM_EUNAVAIL,
+                               "deadline passed waiting for the reply to %s; the connection "
+                               "is dropped",
+                               what);
+    }
+    idem__error_pg(err, conn->pg, NULL, "%s: connection lost", what);
+    drop_socket(conn);
+    if (err != NULL)
+        err->code = IDEM_EUNAVAIL;
+    return IDEM_EUNAVAIL;
+}
+
+/* The reply to the command just sent (sent: what its PQsend*() returned): *res is its last
+ * result, or NULL when the send failed (take_result() then reports why). Returns 0, or
+ * IDEM_EUNAVAIL when the deadline passed or the connection failed mid-reply. */
+static int reply(PGresult **res, idem_conn *conn, int sent, const char *what, idem_error *err)
+{
+    PGresult *next;
+    int rc = 0;
+
+    *res = NULL;
+    while (sent == 1 && (rc = await_result(conn, what, err)) == 0 &&
+           (next = PQgetResult(conn->pg)) != NULL) {
+        PQclear(*res);
+        *res = next;
+    }
+    if (rc != 0) {
+        PQclear(*res);
+        *res = NULL;
+    }
+    return rc;
+}
+
 /* The replies were read, and then the connection died: the caller learns nothing. */
 static int lose_replies(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                         idem_error *err)
@@ -148,15 +226,38 @@ static int take_result(PGresult **out, idem_conn *conn, PGresult *res, const cha
     return take_result_in(out, conn, res, what, 0, err);
 }
 
-int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error *err)
+/* SQL text: with nparams < 0 by the simple protocol (no parameters, several statements
+ * allowed, the last result kept), else with nparams text parameters. */
+static int exec_text(PGresult **out, idem_conn *conn, const char *sql, int nparams,
+                     const char *const *values, idem_error *err)
 {
+    PGresult *res = NULL;
     char what[64];
+    int rc, sent;
 
     assert(out != NULL && conn != NULL && sql != NULL);
     snprintf(what, sizeof(what), "%.48s", sql);
+    io_start(conn);
     if (fault_take(sql) != 0)
         drop_socket(conn);
-    return take_result(out, conn, PQexec(conn->pg, sql), what, err);
+    sent = nparams < 0 ? PQsendQuery(conn->pg, sql)
+                       : PQsendQueryParams(conn->pg, sql, nparams, NULL, values, NULL, NULL, 0);
+    rc = reply(&res, conn, sent, what, err);
+    if (rc == 0)
+        rc = take_result(out, conn, res, what, err);
+    io_end(conn);
+    return rc;
+}
+
+int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error *err)
+{
+    return exec_text(out, conn, sql, -1, NULL, err);
+}
+
+int idem__conn_exec_params(PGresult **out, idem_conn *conn, const char *sql, int nparams,
+                           const char *const *values, idem_error *err)
+{
+    return exec_text(out, conn, sql, nparams < 0 ? 0 : nparams, values, err);
 }
 
 static int is_prepared(const idem_conn *conn, const idem__stmt *stmt)
@@ -187,20 +288,21 @@ static int remember_prepared(idem_conn *conn, const idem__stmt *stmt, idem_error
  * across the library. The failed PREPARE still aborts an open transaction, though. */
 static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
 {
-    PGresult *res = PQprepare(conn->pg, stmt->name, stmt->sql, stmt->nparams, NULL);
-    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    int exists = state != NULL && strcmp(state, "42P05") == 0;
-    PGresult *kept = NULL;
-    int rc = 0;
+    PGresult *res = NULL, *kept = NULL;
+    const char *state;
+    int rc = reply(&res, conn, PQsendPrepare(conn->pg, stmt->name, stmt->sql, stmt->nparams, NULL),
+                   stmt->name, err);
 
-    if (exists) {
+    state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (rc == 0 && state != NULL && strcmp(state, "42P05") == 0) {
         rc = remember_prepared(conn, stmt, err);
         if (rc == 0 && PQtransactionStatus(conn->pg) == PQTRANS_INERROR)
             rc = idem__error_pg(err, conn->pg, res, "prepare %s", stmt->name);
         PQclear(res);
         return rc;
     }
-    rc = take_result(&kept, conn, res, stmt->name, err);
+    if (rc == 0)
+        rc = take_result(&kept, conn, res, stmt->name, err);
     if (rc == 0) {
         PQclear(kept);
         rc = remember_prepared(conn, stmt, err);
@@ -214,20 +316,25 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
                              const char *const *values, const int *lengths, const int *formats,
                              int result_format, idem_error *err)
 {
-    PGresult *res;
-    int rc;
+    PGresult *res = NULL;
+    int rc = 0;
 
     assert(out != NULL && conn != NULL && stmt != NULL);
-    if (!is_prepared(conn, stmt)) {
+    io_start(conn);
+    if (!is_prepared(conn, stmt))
         rc = prepare(conn, stmt, err);
-        if (rc < 0)
-            return rc;
+    if (rc == 0) {
+        if (fault_take(stmt->name) != 0)
+            drop_socket(conn);
+        rc = reply(&res, conn,
+                   PQsendQueryPrepared(conn->pg, stmt->name, stmt->nparams, values, lengths,
+                                       formats, result_format),
+                   stmt->name, err);
     }
-    if (fault_take(stmt->name) != 0)
-        drop_socket(conn);
-    res = PQexecPrepared(conn->pg, stmt->name, stmt->nparams, values, lengths, formats,
-                         result_format);
-    return take_result(out, conn, res, stmt->name, err);
+    if (rc == 0)
+        rc = take_result(out, conn, res, stmt->name, err);
+    io_end(conn);
+    return rc;
 }
 
 int idem__conn_failed(const idem_conn *conn)
@@ -250,26 +357,37 @@ static int pipe_send(idem_conn *conn, const idem__pipe_cmd *cmd)
                              cmd->formats, cmd->result_format);
 }
 
-/* Read one command's results: its result, then the NULL that ends it. */
-static PGresult *pipe_take(idem_conn *conn)
+/* Read one command's results: its result, then the NULL that ends it, within the
+ * deadline. Returns 0 (*res may be NULL), or IDEM_EUNAVAIL as await_result(). */
+static int pipe_take(PGresult **res, idem_conn *conn, const char *what, idem_error *err)
 {
-    PGresult *res = PQgetResult(conn->pg);
     PGresult *extra;
+    int rc = await_result(conn, what, err);
 
-    while (res != NULL && (extra = PQgetResult(conn->pg)) != NULL)
+    *res = rc == 0 ? PQgetResult(conn->pg) : NULL;
+    while (*res != NULL && (rc = await_result(conn, what, err)) == 0 &&
+           (extra = PQgetResult(conn->pg)) != NULL)
         PQclear(extra); /* not expected: one result per command */
-    return res;
+    if (rc != 0) {
+        PQclear(*res);
+        *res = NULL;
+    }
+    return rc;
 }
 
-/* Collect the results up to and including the Sync. Returns 0 or the first failure. */
+/* Collect the results up to and including the Sync. Returns 0 or the first failure; a
+ * deadline or a connection lost on the way is not tied to one command. */
 static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                         idem_error *err)
 {
-    int rc = 0;
+    int rc = 0, io;
     PGresult *res;
 
     for (size_t i = 0; i < n; i++) {
-        res = pipe_take(conn);
+        if ((io = pipe_take(&res, conn, cmd_name(&cmds[i]), err)) != 0) {
+            *failed_at = n;
+            return io;
+        }
         if (rc != 0 || PQresultStatus(res) == PGRES_PIPELINE_ABORTED) {
             PQclear(res);
             continue;
@@ -279,6 +397,10 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
             *failed_at = i;
         if (res == NULL || PQstatus(conn->pg) != CONNECTION_OK)
             return rc != 0 ? rc : idem__error_pg(err, conn->pg, NULL, "pipeline");
+    }
+    if ((io = await_result(conn, "pipeline sync", err)) != 0) {
+        *failed_at = n;
+        return io;
     }
     res = PQgetResult(conn->pg);
     if (PQresultStatus(res) != PGRES_PIPELINE_SYNC && rc == 0) {
@@ -290,22 +412,12 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
     return rc;
 }
 
-int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
-                        idem_error *err)
+/* Send the commands, already prepared, and collect their results. */
+static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
+                    idem_error *err)
 {
-    int rc = 0, fault;
+    int rc = 0, fault = fault_for(cmds, n);
 
-    assert(conn != NULL && cmds != NULL && failed_at != NULL);
-    *failed_at = n;
-    for (size_t i = 0; i < n; i++) {
-        cmds[i].result = NULL;
-        if (cmds[i].stmt != NULL && !is_prepared(conn, cmds[i].stmt) &&
-            (rc = prepare(conn, cmds[i].stmt, err)) < 0) {
-            *failed_at = i;
-            return rc;
-        }
-    }
-    fault = fault_for(cmds, n);
     if (fault == IDEM__FAULT_DROP_BEFORE_SEND)
         drop_socket(conn);
     if (PQenterPipelineMode(conn->pg) != 1)
@@ -327,6 +439,27 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
         conn->discard = 1;
     if (fault == IDEM__FAULT_LOSE_REPLY)
         rc = lose_replies(conn, cmds, n, failed_at, err);
+    return rc;
+}
+
+int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
+                        idem_error *err)
+{
+    int rc = 0;
+
+    assert(conn != NULL && cmds != NULL && failed_at != NULL);
+    *failed_at = n;
+    for (size_t i = 0; i < n; i++)
+        cmds[i].result = NULL;
+    io_start(conn);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (cmds[i].stmt != NULL && !is_prepared(conn, cmds[i].stmt) &&
+            (rc = prepare(conn, cmds[i].stmt, err)) < 0)
+            *failed_at = i; /* a statement that cannot be prepared fails there */
+    }
+    if (rc == 0)
+        rc = pipe_run(conn, cmds, n, failed_at, err);
+    io_end(conn);
     return rc;
 }
 

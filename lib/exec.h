@@ -4,6 +4,7 @@
 #define IDEM_LIB_EXEC_H
 
 #include <libpq-fe.h>
+#include <stdint.h>
 
 #include "idem/pool.h"
 
@@ -16,18 +17,37 @@ typedef struct idem__stmt {
     int nparams;
 } idem__stmt;
 
+/* Bound every wait on the server for what follows on this checked-out connection: each
+ * send and each reply. deadline_ms is an idem__now_ms() time (monotonic); 0 means none.
+ * A reply that has not come by then is abandoned: the socket is shut down (the server
+ * sees it close and rolls back), the connection is marked for discard, and the call
+ * returns IDEM_EUNAVAIL (the store's `unavailable`: retry later with the same key) with a
+ * message saying that the deadline passed. A statement sent with less than
+ * IDEM__MIN_WAIT_MS left, or after the deadline, may still wait that long, so that a
+ * healthy server's answer to a last-moment lookup or COMMIT is not thrown away. The pool
+ * clears the deadline on release. The store calls this right after each acquire, with its
+ * call's deadline. */
+#define IDEM__MIN_WAIT_MS 100
+void idem__conn_set_deadline(idem_conn *conn, uint64_t deadline_ms);
+
 /* Execute a named statement on a checked-out connection, preparing it first if this
  * connection has not seen it. values/lengths/formats as PQexecPrepared (lengths and
  * formats may be NULL for text parameters). On success (PGRES_COMMAND_OK or
  * PGRES_TUPLES_OK) *out is the result, caller PQclear()s it. On failure *out is
  * untouched, err has the SQLSTATE and server message, and a connection-level failure
- * marks the connection for discard. Returns 0, IDEM_EDB or IDEM_EUNAVAIL. */
+ * marks the connection for discard. Every wait is bounded by the connection's deadline
+ * (idem__conn_set_deadline()). Returns 0, IDEM_EDB or IDEM_EUNAVAIL. */
 int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *stmt,
                              const char *const *values, const int *lengths, const int *formats,
                              int result_format, idem_error *err);
 
 /* Execute a parameterless command ("BEGIN ...", "COMMIT", "ROLLBACK"); same contract. */
 int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error *err);
+
+/* Execute SQL text with nparams text parameters (an effect's statement, text results);
+ * same contract. */
+int idem__conn_exec_params(PGresult **out, idem_conn *conn, const char *sql, int nparams,
+                           const char *const *values, idem_error *err);
 
 /* One command of a pipeline: a named statement (prepared first if this connection has
  * not seen it), or with stmt NULL the SQL text `sql` with `nparams` text parameters. */

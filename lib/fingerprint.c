@@ -9,10 +9,10 @@
 #include "idem/validate.h"
 #include "jcs.h"
 
-/* A failure inside the arguments names them as the field at fault. */
+/* A failure inside the arguments names them as the field at fault (once). */
 static int blame_arguments(idem_error *err, int rc)
 {
-    if (rc != IDEM_EINVAL || err == NULL)
+    if (rc != IDEM_EINVAL || err == NULL || strcmp(err->field, "arguments") == 0)
         return rc;
     idem__error_context(err, "arguments");
     snprintf(err->field, sizeof(err->field), "%s", "arguments");
@@ -30,7 +30,7 @@ static int write_request(idem__buf *buf, const char *tool, int payload_version,
     idem_jcs_format_double(version, (double)payload_version);
     if (idem__buf_append(buf, "{\"arguments\":", 13) != 0)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
-    rc = blame_arguments(err, idem__jcs_write_value(buf, arguments, err));
+    rc = blame_arguments(err, idem__jcs_write_value(buf, arguments, IDEM__JCS_ARGUMENTS, err));
     if (rc == 0 && idem__buf_append(buf, ",\"tool\":", 8) != 0)
         rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
     if (rc == 0)
@@ -98,7 +98,8 @@ int idem_fingerprint_compute_text(idem_fingerprint *out, const char *tool, int p
 
     if (rc != 0)
         return rc;
-    rc = blame_arguments(err, idem_json_parse(&arguments, arguments_json, len, opts, err));
+    rc =
+        blame_arguments(err, idem_json_parse_arguments(&arguments, arguments_json, len, opts, err));
     if (rc == 0)
         rc = idem_fingerprint_compute(out, tool, payload_version, arguments, err);
     json_decref(arguments);

@@ -330,10 +330,11 @@ static int compare_members(const void *a, const void *b)
     }
 }
 
-static int write_value(idem__buf *buf, const json_t *value, int depth, idem_error *err);
+static int write_value(idem__buf *buf, const json_t *value, int depth, unsigned flags,
+                       idem_error *err);
 
 static int write_members(idem__buf *buf, const struct member *m, size_t count, int depth,
-                         idem_error *err)
+                         unsigned flags, idem_error *err)
 {
     int rc = 0;
 
@@ -344,12 +345,13 @@ static int write_members(idem__buf *buf, const struct member *m, size_t count, i
         if (rc == 0 && idem__buf_append(buf, ":", 1) != 0)
             return nomem(err);
         if (rc == 0)
-            rc = write_value(buf, m[i].value, depth, err);
+            rc = write_value(buf, m[i].value, depth, flags, err);
     }
     return rc;
 }
 
-static int write_object(idem__buf *buf, const json_t *object, int depth, idem_error *err)
+static int write_object(idem__buf *buf, const json_t *object, int depth, unsigned flags,
+                        idem_error *err)
 {
     size_t count = json_object_size(object), i = 0;
     struct member *members = NULL;
@@ -369,14 +371,15 @@ static int write_object(idem__buf *buf, const json_t *object, int depth, idem_er
         qsort(members, count, sizeof(*members), compare_members);
     rc = idem__buf_append(buf, "{", 1) != 0 ? nomem(err) : 0;
     if (rc == 0)
-        rc = write_members(buf, members, i, depth, err);
+        rc = write_members(buf, members, i, depth, flags, err);
     if (rc == 0 && idem__buf_append(buf, "}", 1) != 0)
         rc = nomem(err);
     free(members);
     return rc;
 }
 
-static int write_array(idem__buf *buf, const json_t *array, int depth, idem_error *err)
+static int write_array(idem__buf *buf, const json_t *array, int depth, unsigned flags,
+                       idem_error *err)
 {
     size_t count = json_array_size(array);
     int rc = 0;
@@ -386,7 +389,7 @@ static int write_array(idem__buf *buf, const json_t *array, int depth, idem_erro
     for (size_t i = 0; i < count && rc == 0; i++) {
         if (i > 0 && idem__buf_append(buf, ",", 1) != 0)
             return nomem(err);
-        rc = write_value(buf, json_array_get(array, i), depth, err);
+        rc = write_value(buf, json_array_get(array, i), depth, flags, err);
     }
     if (rc == 0 && idem__buf_append(buf, "]", 1) != 0)
         return nomem(err);
@@ -402,7 +405,26 @@ static int write_number(idem__buf *buf, double value, idem_error *err)
     return append_str(buf, text) != 0 ? nomem(err) : 0;
 }
 
-static int write_value(idem__buf *buf, const json_t *value, int depth, idem_error *err)
+/* A caller-built integer (parsed text has none: every number is read as a double). Within
+ * ±2^53 it is exactly a double, and its digits are what RFC 8785 writes for that double.
+ * Beyond, RFC 8785 would write the nearest double: a receipt keeps the exact digits
+ * instead, and arguments refuse it, as they refuse such a number in text. */
+static int write_integer(idem__buf *buf, json_int_t value, unsigned flags, idem_error *err)
+{
+    char text[32];
+    int exact = value >= -IDEM__JCS_INT_LIMIT && value <= IDEM__JCS_INT_LIMIT;
+
+    snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, value);
+    if (!exact && (flags & IDEM__JCS_ARGUMENTS) != 0)
+        return idem__error_set(err, IDEM_EINVAL,
+                               "integer %s is beyond ±2^53: an IEEE double cannot hold it "
+                               "exactly; send it as a string (I-JSON, RFC 7493)",
+                               text);
+    return append_str(buf, text) != 0 ? nomem(err) : 0;
+}
+
+static int write_value(idem__buf *buf, const json_t *value, int depth, unsigned flags,
+                       idem_error *err)
 {
     if (depth >= IDEM__JCS_MAX_DEPTH)
         return idem__error_set(err, IDEM_EINVAL,
@@ -410,15 +432,14 @@ static int write_value(idem__buf *buf, const json_t *value, int depth, idem_erro
                                IDEM__JCS_MAX_DEPTH);
     switch (json_typeof(value)) {
     case JSON_OBJECT:
-        return write_object(buf, value, depth + 1, err);
+        return write_object(buf, value, depth + 1, flags, err);
     case JSON_ARRAY:
-        return write_array(buf, value, depth + 1, err);
+        return write_array(buf, value, depth + 1, flags, err);
     case JSON_STRING:
         return idem__jcs_write_string(buf, json_string_value(value), json_string_length(value),
                                       err);
     case JSON_INTEGER:
-        /* Nearest double, as RFC 8785 reads every number. */
-        return write_number(buf, (double)json_integer_value(value), err);
+        return write_integer(buf, json_integer_value(value), flags, err);
     case JSON_REAL:
         return write_number(buf, json_real_value(value), err);
     case JSON_TRUE:
@@ -431,11 +452,11 @@ static int write_value(idem__buf *buf, const json_t *value, int depth, idem_erro
     return idem__error_set(err, IDEM_EINVAL, "unknown JSON value type");
 }
 
-int idem__jcs_write_value(idem__buf *buf, const json_t *value, idem_error *err)
+int idem__jcs_write_value(idem__buf *buf, const json_t *value, unsigned flags, idem_error *err)
 {
     if (value == NULL)
         return idem__error_set(err, IDEM_EINVAL, "JSON value is NULL");
-    return write_value(buf, value, 0, err);
+    return write_value(buf, value, 0, flags, err);
 }
 
 /* ---- public entry points ---- */
@@ -447,7 +468,7 @@ int idem_jcs_serialize(char **out, size_t *out_len, const json_t *value, idem_er
 
     if (out == NULL)
         return idem__error_set(err, IDEM_EINVAL, "out is NULL");
-    rc = idem__jcs_write_value(&buf, value, err);
+    rc = idem__jcs_write_value(&buf, value, 0, err);
     if (rc == 0 && buf.data == NULL)
         rc = idem__buf_append(&buf, "", 0) != 0 ? nomem(err) : 0;
     if (rc != 0) {

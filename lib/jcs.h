@@ -29,9 +29,18 @@ int idem__utf8_next(const unsigned char *s, size_t n, size_t *i, uint32_t *cp);
 int idem__buf_append(idem__buf *buf, const void *bytes, size_t n);
 void idem__buf_free(idem__buf *buf);
 
+/* The largest integer magnitude (2^53) up to which every integer is exactly a double. */
+#define IDEM__JCS_INT_LIMIT ((json_int_t)9007199254740992LL)
+
+/* Flags of idem__jcs_write_value(). */
+#define IDEM__JCS_ARGUMENTS                                                                        \
+    1u /* a request's arguments: an integer beyond ±2^53 is refused                               \
+          (IDEM_EINVAL) instead of written exactly */
+
 /* Append the canonical form of value / of the UTF-8 string s[0..n). Return 0,
- * IDEM_EINVAL (invalid UTF-8, non-finite number, nesting too deep) or IDEM_ENOMEM. */
-int idem__jcs_write_value(idem__buf *buf, const json_t *value, idem_error *err);
+ * IDEM_EINVAL (invalid UTF-8, non-finite number, nesting too deep, or with
+ * IDEM__JCS_ARGUMENTS an integer beyond ±2^53) or IDEM_ENOMEM. */
+int idem__jcs_write_value(idem__buf *buf, const json_t *value, unsigned flags, idem_error *err);
 int idem__jcs_write_string(idem__buf *buf, const char *s, size_t n, idem_error *err);
 
 #endif

@@ -1,4 +1,4 @@
-/* Strict JSON parsing on top of jansson.
+/* Strict JSON parsing on top of jansson, and the I-JSON number rules for arguments.
  *
  * jansson already rejects invalid UTF-8, unpaired surrogate escapes, NaN/Infinity,
  * trailing garbage, and (with JSON_REJECT_DUPLICATES) duplicate keys; a number out of
@@ -6,7 +6,9 @@
  * values (the writer escapes it back) but jansson refuses it inside object keys. The
  * checks below add the size limit, a clear message for a raw NUL byte, and our own
  * depth limit, which is tested before jansson's fixed one (JSON_PARSER_MAX_DEPTH). */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -134,6 +136,192 @@ int idem_json_parse(json_t **out, const char *text, size_t len, const idem_json_
     value = json_loadb(text, len, PARSE_FLAGS, &jerr);
     if (value == NULL)
         return load_error(err, &jerr);
+    *out = value;
+    return 0;
+}
+
+/* A double's exact decimal expansion has at most 767 significant digits: a number written
+ * with more (trailing zeros aside) is no double's rounding. */
+#define MAX_EXACT_DIGITS 770
+
+/* A number as written: its significant digits d1..dk (no leading or trailing zero; k is 0
+ * for zero) and the exponent n of its value 0.d1..dk × 10^n. */
+struct literal {
+    char digits[MAX_EXACT_DIGITS + 1];
+    int k;
+    int too_long; /* more than MAX_EXACT_DIGITS significant digits (then only those kept) */
+    long n;
+    int integer; /* written without fraction or exponent */
+};
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* The exponent part, saturated far beyond any double's (jansson has rejected overflow). */
+static long read_exponent(const char *p, size_t len)
+{
+    size_t i = 0;
+    long e = 0;
+    int negative = 0;
+
+    if (i < len && (p[i] == '+' || p[i] == '-'))
+        negative = p[i++] == '-';
+    for (; i < len && is_digit(p[i]); i++)
+        e = e < 100000000L ? e * 10 + (p[i] - '0') : e;
+    return negative ? -e : e;
+}
+
+/* Read a number token of valid JSON text. */
+static void read_literal(struct literal *lit, const char *p, size_t len)
+{
+    size_t i = p[0] == '-' ? 1 : 0;
+    long before_point = 0; /* significant digits before the point (negative: zeros after) */
+    int after_point = 0, last = 0, count = 0;
+
+    lit->integer = 1;
+    for (; i < len && (is_digit(p[i]) || p[i] == '.'); i++) {
+        if (p[i] == '.') {
+            after_point = 1;
+            lit->integer = 0;
+        } else if (count == 0 && p[i] == '0') {
+            before_point -= after_point;
+        } else {
+            before_point += !after_point;
+            if (count < MAX_EXACT_DIGITS)
+                lit->digits[count] = p[i];
+            count++;
+            last = p[i] != '0' ? count : last;
+        }
+    }
+    lit->integer = lit->integer && i == len;
+    lit->too_long = last > MAX_EXACT_DIGITS;
+    lit->k = last < MAX_EXACT_DIGITS ? last : MAX_EXACT_DIGITS;
+    lit->digits[lit->k] = '\0';
+    lit->n = before_point + (i < len ? read_exponent(p + i + 1, len - i - 1) : 0);
+}
+
+/* Whether an integer literal lies beyond ±2^53. */
+static int beyond_2_53(const struct literal *lit)
+{
+    char padded[17] = "0000000000000000";
+
+    if (lit->n != 16)
+        return lit->n > 16;
+    memcpy(padded, lit->digits, (size_t)lit->k);
+    return strcmp(padded, "9007199254740992") > 0;
+}
+
+/* The double nearest to the literal: written without a decimal point, so that strtod's
+ * locale does not matter. */
+static double literal_value(const struct literal *lit)
+{
+    char text[MAX_EXACT_DIGITS + 32];
+
+    snprintf(text, sizeof(text), "%se%ld", lit->digits, lit->n - lit->k);
+    return strtod(text, NULL);
+}
+
+/* Whether the literal is its nearest double rounded to the literal's own significant
+ * digits: then it carries nothing that the double does not hold. */
+static int double_rounds_to(const struct literal *lit, double d)
+{
+    char text[MAX_EXACT_DIGITS + 32];
+    struct literal back = {.k = 0};
+    const char *p = text;
+
+    if (lit->too_long || d == 0 || !isfinite(d))
+        return 0;
+    /* printf rounds correctly; only its digits and exponent are read, whatever the
+     * locale's decimal point. */
+    snprintf(text, sizeof(text), "%.*e", lit->k - 1, fabs(d));
+    for (; *p != '\0' && *p != 'e'; p++) {
+        if (is_digit(*p) && back.k < MAX_EXACT_DIGITS)
+            back.digits[back.k++] = *p;
+    }
+    while (back.k > 0 && back.digits[back.k - 1] == '0')
+        back.k--;
+    back.digits[back.k] = '\0';
+    back.n = (*p == 'e' ? strtol(p + 1, NULL, 10) : 0) + 1;
+    return back.n == lit->n && strcmp(back.digits, lit->digits) == 0;
+}
+
+/* The number token text[at..at+len) against I-JSON (RFC 7493 section 2.2). */
+static int check_number(const char *text, size_t at, size_t len, idem_error *err)
+{
+    struct literal lit;
+    char read_as[IDEM_JCS_NUMBER_MAX] = "0";
+    int shown = len > 40 ? 40 : (int)len;
+    const char *more = len > 40 ? "..." : "";
+    size_t line, column;
+    double d;
+
+    read_literal(&lit, text + at, len);
+    if (lit.k == 0)
+        return 0; /* zero */
+    locate(text, at, &line, &column);
+    if (lit.integer && beyond_2_53(&lit))
+        return idem__error_field(err, IDEM_EINVAL, "arguments",
+                                 "number %.*s%s at line %zu, column %zu is an integer beyond "
+                                 "±2^53 (9007199254740992), which an IEEE double cannot hold "
+                                 "exactly: send it as a string (I-JSON, RFC 7493 section 2.2)",
+                                 shown, text + at, more, line, column);
+    d = literal_value(&lit);
+    if (lit.integer || double_rounds_to(&lit, d))
+        return 0;
+    idem_jcs_format_double(read_as, d);
+    return idem__error_field(err, IDEM_EINVAL, "arguments",
+                             "number %.*s%s at line %zu, column %zu has more precision than an "
+                             "IEEE double holds (it would be read as %s): send it as a string "
+                             "(I-JSON, RFC 7493 section 2.2)",
+                             shown, text + at, more, line, column, read_as);
+}
+
+static int is_number_char(char c)
+{
+    return is_digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* Every number of valid JSON text, in order. Outside strings, a number is the only token
+ * that starts with '-' or a digit. */
+static int check_numbers(const char *text, size_t len, idem_error *err)
+{
+    int in_string = 0, rc = 0;
+
+    for (size_t i = 0; i < len && rc == 0; i++) {
+        char c = text[i];
+        size_t end = i;
+
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '-' || is_digit(c)) {
+            while (end < len && is_number_char(text[end]))
+                end++;
+            rc = check_number(text, i, end - i, err);
+            i = end - 1;
+        }
+    }
+    return rc;
+}
+
+int idem_json_parse_arguments(json_t **out, const char *text, size_t len,
+                              const idem_json_options *opts, idem_error *err)
+{
+    json_t *value = NULL;
+    int rc = idem_json_parse(&value, text, len, opts, err);
+
+    if (rc == 0)
+        rc = check_numbers(text, len, err);
+    if (rc != 0) {
+        json_decref(value);
+        return rc;
+    }
     *out = value;
     return 0;
 }

@@ -40,8 +40,10 @@ static const char *reason_text(int reason)
 static void close_conn(const idem_pool *pool, idem_conn *conn)
 {
     int bad = conn->close_reason == CLOSE_BROKEN || conn->close_reason == CLOSE_HEALTH;
-    const char *why = bad ? PQerrorMessage(conn->pg) : "";
+    char why[IDEM_ERROR_MESSAGE_MAX];
 
+    snprintf(why, sizeof(why), "%s", bad ? PQerrorMessage(conn->pg) : "");
+    idem_conninfo_redact(why, sizeof(why), pool->conninfo);
     idem__log(pool->opts.log, pool->opts.log_ctx, bad ? IDEM_LOG_WARNING : IDEM_LOG_DEBUG,
               "pool: closing a connection (%s)%s%s", reason_text(conn->close_reason),
               why[0] != '\0' ? ": " : "", why);
@@ -274,6 +276,8 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     else
         rc = idem__pg_connect(&conn->pg, pool->keys, pool->values, pool->opts.connect_timeout_ms,
                               route_notice, pool, err);
+    if (rc != 0)
+        idem__error_redact(err, pool->conninfo);
     now = idem__coarse_ms();
     pthread_mutex_lock(&pool->lock);
     pool->nopening--;
@@ -357,6 +361,7 @@ void idem_pool_release(idem_conn *conn)
     if (conn == NULL || conn->pool->generation != idem__fork_generation)
         return;
     pool = conn->pool;
+    conn->deadline_ms = 0;
     state = idem__conn_clean(conn, pool->opts.connect_timeout_ms);
     now = idem__coarse_ms();
     if (state == IDEM__CONN_BROKEN)

@@ -21,7 +21,7 @@ static int wait_socket(int fd, short events, long long deadline_ms)
     if (fd < 0)
         return 1; /* nothing to wait for: let libpq say what is wrong */
     for (;;) {
-        long long left = deadline_ms - idem__coarse_ms();
+        long long left = deadline_ms - (long long)idem__now_ms();
         int timeout = deadline_ms == LLONG_MAX ? -1
                       : left <= 0              ? 0
                       : left > INT_MAX         ? INT_MAX
@@ -43,7 +43,7 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
 {
     PGconn *pg = PQconnectStartParams(keys, values, 1);
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    long long deadline = timeout_ms > 0 ? idem__coarse_ms() + timeout_ms : LLONG_MAX;
+    long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
     int rc = 0;
 
     if (pg == NULL)
@@ -77,6 +77,29 @@ static int input_waiting(PGconn *pg)
     return poll(&pfd, 1, 0) != 0;
 }
 
+int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms)
+{
+    int flushed;
+
+    /* The loop libpq documents for nonblocking sends: input is read meanwhile, so that a
+     * server blocked on its own output cannot block ours. */
+    while ((flushed = PQflush(pg)) == 1) {
+        if (!wait_socket(PQsocket(pg), POLLIN | POLLOUT, deadline_ms))
+            return 0;
+        if (PQconsumeInput(pg) != 1)
+            return -1;
+    }
+    if (flushed < 0)
+        return -1;
+    while (for_result && PQisBusy(pg)) {
+        if (!wait_socket(PQsocket(pg), POLLIN, deadline_ms))
+            return 0;
+        if (PQconsumeInput(pg) != 1)
+            return -1;
+    }
+    return 1;
+}
+
 /* Run a parameterless command, waiting at most timeout_ms (0: no limit) for its answer.
  * 1 when every result had status `expect` and the connection is idle after it; 0
  * otherwise, the connection then possibly busy: the caller closes it. A server that stops
@@ -85,21 +108,18 @@ static int input_waiting(PGconn *pg)
 static int bounded_command(PGconn *pg, const char *sql, ExecStatusType expect,
                            unsigned int timeout_ms)
 {
-    long long deadline = timeout_ms > 0 ? idem__coarse_ms() + timeout_ms : LLONG_MAX;
+    long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
     PGresult *res;
-    int ok = 1;
+    int ok = 1, ready;
 
-    if (PQsendQuery(pg, sql) != 1)
+    if (PQsetnonblocking(pg, 1) != 0 || PQsendQuery(pg, sql) != 1)
         return 0;
-    while (PQisBusy(pg)) {
-        if (!wait_socket(PQsocket(pg), POLLIN, deadline) || PQconsumeInput(pg) != 1)
-            return 0;
-    }
-    while ((res = PQgetResult(pg)) != NULL) {
+    while ((ready = idem__pg_wait_ready(pg, 1, deadline)) == 1 && (res = PQgetResult(pg)) != NULL) {
         ok = ok && PQresultStatus(res) == expect;
         PQclear(res);
     }
-    return ok && PQtransactionStatus(pg) == PQTRANS_IDLE;
+    return ready == 1 && ok && PQtransactionStatus(pg) == PQTRANS_IDLE &&
+           PQsetnonblocking(pg, 0) == 0;
 }
 
 int idem__conn_alive(idem_conn *conn, int round_trip, unsigned int timeout_ms)

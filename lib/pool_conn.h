@@ -4,6 +4,7 @@
 #define IDEM_LIB_POOL_CONN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "exec.h"
 
@@ -16,8 +17,11 @@ struct idem_conn {
     const idem__stmt **prepared;
     size_t nprepared;
     size_t prepared_cap;
-    int discard;      /* close on release */
-    int close_reason; /* set when it is closed, for the log */
+    uint64_t deadline_ms;    /* idem__now_ms() time past which statements give up; 0 = none;
+                                set by idem__conn_set_deadline(), cleared on release */
+    long long wait_until_ms; /* the statement in progress waits until then (exec.c) */
+    int discard;             /* close on release */
+    int close_reason;        /* set when it is closed, for the log */
 };
 
 /* What idem__conn_clean() found. */
@@ -33,6 +37,13 @@ enum idem__conn_state {
 int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *values,
                      unsigned int timeout_ms, PQnoticeProcessor notices, void *notices_arg,
                      idem_error *err);
+
+/* Wait, until deadline_ms (monotonic ms; LLONG_MAX for no limit), for libpq to have sent
+ * everything queued on pg (PQflush) and, with for_result, for a result to be readable
+ * without blocking (PQisBusy). Returns 1 when ready, 0 when the deadline passed first, -1
+ * when the connection failed (PQerrorMessage says why). pg should be in nonblocking mode
+ * (PQsetnonblocking) so that libpq itself never waits. */
+int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms);
 
 /* Whether a connection taken from the idle list can be handed out: round_trip asks the
  * server; otherwise only a connection with unexpected input waiting is asked. */

@@ -16,7 +16,7 @@ typedef struct waiter {
     struct waiter *next;
 } waiter;
 
-#define MAX_KEYS 4
+#define MAX_KEYS 9
 
 struct idem_pool {
     pthread_mutex_t lock;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "exec.h"
 #include "store_internal.h"
@@ -109,6 +110,8 @@ int idem_store_get(idem_operation **out, idem_store *store, const char *tenant,
         (rc = idem_validate_operation_id(operation_id, err)) != 0)
         return rc;
     rc = idem_pool_acquire(&conn, store->pool, err);
+    if (rc == 0)
+        idem__conn_set_deadline(conn, idem__now_ms() + store->opts.deadline_ms);
     if (rc == 0)
         rc =
             idem__conn_exec_prepared(&res, conn, &idem__store_stmt_get, values, NULL, NULL, 1, err);

@@ -61,8 +61,21 @@ typedef struct claim_params {
     int formats[13];
 } claim_params;
 
-/* One idem_store_execute() call in progress. */
-typedef struct call {
+/* What one attempt decided. */
+enum step {
+    STEP_DONE,    /* out->status is final; the return code is in call.rc */
+    STEP_AGAIN,   /* start over now: the key changed hands under us */
+    STEP_BACKOFF, /* serialization failure or deadlock: back off, then start over */
+    STEP_RESOLVE, /* the COMMIT's outcome is unknown: look on a fresh connection */
+};
+
+typedef struct call call;
+
+/* One attempt of a call, on a checked-out connection (store_write.c, store_declared.c). */
+typedef enum step (*attempt_fn)(call *c, idem_conn *conn, int *out_rc);
+
+/* One idem_store_execute() or idem_store_execute_declared() call in progress. */
+struct call {
     idem_store *store;
     const idem_request *req;
     json_t *arguments;
@@ -77,7 +90,9 @@ typedef struct call {
     char lock_timeout[24]; /* what is left of the deadline: the effect's lock timeout */
     char claim_wait[24];   /* the claim's own lock timeout */
     int lookup_first;      /* look the key up before claiming it (a retry) */
-} call;
+    attempt_fn attempt;    /* the callback path's or the declared path's */
+    const idem_declared *declared;
+};
 
 struct idem_tx {
     idem_conn *conn;
@@ -91,14 +106,6 @@ struct idem_tx {
     int decided;      /* a record the claim found decided the call (c->out is set) */
     int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
     char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
-};
-
-/* What one attempt decided. */
-enum step {
-    STEP_DONE,    /* out->status is final; the return code is in call.rc */
-    STEP_AGAIN,   /* start over now: the key changed hands under us */
-    STEP_BACKOFF, /* serialization failure or deadlock: back off, then start over */
-    STEP_RESOLVE, /* the COMMIT's outcome is unknown: look on a fresh connection */
 };
 
 /* PostgreSQL keeps no field longer than 1 GiB. */
@@ -131,6 +138,13 @@ int idem__store_rejected(call *c);
 
 /* One write attempt: BEGIN, claim, effect, record, COMMIT (store_write.c). */
 enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
+
+/* One attempt of a declared effect: its statement, the record and COMMIT in one round
+ * trip (store_declared.c). */
+enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
+
+/* ROLLBACK, ignoring the result (store_write.c). */
+void idem__store_rollback(idem_conn *conn);
 
 /* The commands that open an attempt: BEGIN, then the claim (at BEGIN_CLAIM). Returns how
  * many it wrote (store_write.c). */

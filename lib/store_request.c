@@ -35,8 +35,6 @@ int idem__store_validate(call *c)
         (rc = idem_validate_payload_version(req->payload_version, c->err)) != 0 ||
         (rc = idem_validate_trace_id(req->trace_id, c->err)) != 0)
         return rc;
-    if (c->effect == NULL)
-        return idem__error_field(c->err, IDEM_EINVAL, "effect", "must not be NULL");
     if (req->arguments == NULL)
         return idem__error_field(c->err, IDEM_EINVAL, "arguments", "must not be NULL");
     if (req->arguments_len > c->store->opts.max_arguments_bytes)
@@ -44,7 +42,7 @@ int idem__store_validate(call *c)
                                  "%zu bytes exceed the limit of %zu", req->arguments_len,
                                  c->store->opts.max_arguments_bytes);
     jopts.max_bytes = c->store->opts.max_arguments_bytes;
-    rc = idem_json_parse(&args, req->arguments, req->arguments_len, &jopts, c->err);
+    rc = idem_json_parse_arguments(&args, req->arguments, req->arguments_len, &jopts, c->err);
     if (rc != 0)
         return blame_field(c->err, rc, "arguments");
     rc = idem_fingerprint_compute(&c->fp, req->tool, req->payload_version, args, c->err);

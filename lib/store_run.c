@@ -36,6 +36,7 @@ static enum step resolve(call *c, idem_conn **conn, int *out_rc)
     idem_pool_release(*conn);
     *conn = NULL;
     rc = idem_pool_acquire(conn, c->store->pool, c->err);
+    idem__conn_set_deadline(*conn, c->deadline_ms);
     if (rc == 0)
         rc = idem__store_lookup(c, *conn, &idem__store_stmt_resolve, out_rc);
     if (rc < 0) {
@@ -63,6 +64,7 @@ static int run(call *c)
     enum step step = STEP_AGAIN;
 
     rc = idem_pool_acquire(&conn, c->store->pool, c->err);
+    idem__conn_set_deadline(conn, c->deadline_ms);
     while (rc == 0 && step != STEP_DONE) {
         /* A connection that failed is never used again within the call. */
         if (idem__conn_failed(conn)) {
@@ -70,6 +72,7 @@ static int run(call *c)
             conn = NULL;
             if ((rc = idem_pool_acquire(&conn, c->store->pool, c->err)) != 0)
                 break;
+            idem__conn_set_deadline(conn, c->deadline_ms);
         }
         /* A retry looks the key up first (a replay then costs one round trip); a first
          * attempt claims at once, and the claim answers if the key has a record. Once this
@@ -98,7 +101,7 @@ static int run(call *c)
             break;
         }
         c->out->attempts++;
-        step = idem__store_write_attempt(c, conn, &rc);
+        step = c->attempt(c, conn, &rc);
         if (step == STEP_RESOLVE)
             step = resolve(c, &conn, &rc);
         if (step == STEP_BACKOFF && !backoff(c))
@@ -108,41 +111,26 @@ static int run(call *c)
     return rc;
 }
 
-int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
-                       idem_effect_fn effect, void *ctx, idem_error *err)
+/* Both entry points: validate, run the attempts, turn the result into the call's status. */
+static int execute(call *c)
 {
-    idem_error local = IDEM_ERROR_INIT;
-    call c = {.store = store,
-              .req = req,
-              .effect = effect,
-              .ctx = ctx,
-              .out = out,
-              .err = err != NULL ? err : &local};
+    idem_outcome *out = c->out;
+    idem_store *store = c->store;
+    idem_error *err = c->err;
     int rc;
 
-    if (out == NULL)
-        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
-    if ((rc = idem__check_version(err, out->version, IDEM_OUTCOME_VERSION, "out")) != 0)
-        return rc;
-    *out = (idem_outcome)IDEM_OUTCOME_INIT;
-    if (store == NULL) {
-        out->status = IDEM_STATUS_INVALID;
-        return idem__error_field(err, IDEM_EINVAL, "store", "must not be NULL");
-    }
-    err = c.err; /* the retry logic reads SQLSTATEs, so detail is always recorded */
-    idem_error_clear(err);
     COUNT(store, executes);
-    rc = idem__store_validate(&c);
+    rc = idem__store_validate(c);
     if (rc != 0) {
         out->status = idem_status_from_error(rc);
         if (rc == IDEM_EINVAL)
             COUNT(store, invalid);
         return rc;
     }
-    c.deadline_ms = idem__now_ms() + store->opts.deadline_ms;
-    c.lookup_first = req->version < 2 || req->attempt != 1;
-    rc = run(&c);
-    json_decref(c.arguments);
+    c->deadline_ms = idem__now_ms() + store->opts.deadline_ms;
+    c->lookup_first = c->req->version < 2 || c->req->attempt != 1;
+    rc = run(c);
+    json_decref(c->arguments);
     if (rc == 0)
         idem_error_clear(err);
     if (rc != 0 && out->status != IDEM_STATUS_CONFLICT &&
@@ -156,4 +144,65 @@ int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request 
             COUNT(store, misconfigured);
     }
     return rc;
+}
+
+/* The checks before anything else: @out's version, then the store. */
+static int begin_call(call *c, idem_outcome *out, idem_store *store, idem_error *err)
+{
+    int rc;
+
+    if (out == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
+    if ((rc = idem__check_version(err, out->version, IDEM_OUTCOME_VERSION, "out")) != 0)
+        return rc;
+    *out = (idem_outcome)IDEM_OUTCOME_INIT;
+    if (store == NULL) {
+        out->status = IDEM_STATUS_INVALID;
+        return idem__error_field(err, IDEM_EINVAL, "store", "must not be NULL");
+    }
+    c->store = store;
+    c->out = out;
+    idem_error_clear(c->err); /* the retry logic reads SQLSTATEs: detail is always kept */
+    return 0;
+}
+
+/* An entry point's call: @c has the request and the effect (callback or declared). */
+static int enter(call *c, idem_outcome *out, idem_store *store, idem_error *err, int has_effect)
+{
+    int rc = begin_call(c, out, store, err);
+
+    if (rc != 0)
+        return rc;
+    if (!has_effect) {
+        COUNT(store, executes);
+        COUNT(store, invalid);
+        out->status = IDEM_STATUS_INVALID;
+        return idem__error_field(c->err, IDEM_EINVAL, "effect", "must not be NULL");
+    }
+    return execute(c);
+}
+
+int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
+                       idem_effect_fn effect, void *ctx, idem_error *err)
+{
+    idem_error local = IDEM_ERROR_INIT;
+    call c = {.req = req,
+              .effect = effect,
+              .ctx = ctx,
+              .attempt = idem__store_write_attempt,
+              .err = err != NULL ? err : &local};
+
+    return enter(&c, out, store, err, effect != NULL);
+}
+
+int idem_store_execute_declared(idem_outcome *out, idem_store *store, const idem_request *req,
+                                const idem_declared *effect, idem_error *err)
+{
+    idem_error local = IDEM_ERROR_INIT;
+    call c = {.req = req,
+              .declared = effect,
+              .attempt = idem__store_declared_attempt,
+              .err = err != NULL ? err : &local};
+
+    return enter(&c, out, store, err, effect != NULL);
 }

@@ -59,10 +59,8 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
 int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
                  const char *const *values, idem_error *err)
 {
-    PGconn *pg;
-    PGresult *res;
-    ExecStatusType st;
-    const char *state;
+    idem_error local = IDEM_ERROR_INIT;
+    PGresult *res = NULL;
     int rc;
 
     if (out == NULL || tx == NULL || sql == NULL || nparams < 0 || (nparams > 0 && !values))
@@ -75,23 +73,16 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
         return idem__error_set(err, IDEM_EINVAL, "the effect already ended the transaction");
     if (!tx->begun)
         return tx_first_exec(out, tx, sql, nparams, values, err);
-    pg = idem_conn_pg(tx->conn);
-    res = PQexecParams(pg, sql, nparams, NULL, values, NULL, NULL, 0);
-    st = PQresultStatus(res);
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-        if ((rc = check_still_open(tx, err)) != 0) {
-            PQclear(res);
-            return rc;
-        }
+    /* Later statements go one round trip each, bounded by the call's deadline. */
+    rc = idem__conn_exec_params(&res, tx->conn, sql, nparams, values, &local);
+    if (rc == 0 && (rc = check_still_open(tx, &local)) != 0)
+        PQclear(res);
+    else if (rc == 0)
         *out = res;
-        return 0;
-    }
-    state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", state != NULL ? state : "");
-    rc = idem__error_pg(err, pg, res, "effect statement");
-    if (rc == IDEM_EUNAVAIL)
-        idem_conn_discard(tx->conn);
-    PQclear(res);
+    else
+        snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
+    if (rc != 0 && err != NULL)
+        *err = local;
     return rc;
 }
 

@@ -100,7 +100,7 @@ static idem__pipe_cmd cmd_finish(finish_params *p, const call *c, const char *re
         &idem__store_stmt_finish, NULL, 0, p->values, p->lengths, p->formats, 0, NULL};
 }
 
-static void rollback(idem_conn *conn)
+void idem__store_rollback(idem_conn *conn)
 {
     PGresult *res = NULL;
 
@@ -111,7 +111,7 @@ static void rollback(idem_conn *conn)
 /* A failed statement inside the transaction: back off on 40001/40P01, else finish. */
 static enum step tx_failure(call *c, idem_conn *conn, int rc, int *out_rc)
 {
-    rollback(conn);
+    idem__store_rollback(conn);
     if (idem__sqlstate_is_retryable(c->err->sqlstate))
         return STEP_BACKOFF;
     *out_rc = rc;
@@ -171,7 +171,7 @@ int idem__store_claim_busy(size_t failed_at, const char *sqlstate)
 /* Another attempt holds the key right now: answer in_progress and let the connection go. */
 static enum step busy(call *c, idem_conn *conn, int *out_rc)
 {
-    rollback(conn);
+    idem__store_rollback(conn);
     COUNT(c->store, in_progress);
     c->out->status = IDEM_STATUS_IN_PROGRESS;
     *out_rc = idem__error_set(c->err, IDEM_EBUSY,
@@ -185,7 +185,7 @@ static enum step busy(call *c, idem_conn *conn, int *out_rc)
 static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, int *out_rc)
 {
     if (tx->begun)
-        rollback(conn);
+        idem__store_rollback(conn);
     if (tx->ended)
         unclaim(c, conn);
     if (idem__sqlstate_is_retryable(tx->sqlstate))
@@ -210,7 +210,7 @@ static enum step answer_taken(call *c, idem_conn *conn, idem_tx *tx, const PGres
 
     tx->decided = 1;
     if (in_tx)
-        rollback(conn);
+        idem__store_rollback(conn);
     COUNT(c->store, claim_races);
     if (taken == NULL || PQntuples(taken) != 1)
         return STEP_AGAIN; /* the record went away meanwhile: look again */

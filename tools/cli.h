@@ -1,8 +1,15 @@
-/* What the command-line tools share: usage errors and whole-number options. */
+/* What the command-line tools share: usage errors, whole-number options, and a default
+ * connect timeout. */
 #ifndef IDEM_TOOLS_CLI_H
 #define IDEM_TOOLS_CLI_H
 
 #include <idem/common.h>
+#include <libpq-fe.h>
+
+/* Seconds a tool waits for a server to answer when connecting, unless the DSN sets
+ * connect_timeout or the environment PGCONNECT_TIMEOUT (cli.c sets that default for every
+ * tool at start-up). */
+#define CLI_CONNECT_TIMEOUT_S "10"
 
 /* The exit status of a usage error (sysexits' EX_USAGE). */
 #define CLI_EXIT_USAGE 64
@@ -12,5 +19,13 @@ int cli_usage_error(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
 
 /* A whole decimal number in [min, max] into *out; 0, or -1 (out untouched). */
 int cli_parse_number(long long *out, const char *text, long long min, long long max);
+
+/* Connect to @dsn (a conninfo or URI; "" or NULL: the PG* environment) as @prog (its
+ * fallback application_name). On failure, prints "PROG: cannot connect: <why>" on stderr,
+ * the DSN's password masked, and returns NULL. */
+PGconn *cli_connect(const char *prog, const char *dsn);
+
+/* Print "PROG: <what>: <message>" on stderr with @dsn's password masked. */
+void cli_error_redacted(const char *prog, const char *dsn, const char *what, const char *message);
 
 #endif

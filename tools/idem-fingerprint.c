@@ -272,7 +272,12 @@ static int run(const struct args *a)
     rc = read_input(&text, &len, a->max_bytes);
     if (rc >= 0)
         return rc;
-    rc = idem_json_parse(&arguments, text, len, &opts, &err);
+    /* Arguments of a request are read as the store reads them: a number a double would
+     * change is refused. Plain canonical JSON follows RFC 8785 (every number a double). */
+    if (a->tool != NULL)
+        rc = idem_json_parse_arguments(&arguments, text, len, &opts, &err);
+    else
+        rc = idem_json_parse(&arguments, text, len, &opts, &err);
     free(text);
     if (rc != 0)
         return fail(&err, rc);

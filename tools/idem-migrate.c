@@ -165,24 +165,6 @@ static int parse_args(cli *c, int argc, char **argv)
     return -1;
 }
 
-static PGconn *connect_db(const char *dsn)
-{
-    const char *keys[] = {"fallback_application_name", "dbname", NULL};
-    const char *values[] = {"idem-migrate", dsn, NULL};
-    PGconn *conn = PQconnectdbParams(keys, values, 1);
-
-    if (conn == NULL) {
-        fprintf(stderr, "idem-migrate: out of memory\n");
-        return NULL;
-    }
-    if (PQstatus(conn) != CONNECTION_OK) {
-        fprintf(stderr, "idem-migrate: cannot connect: %s", PQerrorMessage(conn));
-        PQfinish(conn);
-        return NULL;
-    }
-    return conn;
-}
-
 static int exit_for(int rc, const idem_error *err, int migration_failed)
 {
     switch (rc) {
@@ -498,7 +480,7 @@ int main(int argc, char **argv)
     if (strcmp(c.command, "status") != 0 && strcmp(c.command, "plan") != 0 &&
         strcmp(c.command, "up") != 0 && strcmp(c.command, "verify") != 0)
         return usage_error("unknown command '%s' (status, plan, up, verify)", c.command);
-    conn = connect_db(c.dsn);
+    conn = cli_connect("idem-migrate", c.dsn);
     if (conn == NULL)
         return EXIT_DATABASE;
     if (strcmp(c.command, "status") == 0)

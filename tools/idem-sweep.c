@@ -165,30 +165,17 @@ static int parse_args(cli *c, int argc, char **argv)
     return -1;
 }
 
-/* Connect, bounded by the connect timeout unless PGCONNECT_TIMEOUT or the DSN sets one. */
+/* Connect, bounded by --connect-timeout, else by PGCONNECT_TIMEOUT (cli.c makes 10 s the
+ * default); a connect_timeout in the DSN wins over both. */
 static PGconn *connect_db(const cli *c)
 {
     char timeout[16];
-    const char *keys[] = {"fallback_application_name", "connect_timeout", "dbname", NULL};
-    const char *values[] = {"idem-sweep", timeout, c->dsn, NULL};
-    PGconn *conn;
 
-    snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
-    if (getenv("PGCONNECT_TIMEOUT") != NULL && c->connect_timeout_s == 0)
-        values[1] = NULL;
-    else if (c->connect_timeout_s == 0)
-        snprintf(timeout, sizeof(timeout), "10");
-    conn = PQconnectdbParams(keys, values, 1);
-    if (conn == NULL) {
-        fprintf(stderr, "idem-sweep: out of memory\n");
-        return NULL;
+    if (c->connect_timeout_s > 0) {
+        snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
+        setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    if (PQstatus(conn) != CONNECTION_OK) {
-        fprintf(stderr, "idem-sweep: cannot connect: %s", PQerrorMessage(conn));
-        PQfinish(conn);
-        return NULL;
-    }
-    return conn;
+    return cli_connect("idem-sweep", c->dsn);
 }
 
 static void on_log(void *ctx, int level, const char *message)

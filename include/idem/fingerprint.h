@@ -42,7 +42,9 @@ IDEM_API int idem_json_options_init(idem_json_options *opts, unsigned int versio
  * Parse JSON text strictly: one value, no trailing garbage, no duplicate object keys,
  * valid UTF-8 with no unpaired surrogate escapes, no NaN/Infinity, size and depth within
  * limits. Every number is read as an IEEE-754 double, as RFC 8785 requires (integers
- * beyond 2^53 become the nearest double; a number out of double range is rejected).
+ * beyond 2^53 become the nearest double; a number out of double range is rejected). For a
+ * request's arguments use idem_json_parse_arguments(), which refuses what a double would
+ * change.
  * `\u0000` is accepted in string values but not in object keys (jansson keeps keys as
  * C strings): such a key is rejected with a clear error.
  *
@@ -58,8 +60,35 @@ IDEM_API int idem_json_parse(json_t **out, const char *text, size_t len,
                              const idem_json_options *opts, idem_error *err);
 
 /**
+ * Parse a request's arguments: idem_json_parse(), then every number held to I-JSON
+ * (RFC 7493 section 2.2), so that two different intents can never share a fingerprint:
+ *  - an integer written without fraction or exponent must lie within ±2^53
+ *    (±9007199254740992): `9007199254740993` and `1234567890123456789` are refused, even
+ *    where a double happens to hold the value;
+ *  - any other number must be its nearest double rounded to the significant digits it was
+ *    written with: `0.1`, `1e300`, `1.0e20`, `5e-324` and `0.10000000000000001` (printf's
+ *    `%.17g` of 0.1, as jansson writes it) pass; `9007199254740993.0`, `1e-400` and
+ *    `3.141592653589793238462643383279` do not.
+ * Send such a number as a string. What passes is read as by idem_json_parse().
+ * idem_store_execute() and idem_fingerprint_compute_text() parse arguments with this.
+ *
+ * @return as idem_json_parse(); a refused number is IDEM_EINVAL with err->field
+ *         "arguments" and a message giving the number, its line and column, and the advice
+ *         to send it as a string.
+ */
+IDEM_API int idem_json_parse_arguments(json_t **out, const char *text, size_t len,
+                                       const idem_json_options *opts, idem_error *err);
+
+/**
  * RFC 8785 canonical bytes of a JSON value: members sorted by UTF-16 code units,
  * ECMAScript number formatting, minimal string escaping, no whitespace.
+ *
+ * Integers: a jansson integer (json_integer(); parsed text has none, its numbers are all
+ * doubles) is written as its exact decimal digits. Within ±2^53 that is byte for byte what
+ * RFC 8785 writes for the same number; beyond, where RFC 8785 would write the nearest
+ * double (1234567890123456789 as 1234567890123456800), idem keeps every digit, so that a
+ * receipt holding a 64-bit ID is stored and replayed as the effect built it. Everything
+ * else is RFC 8785 byte for byte.
  *
  * @param out      on success, a NUL-terminated buffer the caller owns; free with
  *                 idem_free(). Untouched on failure.
@@ -98,6 +127,8 @@ typedef struct idem_fingerprint {
 /**
  * Fingerprint of a request: SHA-256 of the canonical bytes of
  * `{"arguments": arguments, "tool": tool, "version": payload_version}`.
+ * An integer in @p arguments beyond ±2^53 is refused (IDEM_EINVAL, field "arguments"), as
+ * idem_json_parse_arguments() refuses one in text.
  *
  * @param out        untouched on failure.
  * @param tool       validated as by idem_validate_tool().
@@ -109,7 +140,8 @@ typedef struct idem_fingerprint {
 IDEM_API int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
                                       const json_t *arguments, idem_error *err);
 
-/** idem_fingerprint_compute() over arguments given as JSON text (parsed with @p opts). */
+/** idem_fingerprint_compute() over arguments given as JSON text, parsed with
+ *  idem_json_parse_arguments() and @p opts. */
 IDEM_API int idem_fingerprint_compute_text(idem_fingerprint *out, const char *tool,
                                            int payload_version, const char *arguments_json,
                                            size_t len, const idem_json_options *opts,

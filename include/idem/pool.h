@@ -99,9 +99,24 @@ typedef struct idem_pool_stats {
     }
 
 /**
+ * Mask the password of @p conninfo wherever it appears in @p text, in place: a
+ * `password=` value (quoted or not) and the password of a URI's user information
+ * (`postgresql://user:password@host`). libpq repeats parts of a malformed connection
+ * string in its messages; idem masks its own messages this way, and an application can do
+ * the same with anything it logs. @p text is a NUL-terminated buffer of @p size bytes; a
+ * message that would grow past it is cut.
+ * @return how many occurrences were masked; 0 for NULL arguments.
+ */
+IDEM_API size_t idem_conninfo_redact(char *text, size_t size, const char *conninfo);
+
+/**
  * Create a pool. The connection string is checked now (a bad one fails here, not at
  * first use), and one connection is opened to prove the server answers when
  * min_idle is 0 (min_idle connections otherwise).
+ *
+ * TCP connections get keepalives (keepalives_idle=30, keepalives_interval=10,
+ * keepalives_count=3) and tcp_user_timeout=30000, so that a peer that vanished is noticed
+ * on an idle connection too; the same keywords in @p conninfo override them.
  *
  * @param out       on success, the pool; caller owns it, free with idem_pool_free().
  * @param conninfo  libpq key=value string or URI; NULL or "" uses the PG* environment.

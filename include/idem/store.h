@@ -74,10 +74,12 @@ typedef struct idem_store_options {
     unsigned int version;         /**< ::IDEM_STORE_OPTIONS_VERSION */
     unsigned int retention_s;     /**< how long a record is kept (its expires_at), unless
                                        its tool has its own; default 604800 (7 days) */
-    unsigned int deadline_ms;     /**< the longest one idem_store_execute() may spend on
-                                       attempts, backoffs and lock waits (each write sets
-                                       lock_timeout to what is left of it); > 0; default
-                                       10000 */
+    unsigned int deadline_ms;     /**< the longest one call may spend on attempts,
+                                       backoffs, lock waits (each write sets lock_timeout to
+                                       what is left of it) and every wait for the server's
+                                       reply, after which the connection is dropped (a
+                                       statement sent at the last moment still gets 100 ms);
+                                       > 0; default 10000 */
     unsigned int max_attempts;    /**< transaction attempts per call; default 20 */
     unsigned int backoff_base_ms; /**< first serialization backoff ceiling; default 2 */
     unsigned int backoff_max_ms;  /**< backoff cap; default 100 */
@@ -257,6 +259,52 @@ IDEM_API void idem_outcome_clear(idem_outcome *outcome);
  */
 IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
                                 idem_effect_fn effect, void *ctx, idem_error *err);
+
+/**
+ * A declared effect: a write tool whose effect is one SQL statement, with parameters taken
+ * from the arguments, that returns its receipt as JSON. For example
+ *
+ *     INSERT INTO app.notes (tenant, text) VALUES ($1, $2)
+ *     RETURNING json_build_object('note_id', note_id)
+ *
+ * with parameters {"$tenant", "text"}. No C callback: the whole call — the claim of the
+ * key, the statement, the record with the statement's JSON as receipt, COMMIT — travels
+ * in one round trip, in one SERIALIZABLE transaction. The statement runs inside a larger
+ * statement of the store's (as a WITH query), so it must be one data-modifying statement
+ * (INSERT, UPDATE, DELETE, each with RETURNING) or a SELECT, returning exactly one row
+ * whose first column is JSON (json, jsonb, or text holding JSON); the receipt is that
+ * column's text, stored and replayed byte for byte. A statement that fails, returns no
+ * row, several rows, or non-JSON ends the call `effect_failed`, with nothing stored.
+ * Opaque; thread-safe once made; it may serve any number of stores.
+ */
+typedef struct idem_declared idem_declared;
+
+/**
+ * Declare an effect.
+ * @param out     caller owns; free with idem_declared_free() after the last call using it.
+ * @param sql     the statement, with parameters $1..$nparams; copied.
+ * @param params  what $1..$nparams are, in order: the name of a member of the arguments
+ *                object (its value as text: a string's characters, a number's shortest
+ *                form, true/false, an object or array as canonical JSON; a missing member
+ *                or JSON null is SQL NULL), or "$tenant" / "$operation_id" for the key's
+ *                parts. Copied. NULL when nparams is 0.
+ * @return 0, IDEM_EINVAL (err->field: "sql", "params"), IDEM_ENOMEM.
+ */
+IDEM_API int idem_declared_new(idem_declared **out, const char *sql, const char *const *params,
+                               size_t nparams, idem_error *err);
+
+/** NULL is accepted. */
+IDEM_API void idem_declared_free(idem_declared *declared);
+
+/**
+ * Execute a request whose effect is declared SQL: as idem_store_execute(), with the
+ * same statuses, in one round trip for a new key marked as a first attempt
+ * (idem_request.attempt == 1; otherwise a lookup comes first, and a replay costs that one
+ * round trip). The arguments must be a JSON object.
+ */
+IDEM_API int idem_store_execute_declared(idem_outcome *out, idem_store *store,
+                                         const idem_request *req, const idem_declared *effect,
+                                         idem_error *err);
 
 /** An operation record, as read by idem_store_get(). Opaque. */
 typedef struct idem_operation idem_operation;

@@ -243,3 +243,38 @@ Test(store_effects, effect_that_commits_by_itself_is_refused_and_its_claim_is_ta
 {
     check_ending_effect(1);
 }
+
+/* The example tool, as users copy it: characters are counted, not bytes, and a NUL in
+ * the subject is refused clearly instead of being cut or tripping a CHECK. */
+Test(store_effects, the_example_counts_characters_not_bytes)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    char args[1024] = "{\"subject\":\"";
+    storetest_open(NULL, 1);
+
+    for (int i = 0; i < 150; i++)
+        strcat(args, "\xc3\xa9"); /* é: 2 bytes, 1 character */
+    strcat(args, "\"}");
+    cr_assert_eq(storetest_create_task(&out, "acme", "op-e", args, NULL), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED, "150 characters (300 bytes) are within 200");
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+Test(store_effects, the_example_refuses_a_nul_in_the_subject_and_inserts_nothing)
+{
+    static const char *const subjects[] = {"abc\\u0000def", "\\u0000abc"};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    char args[128], op[16];
+    storetest_open(NULL, 1);
+
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof(args), "{\"subject\":\"%s\"}", subjects[i]);
+        snprintf(op, sizeof(op), "op-nul-%d", i);
+        cr_assert_eq(storetest_create_task(&out, "acme", op, args, NULL), IDEM_EREJECTED, "%s",
+                     subjects[i]);
+        cr_assert(strstr(out.receipt, "NUL") != NULL, "%s", out.receipt);
+    }
+    cr_assert_eq(storetest_tasks(), 0, "never a truncated subject");
+    idem_outcome_clear(&out);
+}

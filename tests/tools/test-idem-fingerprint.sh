@@ -101,6 +101,12 @@ grep -q -- '--payload-version N' "$errfile" || fail "old-version-option message:
 expect version-with-value 64 '' '{}' --version=1
 expect version-with-mode 64 '' '{}' --canonical --version
 
+# A request's arguments are read as the store reads them: an integer beyond 2^53 is
+# refused (send it as a string); plain canonical JSON keeps RFC 8785's doubles.
+expect big-integer-argument 65 '' '{"customer":1234567890123456789}' --tool t --payload-version 1
+grep -q 'as a string' "$errfile" || fail "big-integer-argument message: $(cat "$errfile")"
+expect big-integer-canonical 0 '*' '{"n":1234567890123456789}' --canonical
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1

@@ -206,5 +206,20 @@ wait "$holder"
 check dir_missing 66 "$tool" --dir "$scratch/nonexistent" status
 check dir_misnamed 66 "$tool" --dir "$data/migrations-misnamed" status
 
+# A password in the DSN never appears in any output, text or JSON, whatever fails.
+for dsn in 'postgresql://u:s3cr3tpw@[::1/db' 'host=/nonexistent user=u password=s3cr3tpw dbname=x' \
+    "postgresql://u:s3cr3tpw@/nonexistentdb?host=${PGHOST:-/tmp}"; do
+    for cmd in status "status --json" verify up plan; do
+        n=$((n + 1))
+        out=$("$tool" $cmd --dsn "$dsn" 2>&1)
+        case "$out" in
+        *s3cr3tpw*)
+            echo "FAIL: password shown by '$cmd' for $dsn: $out" >&2
+            failures=$((failures + 1))
+            ;;
+        esac
+    done
+done
+
 echo "$((n - failures)) of $n checks passed"
 [ "$failures" = 0 ]

@@ -184,7 +184,10 @@ int bench_error(const char *what, const char *detail);
 #define BENCH_REPLAY_ARGUMENTS "{\"subject\":\"Benchmark replay\"}"
 #define BENCH_CREATE_ARGUMENTS "{\"subject\":\"Benchmark task\"}"
 
-/* ---- modes (modes.c, contention.c) --------------------------------------------------- */
+/* ---- modes (create.c, modes.c, contention.c) ----------------------------------------- */
+
+/* The tables of the create mode's sides without idem (create.c). */
+int bench_create_tables(PGconn *pg);
 
 int bench_mode_create(bench_results *res, const bench_config *cfg, const char *conninfo);
 int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *conninfo);

@@ -83,6 +83,8 @@ static int setup_schema(const char *conninfo)
             rc = bench_error("applying migrations", err.message);
         else if (example_support_tasks_setup(pg, &err) != 0)
             rc = bench_error("setting up the example's table", err.message);
+        else if (bench_create_tables(pg) != 0)
+            rc = bench_error("creating the hand-written side's table", PQerrorMessage(pg));
     }
     PQfinish(pg);
     return rc;

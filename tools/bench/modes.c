@@ -1,12 +1,11 @@
 /*
- * The create, replay and growth modes: idem against what the same work costs without it.
+ * The replay and growth modes: idem against what the same work costs without it.
  *
- * create   idem_store_execute() on a new key with the example effect, against the bare
- *          effect: parse the same arguments, run the same INSERT ... RETURNING task_id
- *          (PQexecParams, as the effect does) on a pooled connection in autocommit, build
- *          the same response. The BEGIN; INSERT; COMMIT variant is shown too.
- * replay   idem_store_execute() on an existing key, against a prepared primary-key SELECT
- *          of the same row's response bytes (copied out, as idem copies the receipt).
+ * (create is in create.c.)
+ * replay   idem_store_execute() on an existing key, as a retry (attempt 2: the lookup
+ *          answers) and as a request wrongly marked a first attempt (the claim answers),
+ *          against a prepared primary-key SELECT of the same row's response bytes (copied
+ *          out, as idem copies the receipt).
  * growth   replay latency (1 thread) on tables of 10 k and 1 M records (10 M with --large),
  *          each in its own database, rounds interleaved.
  */
@@ -26,9 +25,6 @@ typedef struct side_ctx {
     uint64_t nkeys; /* replay: keys k0..k<nkeys-1> exist */
 } side_ctx;
 
-static const char insert_sql[] =
-    "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
-    " VALUES ($1, $2, $3) RETURNING task_id";
 static const char read_name[] = "idem_bench_read";
 static const char read_sql[] = "SELECT response FROM idem.operations"
                                " WHERE tenant = $1 AND operation_id = $2";
@@ -36,7 +32,7 @@ static const char read_sql[] = "SELECT response FROM idem.operations"
 /* ---- the idem sides ------------------------------------------------------------------ */
 
 static int execute(bench_worker *w, const side_ctx *c, const char *op, const char *args,
-                   idem_status expected)
+                   unsigned int attempt, idem_status expected)
 {
     idem_request req = IDEM_REQUEST_INIT;
     idem_outcome out = IDEM_OUTCOME_INIT;
@@ -49,6 +45,7 @@ static int execute(bench_worker *w, const side_ctx *c, const char *op, const cha
     req.payload_version = EXAMPLE_TOOL_VERSION;
     req.arguments = args;
     req.arguments_len = strlen(args);
+    req.attempt = attempt;
     rc = idem_store_execute(&out, c->store, &req, example_create_support_task, NULL, &err);
     if (rc == 0 && out.status != expected)
         rc = bench_fail(w, "%s: expected %s", idem_status_name(out.status),
@@ -59,102 +56,26 @@ static int execute(bench_worker *w, const side_ctx *c, const char *op, const cha
     return rc;
 }
 
-static int idem_create(bench_worker *w)
-{
-    char op[IDEM_UUID_STRING_SIZE];
-    idem_error err = IDEM_ERROR_INIT;
-
-    if (idem_uuid_v7(op, &err) != 0)
-        return bench_fail(w, "uuid: %s", err.message);
-    return execute(w, w->side->ctx, op, BENCH_CREATE_ARGUMENTS, IDEM_STATUS_CREATED);
-}
-
 static int idem_replay(bench_worker *w)
 {
     const side_ctx *c = w->side->ctx;
     char op[24];
 
     bench_loaded_key(op, sizeof(op), bench_random(w, c->nkeys));
-    return execute(w, c, op, BENCH_REPLAY_ARGUMENTS, IDEM_STATUS_REPLAYED);
+    return execute(w, c, op, BENCH_REPLAY_ARGUMENTS, 2, IDEM_STATUS_REPLAYED);
+}
+
+/* A replay of a request wrongly marked as a first attempt: the claim answers. */
+static int idem_replay_first(bench_worker *w)
+{
+    const side_ctx *c = w->side->ctx;
+    char op[24];
+
+    bench_loaded_key(op, sizeof(op), bench_random(w, c->nkeys));
+    return execute(w, c, op, BENCH_REPLAY_ARGUMENTS, 1, IDEM_STATUS_REPLAYED);
 }
 
 /* ---- the bare sides ------------------------------------------------------------------ */
-
-static int command(bench_worker *w, PGconn *pg, const char *sql)
-{
-    PGresult *res = PQexec(pg, sql);
-    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : bench_fail(w, "%s", PQerrorMessage(pg));
-
-    PQclear(res);
-    return rc;
-}
-
-/* The effect's INSERT, in its own transaction when @explicit_tx, else in autocommit. */
-static int insert_task(bench_worker *w, PGconn *pg, const char *const *values, int explicit_tx,
-                       long long *task_id)
-{
-    PGresult *res;
-    int rc;
-
-    if (explicit_tx && command(w, pg, "BEGIN") != 0)
-        return -1;
-    res = PQexecParams(pg, insert_sql, 3, NULL, values, NULL, NULL, 0);
-    rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
-             ? 0
-             : bench_fail(w, "insert: %s", PQerrorMessage(pg));
-    if (rc == 0)
-        *task_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    PQclear(res);
-    if (rc == 0 && explicit_tx)
-        rc = command(w, pg, "COMMIT");
-    return rc;
-}
-
-/* What a tool does without idem: parse its arguments, insert, answer. */
-static int bare_create(bench_worker *w, int explicit_tx)
-{
-    const side_ctx *c = w->side->ctx;
-    char op[IDEM_UUID_STRING_SIZE];
-    const char *values[3] = {c->tenant, NULL, op};
-    json_t *args = json_loads(BENCH_CREATE_ARGUMENTS, 0, NULL), *response = NULL;
-    idem_error err = IDEM_ERROR_INIT;
-    idem_conn *conn = NULL;
-    long long task_id = 0;
-    char *text = NULL;
-    int rc = -1;
-
-    values[1] = json_string_value(json_object_get(args, "subject"));
-    if (values[1] == NULL || idem_uuid_v7(op, &err) != 0) {
-        bench_fail(w, "arguments or uuid: %s", err.message);
-        goto done;
-    }
-    if (idem_pool_acquire(&conn, c->pool, &err) != 0) {
-        bench_fail(w, "acquire: %s", err.message);
-        goto done;
-    }
-    rc = insert_task(w, idem_conn_pg(conn), values, explicit_tx, &task_id);
-    idem_pool_release(conn);
-    if (rc == 0) {
-        response = json_pack("{s:s, s:I}", "status", "created", "task_id", (json_int_t)task_id);
-        text = json_dumps(response, JSON_COMPACT);
-        rc = text != NULL ? 0 : bench_fail(w, "response: out of memory");
-    }
-done:
-    free(text);
-    json_decref(response);
-    json_decref(args);
-    return rc;
-}
-
-static int bare_insert(bench_worker *w)
-{
-    return bare_create(w, 0);
-}
-
-static int bare_insert_tx(bench_worker *w)
-{
-    return bare_create(w, 1);
-}
 
 /* The prepared read; prepared on first use on each connection. */
 static PGresult *read_row(PGconn *pg, const char *const *values)
@@ -226,47 +147,13 @@ static bench_plan plan_for(const bench_config *cfg, const bench_side *sides, int
     return (bench_plan){sides, n, threads, cfg->duration_s, cfg->round_s, cfg->round_s};
 }
 
-static int create_at(bench_results *res, const bench_config *cfg, const char *conninfo, int threads)
-{
-    side_ctx c = {NULL, NULL, "bench-create", 0};
-    const bench_side sides[3] = {{"idem", idem_create, &c},
-                                 {"bare INSERT (autocommit)", bare_insert, &c},
-                                 {"bare BEGIN; INSERT; COMMIT", bare_insert_tx, &c}};
-    bench_plan plan = plan_for(cfg, sides, 3, threads);
-    bench_measure *m = bench_results_add(res, "create", threads,
-                                         "new keys; bare = the effect's INSERT ... RETURNING on a"
-                                         " pooled connection, in autocommit (1 round trip) or"
-                                         " between BEGIN and COMMIT (3)");
-    int rc;
-
-    if (m == NULL || open_side(&c, conninfo, threads, cfg->pool_cap) != 0) {
-        close_side(&c);
-        return -1;
-    }
-    bench_say("create, %d thread%s", threads, threads == 1 ? "" : "s");
-    rc = bench_run(m, &plan);
-    close_side(&c);
-    bench_ratio_throughput(m, 0, 1, "idem / bare INSERT (autocommit)",
-                           threads == 1 || threads == 16 ? 0.9 : 0);
-    bench_ratio_throughput(m, 0, 2, "idem / bare BEGIN; INSERT; COMMIT", 0);
-    return rc;
-}
-
-int bench_mode_create(bench_results *res, const bench_config *cfg, const char *conninfo)
-{
-    for (int i = 0; i < cfg->nthreads; i++) {
-        if (create_at(res, cfg, conninfo, cfg->threads[i]) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 static int replay_at(bench_results *res, const bench_config *cfg, const char *conninfo, int threads)
 {
     side_ctx c = {NULL, NULL, "bench-replay", REPLAY_KEYS};
-    const bench_side sides[2] = {{"idem", idem_replay, &c},
-                                 {"bare primary-key SELECT", bare_read, &c}};
-    bench_plan plan = plan_for(cfg, sides, 2, threads);
+    const bench_side sides[3] = {{"idem (retry)", idem_replay, &c},
+                                 {"bare primary-key SELECT", bare_read, &c},
+                                 {"idem (marked first attempt)", idem_replay_first, &c}};
+    bench_plan plan = plan_for(cfg, sides, 3, threads);
     bench_measure *m = bench_results_add(res, "replay", threads,
                                          "random existing keys among 10 k records; bare = a"
                                          " prepared primary-key SELECT of the stored receipt");
@@ -279,7 +166,8 @@ static int replay_at(bench_results *res, const bench_config *cfg, const char *co
     bench_say("replay, %d thread%s", threads, threads == 1 ? "" : "s");
     rc = bench_run(m, &plan);
     close_side(&c);
-    bench_ratio_throughput(m, 0, 1, "idem / bare primary-key SELECT", 0.9);
+    bench_ratio_throughput(m, 0, 1, "idem (retry) / bare primary-key SELECT", 0.9);
+    bench_ratio_throughput(m, 2, 1, "idem (marked first attempt) / bare primary-key SELECT", 0);
     return rc;
 }
 

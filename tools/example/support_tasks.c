@@ -58,20 +58,45 @@ static json_t *rejection(const char *reason)
     return json_pack("{s:s, s:s}", "status", "rejected", "reason", reason);
 }
 
+/* Characters (Unicode code points) of valid UTF-8: every byte but continuation bytes. */
+static size_t utf8_chars(const char *s, size_t bytes)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < bytes; i++)
+        n += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return n;
+}
+
+/* Why the subject is refused, or NULL. */
+static const char *subject_problem(const json_t *subject)
+{
+    size_t bytes, chars;
+
+    if (!json_is_string(subject))
+        return "subject must be a string of 1 to 200 characters";
+    bytes = json_string_length(subject);
+    if (strlen(json_string_value(subject)) != bytes)
+        return "subject must not contain NUL characters (\\u0000)";
+    chars = utf8_chars(json_string_value(subject), bytes);
+    if (chars == 0 || chars > 200)
+        return "subject must be a string of 1 to 200 characters";
+    return NULL;
+}
+
 int example_create_support_task(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
                                 idem_error *err)
 {
     const char *sql = "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                       " VALUES ($1, $2, $3) RETURNING task_id";
     const json_t *subject = json_object_get(arguments, "subject");
-    const char *values[3];
+    const char *values[3], *problem = subject_problem(subject);
     PGresult *res = NULL;
     int rc;
 
     (void)ctx;
-    if (!json_is_string(subject) || json_string_length(subject) == 0 ||
-        json_string_length(subject) > 200) {
-        *response = rejection("subject must be a string of 1 to 200 characters");
+    if (problem != NULL) {
+        *response = rejection(problem);
         return IDEM_EFFECT_FINAL_FAILURE;
     }
     values[0] = idem_tx_tenant(tx);

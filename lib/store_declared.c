@@ -1,0 +1,275 @@
+/* Declared effects: one SQL statement of the tool's, run inside a statement of the store's
+ * that also writes the record, so that a new key costs one round trip. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+#include "exec.h"
+#include "store_internal.h"
+
+/* The store's parameters follow the tool's: $n+1 tenant, operation ID, tool, payload
+ * version, fingerprint (binary), trace ID, claim token, retention in seconds, key memory
+ * in seconds, the operation ID's UUIDv7 time in milliseconds (NULL for other IDs), and
+ * key memory plus the clock skew allowance in seconds. The record is written completed,
+ * with the statement's JSON as its receipt, only if the key is free, its UUIDv7 (if it is
+ * one) is within the horizon, and the statement returned exactly one row; otherwise
+ * idem.declared_result() raises (IDEM1: the key has a record, or is beyond the horizon,
+ * which the lookup then tells apart; IDEM2: not one row), so that COMMIT, later in the
+ * same pipeline, is never carried out. */
+#define OWN_PARAMS 11
+static const char declared_sql[] =
+    "WITH effect(receipt) AS (%s),"
+    " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
+    " fingerprint, state, response, trace_id, claim_token, expires_at, completed_at,"
+    " forget_at)"
+    " SELECT $%zu, $%zu, $%zu, $%zu::int4, $%zu, 'completed',"
+    " convert_to(e.receipt::json::text, 'UTF8'), $%zu, $%zu::uuid,"
+    " now() + make_interval(secs => $%zu::int8), now(), now() + make_interval(secs => $%zu::int8)"
+    " FROM effect e WHERE (SELECT count(*) FROM effect) = 1"
+    " AND ($%zu::int8 IS NULL"
+    " OR to_timestamp($%zu::int8 / 1000.0) >= now() - make_interval(secs => $%zu::int8))"
+    " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
+    " SELECT idem.declared_result((SELECT response FROM ins), (SELECT count(*) FROM effect))";
+
+/* Where the claim's own lock timeouts sit in its parameters (not the statement's). */
+#define CLAIM_WAIT_AT 8
+
+#define LOCK_TIMEOUT_SQL "SELECT set_config('lock_timeout', $1, true)"
+#define KEY_TAKEN        "IDEM1"
+
+struct idem_declared {
+    idem__stmt stmt;
+    char name[32];
+    char *sql;
+    char **params;
+    size_t nparams;
+};
+
+static atomic_uint declared_serial;
+
+void idem_declared_free(idem_declared *d)
+{
+    if (d == NULL)
+        return;
+    for (size_t i = 0; i < d->nparams; i++)
+        free(d->params[i]);
+    free(d->params);
+    free(d->sql);
+    free(d);
+}
+
+static int check_declaration(const char *sql, const char *const *params, size_t nparams,
+                             idem_error *err)
+{
+    if (sql == NULL || sql[0] == '\0')
+        return idem__error_field(err, IDEM_EINVAL, "sql", "must be one SQL statement");
+    if (nparams > 0 && params == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "params", "NULL with %zu parameters", nparams);
+    if (nparams > 1000)
+        return idem__error_field(err, IDEM_EINVAL, "params", "%zu parameters; at most 1000",
+                                 nparams);
+    for (size_t i = 0; i < nparams; i++) {
+        if (params[i] == NULL || params[i][0] == '\0')
+            return idem__error_field(err, IDEM_EINVAL, "params", "parameter $%zu has no name",
+                                     i + 1);
+    }
+    return 0;
+}
+
+/* The statement with its trailing semicolons and blanks cut. */
+static char *trimmed(const char *sql)
+{
+    size_t n = strlen(sql);
+
+    while (n > 0 && strchr("; \t\r\n", sql[n - 1]) != NULL)
+        n--;
+    return strndup(sql, n);
+}
+
+static int build_sql(idem_declared *d, const char *sql)
+{
+    char *inner = trimmed(sql);
+    size_t n = d->nparams, size;
+
+    if (inner == NULL)
+        return IDEM_ENOMEM;
+    size = sizeof(declared_sql) + strlen(inner) + 12 * 24;
+    d->sql = malloc(size);
+    if (d->sql != NULL)
+        snprintf(d->sql, size, declared_sql, inner, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7,
+                 n + 8, n + 9, n + 10, n + 10, n + 11);
+    free(inner);
+    return d->sql != NULL ? 0 : IDEM_ENOMEM;
+}
+
+int idem_declared_new(idem_declared **out, const char *sql, const char *const *params,
+                      size_t nparams, idem_error *err)
+{
+    idem_declared *d = NULL;
+    int rc;
+
+    if (out == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
+    if ((rc = check_declaration(sql, params, nparams, err)) != 0)
+        return rc;
+    d = calloc(1, sizeof(*d));
+    if (d == NULL || (nparams > 0 && (d->params = calloc(nparams, sizeof(char *))) == NULL))
+        goto nomem;
+    for (d->nparams = 0; d->nparams < nparams; d->nparams++) {
+        if ((d->params[d->nparams] = strdup(params[d->nparams])) == NULL)
+            goto nomem;
+    }
+    if (build_sql(d, sql) != 0)
+        goto nomem;
+    snprintf(d->name, sizeof(d->name), "idem_declared_%u", atomic_fetch_add(&declared_serial, 1));
+    d->stmt = (idem__stmt){d->name, d->sql, (int)(nparams + OWN_PARAMS)};
+    *out = d;
+    return 0;
+nomem:
+    idem_declared_free(d);
+    return idem__error_set(err, IDEM_ENOMEM, "declared effect: out of memory");
+}
+
+/* The statement's parameter values for this call; strings it made go to @owned. */
+static int bind_params(call *c, const char **values, char **owned, idem_error *err)
+{
+    const idem_declared *d = c->declared;
+
+    if (!json_is_object(c->arguments))
+        return idem__error_field(err, IDEM_EINVAL, "arguments",
+                                 "a declared effect takes a JSON object");
+    for (size_t i = 0; i < d->nparams; i++) {
+        const json_t *v = json_object_get(c->arguments, d->params[i]);
+        size_t len;
+
+        owned[i] = NULL;
+        if (strcmp(d->params[i], "$tenant") == 0)
+            values[i] = c->req->tenant;
+        else if (strcmp(d->params[i], "$operation_id") == 0)
+            values[i] = c->req->operation_id;
+        else if (v == NULL || json_is_null(v))
+            values[i] = NULL;
+        else if (json_is_string(v))
+            values[i] = json_string_value(v);
+        else if (json_is_true(v) || json_is_false(v))
+            values[i] = json_is_true(v) ? "true" : "false";
+        else if (idem_jcs_serialize(&owned[i], &len, v, err) != 0)
+            return idem__error_field(err, IDEM_EINVAL, "arguments", "%s: cannot be bound",
+                                     d->params[i]);
+        else
+            values[i] = owned[i];
+    }
+    return 0;
+}
+
+/* The pipeline's commands: BEGIN, the lock timeout, the statement, COMMIT. */
+#define DECLARED_AT 2
+static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, int *lengths,
+                          int *formats, const char **lock_timeout)
+{
+    size_t n = c->declared->nparams;
+    uint64_t now = idem__now_ms();
+
+    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu",
+             (unsigned long long)(c->deadline_ms > now ? c->deadline_ms - now : 1));
+    *lock_timeout = c->lock_timeout;
+    for (size_t i = 0; i < OWN_PARAMS; i++)
+        values[n + i] = c->cp.values[i < CLAIM_WAIT_AT ? i : i + 2];
+    memset(lengths, 0, (n + OWN_PARAMS) * sizeof(int));
+    memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
+    lengths[n + 4] = IDEM_FINGERPRINT_SIZE;
+    formats[n + 4] = 1;
+    cmds[0] =
+        (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
+    cmds[1] = (idem__pipe_cmd){NULL, LOCK_TIMEOUT_SQL, 1, lock_timeout, NULL, NULL, 0, NULL};
+    cmds[2] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
+    cmds[3] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
+}
+
+/* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
+static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, int *out_rc)
+{
+    if (rc == IDEM_EUNAVAIL || idem__conn_failed(conn)) {
+        idem_conn_discard(conn);
+        return STEP_RESOLVE; /* COMMIT may have been carried out: look on a fresh connection */
+    }
+    idem__store_rollback(conn);
+    if (idem__sqlstate_is_retryable(c->err->sqlstate))
+        return STEP_BACKOFF;
+    if (failed_at == DECLARED_AT && strcmp(c->err->sqlstate, KEY_TAKEN) == 0) {
+        COUNT(c->store, claim_races);
+        c->lookup_first = 1;
+        return STEP_AGAIN; /* the lookup answers from the record */
+    }
+    if (failed_at != DECLARED_AT) {
+        *out_rc = rc;
+        return STEP_DONE;
+    }
+    COUNT(c->store, effect_failures);
+    idem__error_context(c->err, "declared effect");
+    c->err->code = IDEM_EEFFECT;
+    c->out->status = IDEM_STATUS_EFFECT_FAILED;
+    *out_rc = IDEM_EEFFECT;
+    return STEP_DONE;
+}
+
+static enum step declared_done(call *c, const PGresult *res, int *out_rc)
+{
+    size_t len = (size_t)PQgetlength(res, 0, 0);
+    char *receipt = malloc(len + 1);
+
+    if (receipt == NULL) {
+        *out_rc = idem__error_set(c->err, IDEM_ENOMEM, "receipt: out of memory");
+        return STEP_DONE;
+    }
+    memcpy(receipt, PQgetvalue(res, 0, 0), len);
+    receipt[len] = '\0';
+    c->out->receipt = receipt;
+    c->out->receipt_len = len;
+    c->out->status = IDEM_STATUS_CREATED;
+    COUNT(c->store, created);
+    *out_rc = 0;
+    return STEP_DONE;
+}
+
+enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
+{
+    size_t n = c->declared->nparams, failed_at;
+    const char **values = calloc(n + OWN_PARAMS, sizeof(char *));
+    char **owned = calloc(n + 1, sizeof(char *));
+    int *lengths = calloc(n + OWN_PARAMS, sizeof(int));
+    int *formats = calloc(n + OWN_PARAMS, sizeof(int));
+    const char *lock_timeout = NULL;
+    idem__pipe_cmd cmds[4];
+    enum step step = STEP_DONE;
+    int rc;
+
+    idem_error_clear(c->err);
+    if (values == NULL || owned == NULL || lengths == NULL || formats == NULL) {
+        *out_rc = idem__error_set(c->err, IDEM_ENOMEM, "declared effect: out of memory");
+        goto done;
+    }
+    if ((rc = bind_params(c, values, owned, c->err)) != 0) {
+        c->out->status = IDEM_STATUS_INVALID;
+        *out_rc = rc;
+        goto done;
+    }
+    declared_cmds(c, cmds, values, lengths, formats, &lock_timeout);
+    rc = idem__conn_pipeline(conn, cmds, 4, &failed_at, c->err);
+    if (rc == 0)
+        step = declared_done(c, cmds[DECLARED_AT].result, out_rc);
+    else
+        step = declared_failure(c, conn, rc, failed_at, out_rc);
+    idem__store_pipe_clear(cmds, 4);
+done:
+    for (size_t i = 0; owned != NULL && i < n; i++)
+        free(owned[i]);
+    free(owned);
+    free(values);
+    free(lengths);
+    free(formats);
+    return step;
+}

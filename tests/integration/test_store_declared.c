@@ -1,0 +1,265 @@
+/* Declared effects (idem_store_execute_declared): the seed's behaviours on the one-round-trip
+ * path, and every way the declared statement can go wrong. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+#include "storetest.h"
+
+static idem_declared *create_task;
+
+static void declared_init(void)
+{
+    static const char *const params[] = {"$tenant", "subject", "$operation_id"};
+    idem_error err = IDEM_ERROR_INIT;
+
+    storetest_init();
+    cr_assert_eq(idem_declared_new(&create_task,
+                                   "INSERT INTO idem_example.support_tasks"
+                                   " (tenant, subject, operation_id) VALUES ($1, $2, $3)"
+                                   " RETURNING json_build_object('status', 'created',"
+                                   " 'task_id', task_id)",
+                                   params, 3, &err),
+                 0, "%s", err.message);
+}
+
+static void declared_fini(void)
+{
+    idem__store_inject_fault(NULL, IDEM__FAULT_NONE, 0);
+    idem_declared_free(create_task);
+    create_task = NULL;
+    storetest_fini();
+}
+
+TestSuite(store_declared, .init = declared_init, .fini = declared_fini, .timeout = 240);
+
+static int run_declared(idem_outcome *out, const idem_declared *d, const char *tenant,
+                        const char *op, const char *args, unsigned int attempt, idem_error *err)
+{
+    idem_request req = storetest_request(tenant, op, args);
+
+    req.attempt = attempt;
+    idem_outcome_clear(out);
+    return idem_store_execute_declared(out, fx.store, &req, d, err);
+}
+
+static int task(idem_outcome *out, const char *tenant, const char *op, const char *subject,
+                unsigned int attempt)
+{
+    char args[256];
+    idem_error err = IDEM_ERROR_INIT;
+
+    snprintf(args, sizeof(args), "{\"subject\":\"%s\"}", subject);
+    return run_declared(out, create_task, tenant, op, args, attempt, &err);
+}
+
+Test(store_declared, a_new_key_creates_in_one_call_and_the_retry_replays_byte_for_byte)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT, again = IDEM_OUTCOME_INIT;
+    storetest_open(NULL, 2);
+
+    cr_assert_eq(task(&out, "acme", "op-1", "Check delayed delivery", 1), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_str_eq(out.receipt, "{\"status\" : \"created\", \"task_id\" : 1}");
+    char *stored = storetest_receipt("acme", "op-1");
+    cr_assert_str_eq(stored, out.receipt);
+    free(stored);
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        cr_assert_eq(task(&again, "acme", "op-1", "Check delayed delivery", attempt), 0);
+        cr_assert_eq(again.status, IDEM_STATUS_REPLAYED, "attempt %u", attempt);
+        cr_assert_eq(again.receipt_len, out.receipt_len);
+        cr_assert_eq(memcmp(again.receipt, out.receipt, out.receipt_len), 0);
+    }
+    cr_assert_eq(storetest_tasks(), 1);
+    cr_assert_eq(storetest_operations(), 1);
+    idem_outcome_clear(&out);
+    idem_outcome_clear(&again);
+}
+
+Test(store_declared, a_lost_reply_after_commit_is_replayed_by_the_retry)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    storetest_open(NULL, 2);
+
+    idem__store_inject_fault(fx.store, IDEM__FAULT_REPLY_LOST_AFTER_COMMIT, 1);
+    cr_assert_eq(task(&out, "acme", "op-lost", "s", 1), IDEM_EUNAVAIL);
+    cr_assert_eq(out.status, IDEM_STATUS_UNAVAILABLE);
+    cr_assert_eq(storetest_tasks(), 1, "the effect committed");
+    cr_assert_eq(task(&out, "acme", "op-lost", "s", 2), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+Test(store_declared, a_connection_lost_during_commit_resolves_to_created)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    storetest_open(NULL, 2);
+
+    idem__store_inject_fault(fx.store, IDEM__FAULT_DROP_DURING_COMMIT, 1);
+    cr_assert_eq(task(&out, "acme", "op-drop", "s", 1), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED, "%s", idem_status_name(out.status));
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+Test(store_declared, a_rolled_back_attempt_leaves_nothing_and_the_retry_creates)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    storetest_open(NULL, 2);
+
+    idem__store_inject_fault(fx.store, IDEM__FAULT_FAIL_BEFORE_COMMIT, 1);
+    cr_assert_eq(task(&out, "acme", "op-rb", "s", 1), IDEM_EUNAVAIL);
+    cr_assert_eq(storetest_tasks(), 0);
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(task(&out, "acme", "op-rb", "s", 2), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+Test(store_declared, changed_arguments_conflict_and_write_nothing)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    storetest_open(NULL, 2);
+
+    cr_assert_eq(task(&out, "acme", "op-c", "first", 1), 0);
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        cr_assert_eq(task(&out, "acme", "op-c", "second", attempt), IDEM_ECONFLICT);
+        cr_assert_eq(out.status, IDEM_STATUS_CONFLICT);
+        cr_assert_null(out.receipt);
+    }
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+Test(store_declared, two_intents_with_the_same_arguments_create_two_tasks)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    storetest_open(NULL, 2);
+
+    cr_assert_eq(task(&out, "acme", "op-a", "same", 1), 0);
+    cr_assert_eq(task(&out, "acme", "op-b", "same", 1), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(storetest_tasks(), 2);
+    idem_outcome_clear(&out);
+}
+
+Test(store_declared, the_same_operation_id_in_another_tenant_is_another_key)
+{
+    idem_outcome a = IDEM_OUTCOME_INIT, b = IDEM_OUTCOME_INIT;
+    storetest_open(NULL, 2);
+
+    cr_assert_eq(task(&a, "acme", "op-t", "same", 1), 0);
+    cr_assert_eq(task(&b, "globex", "op-t", "same", 1), 0);
+    cr_assert_eq(b.status, IDEM_STATUS_CREATED, "never acme's receipt");
+    cr_assert_str_neq(a.receipt, b.receipt);
+    cr_assert_eq(storetest_tasks(), 2);
+    idem_outcome_clear(&a);
+    idem_outcome_clear(&b);
+}
+
+Test(store_declared, invalid_input_names_the_field_and_writes_nothing)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+    storetest_open(NULL, 2);
+
+    cr_assert_eq(run_declared(&out, create_task, "", "op", "{}", 1, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "tenant");
+    cr_assert_eq(run_declared(&out, create_task, "acme", "op", "[1]", 1, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "arguments");
+    cr_assert_eq(out.status, IDEM_STATUS_INVALID);
+    cr_assert_eq(run_declared(&out, create_task, "acme", "op", "{\"subject\":", 1, &err),
+                 IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "arguments");
+    cr_assert_eq(run_declared(&out, NULL, "acme", "op", "{}", 1, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "effect");
+    cr_assert_eq(idem_declared_new(&d, "", NULL, 0, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "sql");
+    cr_assert_eq(idem_declared_new(&d, "SELECT 1", NULL, 2, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "params");
+    cr_assert_null(d);
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(storetest_tasks(), 0);
+    idem_outcome_clear(&out);
+}
+
+struct hot {
+    int created;
+};
+
+static void *hammer(void *arg)
+{
+    struct hot *h = arg;
+
+    for (int i = 0; i < 20; i++) {
+        idem_outcome out = IDEM_OUTCOME_INIT;
+        int rc = 1;
+        for (unsigned int attempt = 1; attempt <= 50 && rc != 0; attempt++) {
+            rc = task(&out, "acme", "op-hot", "hot", attempt);
+            if (rc != 0 && out.status != IDEM_STATUS_IN_PROGRESS &&
+                out.status != IDEM_STATUS_UNAVAILABLE)
+                break;
+        }
+        cr_assert_eq(rc, 0, "%s", idem_status_name(out.status));
+        if (out.status == IDEM_STATUS_CREATED)
+            __atomic_add_fetch(&h->created, 1, __ATOMIC_SEQ_CST);
+        idem_outcome_clear(&out);
+    }
+    return NULL;
+}
+
+Test(store_declared, many_threads_on_one_key_create_exactly_one_task)
+{
+    struct hot h = {0};
+    pthread_t t[8];
+    storetest_open(NULL, 8);
+
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, hammer, &h), 0);
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    cr_assert_eq(h.created, 1);
+    cr_assert_eq(storetest_tasks(), 1);
+    cr_assert_eq(storetest_operations(), 1);
+}
+
+/* Each bad statement ends effect_failed with nothing stored. */
+static void expect_effect_failed(const char *sql, const char *why)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+
+    cr_assert_eq(idem_declared_new(&d, sql, NULL, 0, &err), 0, "%s", err.message);
+    int rc = run_declared(&out, d, "acme", "op-bad", "{}", 1, &err);
+    cr_assert_eq(rc, IDEM_EEFFECT, "%s: %s %s", why, idem_err_name(rc), err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED, "%s", why);
+    cr_assert_null(out.receipt);
+    cr_assert_eq(storetest_operations(), 0, "%s: nothing stored", why);
+    cr_assert_eq(storetest_tasks(), 0, "%s: the statement rolled back", why);
+    idem_declared_free(d);
+    idem_outcome_clear(&out);
+}
+
+Test(store_declared, a_statement_that_fails_returns_no_row_several_rows_or_non_json_stores_nothing)
+{
+    storetest_open(NULL, 2);
+    expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                         " VALUES ('acme', '', 'x') RETURNING json_build_object('id', task_id)",
+                         "a CHECK violation");
+    expect_effect_failed("UPDATE idem_example.support_tasks SET status = 'closed'"
+                         " WHERE false RETURNING json_build_object('id', task_id)",
+                         "no row");
+    expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                         " VALUES ('acme', 'a', 'x'), ('acme', 'b', 'x')"
+                         " RETURNING json_build_object('id', task_id)",
+                         "two rows");
+    expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                         " VALUES ('acme', 'a', 'x') RETURNING 'not json'::text",
+                         "non-JSON");
+}
