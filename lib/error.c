@@ -185,6 +185,13 @@ int idem__sqlstate_is_retryable(const char *s)
     return strcmp(s, "40001") == 0 || strcmp(s, "40P01") == 0;
 }
 
+int idem__sqlstate_is_timeout(const char *s)
+{
+    if (s == NULL)
+        return 0;
+    return strcmp(s, "55P03") == 0 || strcmp(s, "57014") == 0;
+}
+
 /* The server's primary message, or libpq's connection message, without the trailing
  * newline libpq adds. */
 static void pg_message(char *buf, size_t size, const PGconn *conn, const PGresult *res)

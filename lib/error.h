@@ -47,5 +47,6 @@ int idem__error_misconfigured(idem_error *err, int rc);
 /* SQLSTATE classes. NULL or "" is neither. */
 int idem__sqlstate_is_disconnect(const char *sqlstate); /* class 08, 57P01..57P03 */
 int idem__sqlstate_is_retryable(const char *sqlstate);  /* 40001, 40P01 */
+int idem__sqlstate_is_timeout(const char *sqlstate);    /* 55P03 lock, 57014 statement */
 
 #endif

@@ -11,14 +11,14 @@
 #include "store_internal.h"
 
 /* The store's parameters follow the tool's: $n+1 tenant, operation ID, tool, payload
- * version, fingerprint (binary), trace ID, claim token, retention in seconds, key memory
- * in seconds, the operation ID's UUIDv7 time in milliseconds (NULL for other IDs), and
- * key memory plus the clock skew allowance in seconds. The record is written completed,
- * with the statement's JSON as its receipt, only if the key is free, its UUIDv7 (if it is
- * one) is within the horizon, and the statement returned exactly one row; otherwise
- * idem.declared_result() raises (IDEM1: the key has a record, or is beyond the horizon,
- * which the lookup then tells apart; IDEM2: not one row), so that COMMIT, later in the
- * same pipeline, is never carried out. */
+ * version, fingerprint (binary), trace ID, claim token, retention and key memory in
+ * seconds, the UUIDv7 operation ID's time in ms (NULL for other IDs) and the key-memory
+ * horizon in seconds (as in the callback path's claim: a key older than it claims nothing,
+ * and the lookup that follows answers expired). The record
+ * is written completed, with the statement's JSON as its receipt, only if the key is free
+ * and the statement returned exactly one row; otherwise idem.declared_result() raises
+ * (IDEM1: the key has a record; IDEM2: not one row), so that COMMIT, later in the same
+ * pipeline, is never carried out. */
 #define OWN_PARAMS 11
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s),"
@@ -27,15 +27,13 @@ static const char declared_sql[] =
     " forget_at)"
     " SELECT $%zu, $%zu, $%zu, $%zu::int4, $%zu, 'completed',"
     " convert_to(e.receipt::json::text, 'UTF8'), $%zu, $%zu::uuid,"
-    " now() + make_interval(secs => $%zu::int8), now(), now() + make_interval(secs => $%zu::int8)"
+    " now() + make_interval(secs => $%zu::int8), now(),"
+    " now() + make_interval(secs => $%zu::int8)"
     " FROM effect e WHERE (SELECT count(*) FROM effect) = 1"
     " AND ($%zu::int8 IS NULL"
     " OR to_timestamp($%zu::int8 / 1000.0) >= now() - make_interval(secs => $%zu::int8))"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
     " SELECT idem.declared_result((SELECT response FROM ins), (SELECT count(*) FROM effect))";
-
-/* Where the claim's own lock timeouts sit in its parameters (not the statement's). */
-#define CLAIM_WAIT_AT 8
 
 #define LOCK_TIMEOUT_SQL "SELECT set_config('lock_timeout', $1, true)"
 #define KEY_TAKEN        "IDEM1"
@@ -176,8 +174,11 @@ static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, in
     snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu",
              (unsigned long long)(c->deadline_ms > now ? c->deadline_ms - now : 1));
     *lock_timeout = c->lock_timeout;
-    for (size_t i = 0; i < OWN_PARAMS; i++)
-        values[n + i] = c->cp.values[i < CLAIM_WAIT_AT ? i : i + 2];
+    for (size_t i = 0; i < 8; i++)
+        values[n + i] = c->cp.values[i];
+    values[n + 8] = c->cp.values[10];  /* key memory */
+    values[n + 9] = c->cp.values[11];  /* the UUIDv7's time, or NULL */
+    values[n + 10] = c->cp.values[12]; /* the horizon */
     memset(lengths, 0, (n + OWN_PARAMS) * sizeof(int));
     memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
     lengths[n + 4] = IDEM_FINGERPRINT_SIZE;

@@ -44,7 +44,8 @@ static char *dup_value(const PGresult *res, int col, size_t *len)
     return s;
 }
 
-static const char *const state_names[] = {"pending", "completed", "failed", "expired"};
+static const char *const state_names[] = {"pending", "completed", "failed", "expired",
+                                          "outcome_unknown"};
 
 const char *idem_state_name(idem_state state)
 {

@@ -90,6 +90,8 @@ struct call {
     char lock_timeout[24]; /* what is left of the deadline: the effect's lock timeout */
     char claim_wait[24];   /* the claim's own lock timeout */
     int lookup_first;      /* look the key up before claiming it (a retry) */
+    int resume_pending;    /* external begin: a pending row of this fingerprint is left to the
+                              claim, which resumes it if its lease has lapsed */
     attempt_fn attempt;    /* the callback path's or the declared path's */
     const idem_declared *declared;
 };
@@ -128,8 +130,9 @@ int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
 int idem__store_claimed(const PGresult *claim);
 
 /* Look the key up with @stmt (lookup or resolve). Returns 1 when a row decided the call
- * (c->out set, *rc its code), 0 when the key is free, or a negative code on a database
- * failure (store_record.c). */
+ * (c->out set, *rc its code), 0 when the key is free (or, with c->resume_pending, pending
+ * under the request's fingerprint), or a negative code on a database failure
+ * (store_record.c). */
 int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc);
 
 /* The call's receipt (already in c->out) is a stored final refusal: status rejected.

@@ -42,6 +42,24 @@ static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_er
     return 0;
 }
 
+/* Whether a looked-up row's fingerprint is the request's. */
+static int same_fingerprint(const call *c, const PGresult *res)
+{
+    return PQgetlength(res, 0, COL_FINGERPRINT) == IDEM_FINGERPRINT_SIZE &&
+           memcmp(PQgetvalue(res, 0, COL_FINGERPRINT), c->fp.bytes, IDEM_FINGERPRINT_SIZE) == 0;
+}
+
+/* An external dispatch whose result is not known: nothing runs until it is reconciled. */
+static int outcome_unknown(call *c)
+{
+    c->out->status = IDEM_STATUS_OUTCOME_UNKNOWN;
+    return idem__error_set(c->err, IDEM_EUNKNOWN,
+                           "operation %s was dispatched to an external service and its result "
+                           "is not known; it is not dispatched again until it is reconciled "
+                           "(idem-reconcile show %s %s)",
+                           c->req->operation_id, c->req->tenant, c->req->operation_id);
+}
+
 int idem__store_claimed(const PGresult *claim)
 {
     return PQntuples(claim) == 1 && strcmp(PQgetvalue(claim, 0, COL_STATE), "claimed") == 0;
@@ -87,8 +105,7 @@ static int beyond_horizon(const call *c, int64_t now_ms)
 int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
 {
     const char *state = PQgetvalue(res, 0, COL_STATE);
-    int same = PQgetlength(res, 0, COL_FINGERPRINT) == IDEM_FINGERPRINT_SIZE &&
-               memcmp(PQgetvalue(res, 0, COL_FINGERPRINT), c->fp.bytes, IDEM_FINGERPRINT_SIZE) == 0;
+    int same = same_fingerprint(c, res);
 
     *mine = PQnfields(res) > COL_CLAIM && strcmp(PQgetvalue(res, 0, COL_CLAIM), c->claim) == 0;
     if (strcmp(state, "expired") == 0)
@@ -100,6 +117,8 @@ int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
                                  "operation ID %s was already used with different arguments",
                                  c->req->operation_id);
     }
+    if (strcmp(state, "outcome_unknown") == 0)
+        return outcome_unknown(c);
     if (strcmp(state, "pending") == 0) {
         c->out->status = IDEM_STATUS_IN_PROGRESS;
         COUNT(c->store, in_progress);
@@ -135,7 +154,8 @@ int idem__store_rejected(call *c)
 
 /* Look the key up with @stmt (stmt_lookup or stmt_resolve). Returns 1 when a row, or the
  * absence of one for a key beyond the horizon, decided the call (c->out set, *rc its
- * code), 0 when the key is free, or a negative code on a database failure. */
+ * code), 0 when the key is free (or, with c->resume_pending, pending under the request's
+ * fingerprint), or a negative code on a database failure. */
 int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc)
 {
     const char *values[2] = {c->req->tenant, c->req->operation_id};
@@ -151,7 +171,10 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
         PQclear(res);
         return idem__error_set(c->err, IDEM_EDB, "lookup: expected one row, got %d", n);
     }
-    if (!PQgetisnull(res, 0, COL_STATE))
+    if (!PQgetisnull(res, 0, COL_STATE) && c->resume_pending &&
+        strcmp(PQgetvalue(res, 0, COL_STATE), "pending") == 0 && same_fingerprint(c, res))
+        decided = 0; /* the external claim decides: the lease may have lapsed */
+    else if (!PQgetisnull(res, 0, COL_STATE))
         *rc = idem__store_decide(c, conn, res, &mine);
     else if (beyond_horizon(c, timestamptz_ms(res, COL_NOW)))
         *rc = late_retry(c, conn, -1, "its UUIDv7 is older than the key memory of its tool");

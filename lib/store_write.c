@@ -190,6 +190,16 @@ static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, i
         unclaim(c, conn);
     if (idem__sqlstate_is_retryable(tx->sqlstate))
         return STEP_BACKOFF;
+    /* A lock or statement timeout in the effect is the server being busy, not the effect
+     * refusing: the same call succeeds later, so the caller retries (unavailable). */
+    if (idem__sqlstate_is_timeout(tx->sqlstate)) {
+        *out_rc = idem__error_set(c->err, IDEM_EUNAVAIL,
+                                  "the effect's statement timed out waiting (%s); retry later "
+                                  "with the same key",
+                                  tx->sqlstate);
+        snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "%s", tx->sqlstate);
+        return STEP_DONE;
+    }
     if (tx->setup_rc != 0 || rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
         *out_rc = tx->setup_rc != 0 ? tx->setup_rc : IDEM_EUNAVAIL;
         return STEP_DONE;

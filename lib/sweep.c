@@ -23,7 +23,8 @@
 #define MAX_LOCK_MS  3600000u
 #define LOCK_TIMEOUT "55P03"
 
-/* $1 batch size, $2 default key memory in seconds (rows claimed before forget_at). */
+/* $1 batch size, $2 default key memory in seconds (rows claimed before forget_at). Only
+ * completed and failed records expire: never a pending one, nor an outcome_unknown one. */
 static const char SQL_EXPIRE[] =
     "WITH due AS (SELECT ctid FROM idem.operations"
     " WHERE expires_at <= now() AND state IN ('completed', 'failed')"

@@ -25,16 +25,23 @@ static const char usage_text[] =
     "usage: idem-reconcile [OPTIONS] list\n"
     "       idem-reconcile [OPTIONS] show TENANT OPERATION_ID\n"
     "       idem-reconcile [OPTIONS] resolve TENANT OPERATION_ID --note TEXT\n"
+    "       idem-reconcile [OPTIONS] resolve TENANT OPERATION_ID --as OUTCOME --note TEXT\n"
     "\n"
     "Reconciliation items are calls that idem refused to execute and a person must look\n"
     "at: kind \"expired\" is a retry that arrived after its key's retention window (it ran\n"
     "no effect). One item per tenant, operation ID and kind; a repeated retry raises its\n"
-    "count and reopens it.\n"
+    "count and reopens it. Kind \"outcome_unknown\" is an external dispatch (an email, a\n"
+    "payment) whose result is not known: every call on the key answers outcome_unknown\n"
+    "until someone finds out at the provider what happened and resolves it with --as.\n"
+    "Kinds \"outbox_exhausted\" (an outbox item spent its attempts) and \"lease_lost\" (an\n"
+    "attempt reported after another took its key over) are resolved the same way.\n"
     "\n"
     "Commands:\n"
     "  list      items, most recently seen first\n"
-    "  show      the key's record or tombstone, and every item of the key\n"
-    "  resolve   mark the key's open items resolved, with a note, who and when\n"
+    "  show      the key's record or tombstone, every item of the key, and an external\n"
+    "            operation's downstream key, lease and attempt history\n"
+    "  resolve   mark the key's open items resolved, with a note, who and when; with --as,\n"
+    "            also settle an external operation's outcome: later calls replay it\n"
     "\n"
     "Options:\n"
     "  --dsn CONNINFO         libpq connection string or postgresql:// URI; without it the\n"
@@ -48,6 +55,12 @@ static const char usage_text[] =
     "  --limit N              list: at most N items (default 1000; 0 = all)\n"
     "  --note TEXT            resolve: what was found or done (required)\n"
     "  --by NAME              resolve: who resolved it (default: the database role)\n"
+    "  --as OUTCOME           resolve: what the provider did: completed (later calls replay\n"
+    "                         the receipt), failed or abandoned (later calls are rejected;\n"
+    "                         never dispatched again)\n"
+    "  --reference REF        resolve --as: the provider's reference (message, payment ID)\n"
+    "  --receipt JSON         resolve --as: the receipt later calls get (default: one saying\n"
+    "                         how it was resolved, with the note and reference)\n"
     "  --json                 print JSON\n"
     "  --connect-timeout SEC  longest wait to connect (default 10, or PGCONNECT_TIMEOUT)\n"
     "  -h, --help             print this help\n"
@@ -56,9 +69,10 @@ static const char usage_text[] =
     "Exit status:\n"
     "   0  done (list: also when nothing matches)\n"
     "   1  error: a database error, or the schema lacks migration 0003\n"
-    "   2  show: nothing is recorded for the key; resolve: no open item for it\n"
+    "   2  show: nothing is recorded for the key; resolve: no open item for it (--as: no\n"
+    "      external operation under it)\n"
     "  64  usage error\n"
-    "  75  database unavailable\n";
+    "  75  database unavailable; resolve --as: an attempt holds a live lease, try later\n";
 
 typedef struct cli {
     const char *command;
@@ -70,6 +84,9 @@ typedef struct cli {
     unsigned int connect_timeout_s;
     int json;
     idem_reconcile_filter filter;
+    int resolve_as; /* -1: not given */
+    const char *reference;
+    const char *receipt;
 } cli;
 
 #define usage_error(...) cli_usage_error("idem-reconcile", __VA_ARGS__)
@@ -129,6 +146,19 @@ static int parse_time(int64_t *out, const char *text)
     return 0;
 }
 
+static int parse_resolution(cli *c, const char *arg)
+{
+    static const char *const names[] = {"completed", "failed", "abandoned"};
+
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(arg, names[i]) == 0) {
+            c->resolve_as = i;
+            return 0;
+        }
+    }
+    return usage_error("--as: '%s' is not completed, failed or abandoned", arg);
+}
+
 static int parse_option(cli *c, int opt, const char *arg)
 {
     long long n;
@@ -169,6 +199,14 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 'j':
         c->json = 1;
         return 0;
+    case 'a':
+        return parse_resolution(c, arg);
+    case 'R':
+        c->reference = arg;
+        return 0;
+    case 'J':
+        c->receipt = arg;
+        return 0;
     case 'c':
         if (cli_parse_number(&n, arg, 1, 3600) != 0)
             return usage_error("--connect-timeout: '%s' is not a number of seconds (1 to 3600)",
@@ -204,6 +242,10 @@ static int check_command(cli *c, int nargs, char **args)
         return usage_error("--note and --by are for resolve");
     if (resolve && c->note == NULL)
         return usage_error("resolve needs --note TEXT: what was found or done");
+    if (c->resolve_as < 0 && (c->reference != NULL || c->receipt != NULL))
+        return usage_error("--reference and --receipt are for resolve --as");
+    if (c->resolve_as >= 0 && (!resolve || c->filter.kind != NULL))
+        return usage_error("--as is for resolve, without --kind");
     return -1;
 }
 
@@ -222,6 +264,9 @@ static int parse_args(cli *c, int argc, char **argv)
         {"by", required_argument, NULL, 'b'},
         {"json", no_argument, NULL, 'j'},
         {"connect-timeout", required_argument, NULL, 'c'},
+        {"as", required_argument, NULL, 'a'},
+        {"reference", required_argument, NULL, 'R'},
+        {"receipt", required_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -272,6 +317,7 @@ static int fail(const char *what, int rc, const idem_error *err)
     case IDEM_EINVAL:
         return EXIT_USAGE;
     case IDEM_EUNAVAIL:
+    case IDEM_EBUSY:
         return EXIT_TEMPFAIL;
     default:
         return EXIT_ERROR;
@@ -453,10 +499,79 @@ static void print_item_detail(const idem_reconcile_item *it)
         printf("    note: %s\n", it->note);
 }
 
+/* An external operation's downstream key, lease, outbox item and attempts; NULL when the key
+ * is not one (or the schema predates external effects). */
+static idem_external_history *read_history(PGconn *conn, const cli *c)
+{
+    idem_external_history *h = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+
+    if (idem_external_history_get(&h, conn, c->tenant, c->operation_id, &err) != 0)
+        return NULL;
+    return h;
+}
+
+static json_t *history_json(const idem_external_history *h)
+{
+    json_t *attempts;
+
+    if (h == NULL)
+        return json_null();
+    attempts = json_array();
+    for (size_t i = 0; attempts != NULL && i < idem_external_history_count(h); i++) {
+        const idem_external_attempt_record *a = idem_external_history_at(h, i);
+
+        json_array_append_new(
+            attempts, json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "number", a->number, "started_at",
+                                time_json(a->started_at), "ended_at", time_json(a->ended_at),
+                                "outcome", str_json(a->outcome), "provider_ref",
+                                str_json(a->provider_ref), "error", str_json(a->error)));
+    }
+    return json_pack("{s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "downstream_key",
+                     idem_external_history_downstream_key(h), "provider_ref",
+                     str_json(idem_external_history_provider_ref(h)), "lease_expires_at",
+                     time_json(idem_external_history_lease_expires_at(h)), "lease_live",
+                     idem_external_history_lease_live(h), "outbox_state",
+                     str_json(idem_external_history_outbox_state(h)), "next_attempt_at",
+                     time_json(idem_external_history_next_attempt_at(h)), "attempts", attempts);
+}
+
+static void print_history(const idem_external_history *h)
+{
+    char t[32], u[32];
+
+    printf("external operation: downstream key %s\n", idem_external_history_downstream_key(h));
+    if (idem_external_history_provider_ref(h) != NULL)
+        printf("  provider ref   %s\n", idem_external_history_provider_ref(h));
+    if (idem_external_history_lease_expires_at(h) != 0)
+        printf("  lease          %s %s UTC\n",
+               idem_external_history_lease_live(h) ? "held until" : "lapsed at",
+               format_time(t, sizeof(t), idem_external_history_lease_expires_at(h), 0));
+    if (idem_external_history_outbox_state(h) != NULL)
+        printf("  outbox item    %s%s%s\n", idem_external_history_outbox_state(h),
+               idem_external_history_next_attempt_at(h) != 0 ? ", next attempt at " : "",
+               format_time(t, sizeof(t), idem_external_history_next_attempt_at(h), 0));
+    printf("attempts: %zu\n", idem_external_history_count(h));
+    for (size_t i = 0; i < idem_external_history_count(h); i++) {
+        const idem_external_attempt_record *a = idem_external_history_at(h, i);
+
+        printf("  %d: started %s UTC, %s%s%s", a->number,
+               format_time(t, sizeof(t), a->started_at, 0),
+               a->outcome != NULL ? a->outcome : "running", a->ended_at != 0 ? " at " : "",
+               format_time(u, sizeof(u), a->ended_at, 0));
+        if (a->provider_ref != NULL)
+            printf("; provider ref %s", a->provider_ref);
+        if (a->error != NULL)
+            printf("; error: %s", a->error);
+        printf("\n");
+    }
+}
+
 static int cmd_show(cli *c, PGconn *conn)
 {
     idem_error err = IDEM_ERROR_INIT;
     idem_reconcile_key *key = NULL;
+    idem_external_history *history;
     const idem_reconcile_record *record;
     const idem_reconcile_items *items;
     int rc = idem_reconcile_show(&key, conn, c->tenant, c->operation_id, &err);
@@ -465,10 +580,12 @@ static int cmd_show(cli *c, PGconn *conn)
         return fail("show", rc, &err);
     record = idem_reconcile_key_record(key);
     items = idem_reconcile_key_items(key);
+    history = read_history(conn, c);
     if (c->json) {
-        rc = print_json(json_pack("{s:s, s:s, s:o, s:o}", "tenant", c->tenant, "operation_id",
+        rc = print_json(json_pack("{s:s, s:s, s:o, s:o, s:o}", "tenant", c->tenant, "operation_id",
                                   c->operation_id, "record", record_json(record), "items",
-                                  items_json(items)));
+                                  items_json(items), "external", history_json(history)));
+        idem_external_history_free(history);
         idem_reconcile_key_free(key);
         return rc;
     }
@@ -480,7 +597,35 @@ static int cmd_show(cli *c, PGconn *conn)
     printf("reconciliation items: %zu\n", idem_reconcile_items_count(items));
     for (size_t i = 0; i < idem_reconcile_items_count(items); i++)
         print_item_detail(idem_reconcile_items_at(items, i));
+    if (history != NULL)
+        print_history(history);
+    idem_external_history_free(history);
     idem_reconcile_key_free(key);
+    return EXIT_OK;
+}
+
+/* Settle an external operation's outcome, and resolve its items. */
+static int cmd_resolve_as(cli *c, PGconn *conn)
+{
+    static const char *const names[] = {"completed", "failed", "abandoned"};
+    idem_error err = IDEM_ERROR_INIT;
+    idem_resolution r = IDEM_RESOLUTION_INIT;
+    int rc;
+
+    r.as = (idem_resolution_kind)c->resolve_as;
+    r.provider_ref = c->reference;
+    r.receipt = c->receipt;
+    r.receipt_len = c->receipt != NULL ? strlen(c->receipt) : 0;
+    r.note = c->note;
+    r.by = c->by;
+    rc = idem_external_resolve(conn, c->tenant, c->operation_id, &r, &err);
+    if (rc != 0)
+        return fail("resolve", rc, &err);
+    if (c->json)
+        return print_json(json_pack("{s:s, s:s, s:s}", "tenant", c->tenant, "operation_id",
+                                    c->operation_id, "resolved_as", names[c->resolve_as]));
+    printf("resolved operation %s in tenant %s as %s\n", c->operation_id, c->tenant,
+           names[c->resolve_as]);
     return EXIT_OK;
 }
 
@@ -510,6 +655,7 @@ int main(int argc, char **argv)
 
     memset(&c, 0, sizeof(c));
     c.filter = filter;
+    c.resolve_as = -1;
     code = parse_args(&c, argc, argv);
     if (code >= 0)
         return code;
@@ -520,6 +666,8 @@ int main(int argc, char **argv)
         code = cmd_list(&c, conn);
     else if (strcmp(c.command, "show") == 0)
         code = cmd_show(&c, conn);
+    else if (c.resolve_as >= 0)
+        code = cmd_resolve_as(&c, conn);
     else
         code = cmd_resolve(&c, conn);
     PQfinish(conn);

@@ -17,5 +17,6 @@
 #include "pool.h"
 #include "sweep.h"
 #include "reconcile.h"
+#include "external.h"
 
 #endif

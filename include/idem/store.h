@@ -207,9 +207,10 @@ enum idem_effect_result {
  * @param err        where to explain a negative return.
  * @return IDEM_EFFECT_OK, IDEM_EFFECT_FINAL_FAILURE, or a negative IDEM_E* code: the
  *         transaction is rolled back and nothing is stored. After a serialization failure
- *         or deadlock the store runs the effect again; after a lost connection, or when
- *         the store's own BEGIN or claim failed, the call ends unavailable; otherwise it
- *         ends effect_failed. A statement of the effect's that failed in one of these
+ *         or deadlock the store runs the effect again; after a lost connection, a lock
+ *         or statement timeout (55P03, 57014: the server was busy), or when the store's
+ *         own BEGIN or claim failed, the call ends unavailable; otherwise it ends
+ *         effect_failed. A statement of the effect's that failed in one of these
  *         ways decides, whatever the effect returns.
  */
 typedef int (*idem_effect_fn)(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
@@ -324,9 +325,12 @@ typedef enum idem_state {
     IDEM_STATE_COMPLETED = 1, /**< the effect committed; the receipt is stored */
     IDEM_STATE_FAILED = 2,    /**< the effect's final refusal is stored (calls: rejected) */
     IDEM_STATE_EXPIRED = 3,   /**< a tombstone: past retention, the receipt dropped */
+    /** an external dispatch whose result is not known: reconcile it (external.h) */
+    IDEM_STATE_OUTCOME_UNKNOWN = 4,
 } idem_state;
 
-/** "pending", "completed", "failed", "expired"; "unknown" outside the set. Static. */
+/** "pending", "completed", "failed", "expired", "outcome_unknown"; "unknown" outside the
+ *  set. Static. */
 IDEM_API const char *idem_state_name(idem_state state);
 
 /** NULL is accepted. */

@@ -18,7 +18,8 @@
  *     UUIDv7 operation ID (the store's horizon check, judged on the database's clock with the
  *     same allowance); the extra margin makes sure that check catches every key purged.
  *
- * A pending record is never touched, nor any row an effect wrote. Rows are taken with
+ * A pending record is never touched, nor an outcome_unknown one (an external dispatch waiting
+ * for reconciliation), nor any row an effect wrote. Rows are taken with
  * `FOR UPDATE SKIP LOCKED`: the sweeper never waits for a live call, and a call waits for
  * the sweeper at most one batch (a claim of a key the current batch is tombstoning).
  * A run stops when both passes find nothing due, or at ::idem_sweep_options.max_runtime_ms

@@ -263,3 +263,22 @@ Test(store_declared, a_statement_that_fails_returns_no_row_several_rows_or_non_j
                          " VALUES ('acme', 'a', 'x') RETURNING 'not json'::text",
                          "non-JSON");
 }
+
+Test(store_declared, a_late_retry_is_expired_and_never_runs_the_statement)
+{
+    /* A UUIDv7 minted on 2020-01-01: far beyond any key memory. */
+    static const char old_op[] = "016f5e66-e800-7000-8000-000000000001";
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    storetest_open(NULL, 2);
+
+    cr_assert_eq(task(&out, "acme", old_op, "late", 1), IDEM_EEXPIRED);
+    cr_assert_eq(out.status, IDEM_STATUS_EXPIRED);
+    cr_assert_eq(task(&out, "acme", "op-tomb", "s", 1), 0);
+    PQclear(pgtest_exec(fx.check, "UPDATE idem.operations SET state = 'expired',"
+                                  " response = NULL, expired_at = now()"
+                                  " WHERE operation_id = 'op-tomb'"));
+    cr_assert_eq(task(&out, "acme", "op-tomb", "s", 1), IDEM_EEXPIRED);
+    cr_assert_eq(out.status, IDEM_STATUS_EXPIRED);
+    cr_assert_eq(storetest_tasks(), 1, "neither late call ran the statement");
+    idem_outcome_clear(&out);
+}

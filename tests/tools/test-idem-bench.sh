@@ -46,6 +46,17 @@ assert m["mode"] == "contention" and m["invariant"]["pass"], m
 out=$("$bench" --mode contention --duration 1 --round 0.1 --pool 3 2>/dev/null)
 grep -q "pools of min(threads, 3) connections" <<<"$out" || fail "the table's header: $out"
 
+# The external mode: begin + complete beside the local path, without errors.
+out=$("$bench" --mode external --threads 2 --duration 1 --round 0.1 --json 2>/dev/null)
+status=$?
+[ "$status" = 0 ] || fail "a short external run: exit $status"
+python3 -c '
+import json, sys
+(m,) = json.loads(sys.argv[1])["results"]
+assert m["mode"] == "external" and len(m["sides"]) == 2, m
+assert all(s["ops"] > 0 and s["errors"] == 0 for s in m["sides"]), m
+' "$out" || fail "the report of a short external run: $out"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1

@@ -137,7 +137,8 @@ enum {
     BENCH_MODE_CONTENTION = 4,
     BENCH_MODE_GROWTH = 8,
     BENCH_MODE_ALL = 15,
-    BENCH_MODE_SWEEP = 16, /* not part of all: it loads 1 M records (about a minute) */
+    BENCH_MODE_SWEEP = 16,    /* not part of all: it loads 1 M records (about a minute) */
+    BENCH_MODE_EXTERNAL = 32, /* not part of all: external effects beside the local path */
 };
 
 /* Everything measured, for the report. */
@@ -197,6 +198,8 @@ int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin
 /* sweep.c */
 int bench_mode_sweep(bench_results *res, const bench_config *cfg, PGconn *admin,
                      const char *dbprefix);
+/* external.c */
+int bench_mode_external(bench_results *res, const bench_config *cfg, const char *conninfo);
 
 /* ---- report (report.c) --------------------------------------------------------------- */
 

@@ -79,6 +79,8 @@ static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin,
         rc = bench_mode_growth(res, cfg, admin, db);
     if (rc == 0 && (cfg->modes & BENCH_MODE_SWEEP))
         rc = bench_mode_sweep(res, cfg, admin, db);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_EXTERNAL))
+        rc = bench_mode_external(res, cfg, conninfo);
     free(conninfo);
     return rc;
 }

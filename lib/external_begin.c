@@ -1,0 +1,245 @@
+/* External effects, step 1 (external.h): claim the key, or resume it after a lapsed lease,
+ * in one committed transaction before anything is dispatched. A key that is taken is
+ * answered by the store's own decision (store_record.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "external_internal.h"
+
+/* Lookups and claims before the call gives up: the key changes hands at most a few times
+ * (claimed, completed, swept) while one call looks. */
+#define MAX_TRIES 4
+
+#define BEGIN_SQL          "BEGIN ISOLATION LEVEL READ COMMITTED"
+#define CLAIM_AT           1
+#define LOCK_NOT_AVAILABLE "55P03"
+
+typedef struct begin {
+    call c;
+    idem_external *ext;
+    idem_external_attempt **out;
+    char token[IDEM_UUID_STRING_SIZE], downstream[IDEM_UUID_STRING_SIZE];
+    char version[16], retention[24], key_memory[24], claim_wait[16], born_ms[24], horizon[24];
+    const char *values[14];
+    int lengths[14], formats[14];
+} begin;
+
+/* begin runs no effect of its own; the store's request checks want one. */
+static int no_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                     idem_error *err)
+{
+    (void)response;
+    (void)tx;
+    (void)arguments;
+    (void)ctx;
+    return idem__error_set(err, IDEM_EINVAL, "external operations run no local effect");
+}
+
+/* The claim's token and downstream key, made once per call, and its parameters. */
+static int make_claim(begin *b)
+{
+    const idem_request *req = b->c.req;
+    unsigned int retention_s, key_memory_s;
+    uint64_t born_ms;
+    int rc;
+
+    if ((rc = idem_uuid_v7(b->token, b->c.err)) != 0 ||
+        (rc = idem_uuid_v7(b->downstream, b->c.err)) != 0)
+        return rc;
+    idem__store_windows(b->ext->store, req->tool, &retention_s, &key_memory_s);
+    snprintf(b->version, sizeof(b->version), "%d", req->payload_version);
+    snprintf(b->retention, sizeof(b->retention), "%u", retention_s);
+    snprintf(b->key_memory, sizeof(b->key_memory), "%u", key_memory_s);
+    snprintf(b->horizon, sizeof(b->horizon), "%llu",
+             (unsigned long long)key_memory_s + b->ext->store->opts.clock_skew_s);
+    if (idem_uuid_v7_time_ms(&born_ms, req->operation_id) == 0)
+        snprintf(b->born_ms, sizeof(b->born_ms), "%llu", (unsigned long long)born_ms);
+    snprintf(b->claim_wait, sizeof(b->claim_wait), "%u", b->ext->opts.claim_wait_ms);
+    b->values[0] = req->tenant;
+    b->values[1] = req->operation_id;
+    b->values[2] = req->tool;
+    b->values[3] = b->version;
+    b->values[4] = (const char *)b->c.fp.bytes;
+    b->values[5] = req->trace_id;
+    b->values[6] = b->token;
+    b->values[7] = b->retention;
+    b->values[8] = b->key_memory;
+    b->values[9] = b->downstream;
+    b->values[10] = b->ext->lease_ms;
+    b->values[11] = b->claim_wait;
+    b->values[12] = b->born_ms[0] != '\0' ? b->born_ms : NULL;
+    b->values[13] = b->horizon;
+    b->lengths[4] = IDEM_FINGERPRINT_SIZE;
+    b->formats[4] = 1;
+    return 0;
+}
+
+/* This call holds the key: hand the caller its attempt. @res: attempts, downstream_key,
+ * lease end (text). */
+static int take(begin *b, const PGresult *res)
+{
+    const idem_request *req = b->c.req;
+    idem_external_attempt *a =
+        idem__external_attempt_new(b->ext, req->tenant, req->operation_id, req->tool,
+                                   req->payload_version, &b->c.fp, PQgetvalue(res, 0, 1));
+
+    if (a == NULL)
+        return idem__error_set(b->c.err, IDEM_ENOMEM, "attempt: out of memory");
+    memcpy(a->token, b->token, sizeof(a->token));
+    a->number = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    a->lease_expires_at = idem__external_cell_us(res, 0, 2);
+    *b->out = a;
+    b->c.out->status = IDEM_STATUS_IN_PROGRESS;
+    return 0;
+}
+
+static void rollback(idem_conn *conn)
+{
+    PGresult *res = NULL;
+
+    if (idem__conn_exec(&res, conn, "ROLLBACK", NULL) == 0)
+        PQclear(res);
+}
+
+/* Another transaction's claim of the key is still uncommitted: someone holds it now. */
+static int busy(begin *b)
+{
+    b->c.out->status = IDEM_STATUS_IN_PROGRESS;
+    return idem__error_set(b->c.err, IDEM_EBUSY,
+                           "operation %s is being claimed by another attempt right now; retry "
+                           "later with the same key",
+                           b->c.req->operation_id);
+}
+
+/* The claim's COMMIT reply was lost: on a fresh connection, does this call's token hold
+ * the key? (*taken 1 if so.) */
+static int resolve(begin *b, idem_conn **conn, int *taken)
+{
+    const char *values[3] = {b->c.req->tenant, b->c.req->operation_id, b->token};
+    PGresult *res = NULL;
+    int rc;
+
+    idem_pool_release(*conn);
+    *conn = NULL;
+    rc = idem_pool_acquire(conn, b->ext->store->pool, b->c.err);
+    if (rc == 0)
+        rc = idem__conn_exec_prepared(&res, *conn, &idem__external_stmt_mine, values, NULL, NULL, 0,
+                                      b->c.err);
+    if (rc != 0)
+        return idem__error_context(b->c.err, "the claim's outcome could not be looked up; "
+                                             "retry later with the same key");
+    *taken = PQntuples(res) == 1;
+    if (*taken)
+        rc = take(b, res);
+    PQclear(res);
+    return rc;
+}
+
+/* One claim: BEGIN, the claim (with its short lock wait), COMMIT, in one round trip. *taken
+ * is 1 when this call now holds the key; 0 when the key is someone else's to answer for. */
+static int claim(begin *b, idem_conn **conn, int *taken)
+{
+    idem__pipe_cmd cmds[3] = {
+        {NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL},
+        {&idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL},
+        {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL},
+    };
+    size_t failed_at;
+    int rc = idem__conn_pipeline(*conn, cmds, 3, &failed_at, b->c.err);
+
+    *taken = 0;
+    if (rc == 0 && PQntuples(cmds[CLAIM_AT].result) == 1) {
+        *taken = 1;
+        rc = take(b, cmds[CLAIM_AT].result);
+    } else if (rc != 0 && (rc == IDEM_EUNAVAIL || idem__conn_failed(*conn))) {
+        rc = resolve(b, conn, taken);
+    } else if (rc != 0) {
+        rollback(*conn);
+        if (failed_at == CLAIM_AT && strcmp(b->c.err->sqlstate, LOCK_NOT_AVAILABLE) == 0)
+            rc = busy(b);
+    }
+    idem__store_pipe_clear(cmds, 3);
+    return rc;
+}
+
+static int run(begin *b)
+{
+    idem_conn *conn = NULL;
+    int rc = idem_pool_acquire(&conn, b->ext->store->pool, b->c.err), found, taken = 0;
+
+    b->c.resume_pending = 1;
+    for (unsigned int tries = 0; rc == 0 && !taken; tries++) {
+        if (tries == MAX_TRIES) {
+            rc = idem__error_set(b->c.err, IDEM_EUNAVAIL,
+                                 "operation %s changed hands %u times while it was looked up; "
+                                 "retry later with the same key",
+                                 b->c.req->operation_id, tries);
+            break;
+        }
+        if (idem__conn_failed(conn)) {
+            idem_pool_release(conn);
+            conn = NULL;
+            if ((rc = idem_pool_acquire(&conn, b->ext->store->pool, b->c.err)) != 0)
+                break;
+        }
+        /* A first attempt claims at once; the key is looked up when the claim cannot take
+         * it, and by a retry first (a replay then costs one round trip). */
+        found =
+            b->c.lookup_first ? idem__store_lookup(&b->c, conn, &idem__store_stmt_lookup, &rc) : 0;
+        if (found != 0) {
+            rc = found < 0 ? found : rc;
+            break;
+        }
+        if (b->token[0] == '\0' && (rc = make_claim(b)) != 0)
+            break;
+        b->c.out->attempts++;
+        rc = claim(b, &conn, &taken);
+        b->c.resume_pending = 0; /* a pending key the claim could not take is someone's */
+        b->c.lookup_first = 1;
+    }
+    idem_pool_release(conn);
+    return rc;
+}
+
+int idem_external_begin(idem_external_attempt **out, idem_outcome *outcome, idem_external *ext,
+                        const idem_request *req, idem_error *err)
+{
+    idem_error local = IDEM_ERROR_INIT;
+    begin b;
+    int rc;
+
+    if (outcome == NULL)
+        return idem__error_field(err, 0, "outcome", "must not be NULL");
+    if ((rc = idem__check_version(err, outcome->version, IDEM_OUTCOME_VERSION, "outcome")) != 0)
+        return rc;
+    *outcome = (idem_outcome)IDEM_OUTCOME_INIT;
+    outcome->status = IDEM_STATUS_INVALID;
+    if (out == NULL || ext == NULL)
+        return idem__error_field(err, 0, out == NULL ? "out" : "ext", "must not be NULL");
+    memset(&b, 0, sizeof(b));
+    b.ext = ext;
+    b.out = out;
+    b.c = (call){.store = ext->store,
+                 .req = req,
+                 .effect = no_effect,
+                 .out = outcome,
+                 .err = err != NULL ? err : &local};
+    idem_error_clear(b.c.err);
+    if ((rc = idem__store_validate(&b.c)) != 0) {
+        outcome->status = idem_status_from_error(rc);
+        return rc;
+    }
+    outcome->status = IDEM_STATUS_UNAVAILABLE;
+    b.c.lookup_first = req->version < 2 || req->attempt != 1;
+    rc = run(&b);
+    json_decref(b.c.arguments);
+    if (rc == 0 && outcome->status == IDEM_STATUS_REPLAYED)
+        *out = NULL;
+    if (rc != 0 && outcome->status == IDEM_STATUS_UNAVAILABLE) {
+        rc = idem__error_misconfigured(b.c.err, rc);
+        outcome->status = idem_status_from_error(rc);
+    }
+    return rc;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test-idem-reconcile-external.sh IDEM-RECONCILE IDEM-MIGRATE: external operations in
+# idem-reconcile: list and show an outcome_unknown operation with its attempt history, and
+# resolve it with --as, against the server of tools/with-postgres.
+set -uo pipefail
+tool=$1 migrate=$2 prefix=rx
+. "$(dirname "$0")/common.sh"
+
+# unknown DB TENANT OPERATION_ID: an external operation whose second attempt's result is not
+# known, as the library leaves it (record, two attempts, an open item).
+unknown() {
+    q "$1" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,
+        fingerprint, state, claim_token, expires_at, forget_at, downstream_key, attempts)
+        VALUES ('$2', '$3', 'send_email', 1, sha256('$3'), 'outcome_unknown',
+        gen_random_uuid(), now() + interval '7 days', now() + interval '30 days',
+        'key-$3', 2);
+        INSERT INTO idem.external_attempts (tenant, operation_id, attempt, started_at,
+        ended_at, outcome, error) VALUES
+        ('$2', '$3', 1, now() - interval '5 minutes', now() - interval '4 minutes',
+         'lease_expired', NULL),
+        ('$2', '$3', 2, now() - interval '3 minutes', now() - interval '2 minutes', 'unknown',
+         'no reply within 10 s');
+        INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool, fingerprint,
+        fingerprint_matches) VALUES ('$2', '$3', 'outcome_unknown', 'send_email', sha256('$3'),
+        true)" >/dev/null
+}
+
+check help_explains 0 "$tool" --help
+expect help_explains_unknown contains "outcome_unknown"
+expect help_lists_as contains "--as OUTCOME"
+check usage_as_value 64 "$tool" resolve acme op-1 --as maybe --note x
+check usage_as_for_resolve 64 "$tool" list --as completed
+check usage_reference_needs_as 64 "$tool" resolve acme op-1 --reference r --note x
+check usage_as_with_kind 64 "$tool" resolve acme op-1 --as failed --kind expired --note x
+
+db=$(newdb main)
+unknown "$db" acme op-1
+unknown "$db" acme op-2
+unknown "$db" globex op-1
+
+check list_unknown 0 "$tool" --dsn "dbname=$db" list --kind outcome_unknown --open
+expect list_unknown_three contains "3 items, 3 open"
+
+check show 0 "$tool" --dsn "dbname=$db" show acme op-1
+expect show_state contains "record: state outcome_unknown"
+expect show_downstream_key contains "downstream key key-op-1"
+expect show_attempts contains "attempts: 2"
+expect show_lapsed_attempt contains "1: started .*, lease_expired at"
+expect show_unknown_attempt contains "2: started .*, unknown at .*; error: no reply within 10 s"
+check show_json 0 "$tool" --dsn "dbname=$db" show acme op-1 --json
+expect show_json_history json_ok 'd["external"]["downstream_key"] == "key-op-1" and [a["outcome"] for a in d["external"]["attempts"]] == ["lease_expired", "unknown"] and d["external"]["lease_live"] is False'
+
+# Resolved as completed: the receipt every later call replays, the reference, the item.
+check resolve_completed 0 "$tool" --dsn "dbname=$db" resolve acme op-1 --as completed \
+    --reference msg-42 --receipt '{"message_id": "msg-42"}' --note "delivered, per the provider log" --by "Ops"
+expect resolve_completed_says contains "resolved operation op-1 in tenant acme as completed"
+expect resolve_completed_record test "$(q "$db" "SELECT state || ' ' || convert_from(response, 'UTF8') || ' ' || provider_ref FROM idem.operations WHERE tenant = 'acme' AND operation_id = 'op-1'")" = 'completed {"message_id":"msg-42"} msg-42'
+expect resolve_completed_item test "$(q "$db" "SELECT resolved_by || ': ' || note FROM idem.reconciliation_items WHERE tenant = 'acme' AND operation_id = 'op-1'")" = "Ops: delivered, per the provider log"
+expect resolve_only_that_tenant test "$(q "$db" "SELECT state FROM idem.operations WHERE tenant = 'globex'")" = outcome_unknown
+check resolve_twice 1 "$tool" --dsn "dbname=$db" resolve acme op-1 --as failed --note again
+expect resolve_twice_says err_contains "already completed"
+
+check resolve_abandoned 0 "$tool" --dsn "dbname=$db" resolve acme op-2 --as abandoned --note "customer gave up" --json
+expect resolve_abandoned_json json_ok 'd["resolved_as"] == "abandoned"'
+expect resolve_abandoned_record test "$(q "$db" "SELECT state || ' ' || convert_from(response, 'UTF8') FROM idem.operations WHERE tenant = 'acme' AND operation_id = 'op-2'")" = 'failed {"note":"customer gave up","resolution":"abandoned"}'
+
+check resolve_bad_receipt 64 "$tool" --dsn "dbname=$db" resolve globex op-1 --as completed --receipt '{oops' --note x
+expect resolve_bad_receipt_names_field err_contains "resolution.receipt"
+check resolve_missing 2 "$tool" --dsn "dbname=$db" resolve globex op-9 --as failed --note x
+
+# A live lease: an attempt is running; try later.
+q "$db" "UPDATE idem.operations SET state = 'pending', lease_expires_at = now() + interval '1 hour' WHERE tenant = 'globex'" >/dev/null
+check resolve_live_lease 75 "$tool" --dsn "dbname=$db" resolve globex op-1 --as failed --note x
+expect resolve_live_lease_says err_contains "live lease"
+
+finish
