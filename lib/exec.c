@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #ifdef IDEM_TESTING
 #include <pthread.h>
@@ -193,26 +194,65 @@ static int unusable(const idem_conn *conn, int in_pipeline)
     return !in_pipeline && (ts == PQTRANS_ACTIVE || ts == PQTRANS_UNKNOWN);
 }
 
+static int has_sqlstate(const PGresult *res, const char *sqlstate)
+{
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+    return state != NULL && strcmp(state, sqlstate) == 0;
+}
+
+/* The server session does not hold a statement this connection prepared there (26000),
+ * or holds one it never prepared (42P05): other clients share it, as behind a pooler in
+ * transaction mode. Going on would trust a session set up by someone else: the call fails
+ * saying which setting fixes it, and the connection is closed on release. */
+static int session_mismatch(idem_conn *conn, const PGresult *res, const char *what, idem_error *err)
+{
+    idem__error_pg(err, conn->pg, res, "%s", what);
+    conn->nprepared = 0;
+    conn->discard = 1;
+    if (err == NULL)
+        return IDEM_EINVAL;
+    err->code = IDEM_EINVAL;
+    snprintf(err->field, sizeof(err->field), "pooler");
+    snprintf(err->hint, sizeof(err->hint),
+             "behind a pooler in transaction mode (PgBouncer pool_mode = transaction) set "
+             "idem_pool_options.pooler to IDEM_POOLER_TRANSACTION or IDEM_POOLER_AUTO; "
+             "otherwise do not DEALLOCATE or DISCARD on idem's connections");
+    return idem__error_context(err,
+                               "pooler: the server session %s (shared with other clients: a "
+                               "transaction-mode pooler in between?); set "
+                               "idem_pool_options.pooler = IDEM_POOLER_TRANSACTION",
+                               has_sqlstate(res, "42P05")
+                                   ? "already holds a statement this connection did not prepare"
+                                   : "lacks a statement this connection prepared there");
+}
+
 /* Keep a successful result; otherwise record the failure, and mark the connection for
- * discard when it is gone or left in a state no one can use. */
+ * discard when it is gone or left in a state no one can use. @stmt: the named statement
+ * that ran, or NULL for SQL text. */
 static int take_result_in(PGresult **out, idem_conn *conn, PGresult *res, const char *what,
-                          int in_pipeline, idem_error *err)
+                          const idem__stmt *stmt, int in_pipeline, idem_error *err)
 {
     ExecStatusType st = PQresultStatus(res);
-    const char *state;
     int rc;
 
     if (res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)) {
         *out = res;
         return 0;
     }
+    /* 26000 on a statement this connection prepared: the session is not the one it
+     * prepared it on. On SQL text (a caller's EXECUTE), the connection's statements may be
+     * gone too (DEALLOCATE or DISCARD ALL by a caller): it no longer matches what it
+     * remembers. */
+    if (stmt != NULL && !conn->unnamed && has_sqlstate(res, "26000")) {
+        rc = session_mismatch(conn, res, what, err);
+        PQclear(res);
+        return rc;
+    }
     rc = idem__error_pg(err, conn->pg, res, "%s", what);
     if (rc == IDEM_EUNAVAIL || unusable(conn, in_pipeline))
         conn->discard = 1;
-    /* 26000: our prepared statements are gone (DEALLOCATE or DISCARD ALL by a caller);
-     * this connection no longer matches what it remembers. */
-    if (res != NULL && (state = PQresultErrorField(res, PG_DIAG_SQLSTATE)) != NULL &&
-        strcmp(state, "26000") == 0) {
+    if (has_sqlstate(res, "26000")) {
         conn->nprepared = 0;
         conn->discard = 1;
     }
@@ -221,9 +261,26 @@ static int take_result_in(PGresult **out, idem_conn *conn, PGresult *res, const 
 }
 
 static int take_result(PGresult **out, idem_conn *conn, PGresult *res, const char *what,
-                       idem_error *err)
+                       const idem__stmt *stmt, idem_error *err)
 {
-    return take_result_in(out, conn, res, what, 0, err);
+    return take_result_in(out, conn, res, what, stmt, 0, err);
+}
+
+/* Behind a transaction pooler with a statement timeout, a command sent outside a
+ * transaction travels as a pipeline, which puts the timeout in front of it. */
+static int outside_tx_with_timeout(const idem_conn *conn)
+{
+    return conn->local_timeout != NULL && PQtransactionStatus(conn->pg) == PQTRANS_IDLE;
+}
+
+static int exec_as_pipeline(PGresult **out, idem_conn *conn, idem__pipe_cmd cmd, idem_error *err)
+{
+    size_t failed_at;
+    int rc = idem__conn_pipeline(conn, &cmd, 1, &failed_at, err);
+
+    if (rc == 0)
+        *out = cmd.result;
+    return rc;
 }
 
 /* SQL text: with nparams < 0 by the simple protocol (no parameters, several statements
@@ -236,6 +293,9 @@ static int exec_text(PGresult **out, idem_conn *conn, const char *sql, int npara
     int rc, sent;
 
     assert(out != NULL && conn != NULL && sql != NULL);
+    if (nparams >= 0 && outside_tx_with_timeout(conn))
+        return exec_as_pipeline(
+            out, conn, (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL}, err);
     snprintf(what, sizeof(what), "%.48s", sql);
     io_start(conn);
     if (fault_take(sql) != 0)
@@ -244,7 +304,7 @@ static int exec_text(PGresult **out, idem_conn *conn, const char *sql, int npara
                        : PQsendQueryParams(conn->pg, sql, nparams, NULL, values, NULL, NULL, 0);
     rc = reply(&res, conn, sent, what, err);
     if (rc == 0)
-        rc = take_result(out, conn, res, what, err);
+        rc = take_result(out, conn, res, what, NULL, err);
     io_end(conn);
     return rc;
 }
@@ -260,56 +320,83 @@ int idem__conn_exec_params(PGresult **out, idem_conn *conn, const char *sql, int
     return exec_text(out, conn, sql, nparams < 0 ? 0 : nparams, values, err);
 }
 
-static int is_prepared(const idem_conn *conn, const idem__stmt *stmt)
+/* The name @stmt has on this connection's server session, or NULL when it is not
+ * prepared there. */
+static const char *prepared_name(const idem_conn *conn, const idem__stmt *stmt)
 {
     for (size_t i = 0; i < conn->nprepared; i++) {
-        if (conn->prepared[i] == stmt)
-            return 1;
+        if (conn->prepared[i].stmt == stmt)
+            return conn->prepared[i].name;
     }
-    return 0;
+    return NULL;
 }
 
-static int remember_prepared(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
+/* The name a statement is prepared under: its own and a hash (FNV-1a) of its SQL, so that
+ * a session holding a statement of that name holds this very SQL, never another
+ * process's declared statement of the same name or another version's. */
+static void server_name(char *out, size_t size, const idem__stmt *stmt)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    for (const unsigned char *p = (const unsigned char *)stmt->sql; *p != '\0'; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    snprintf(out, size, "%.40s_%016llx", stmt->name, (unsigned long long)h);
+}
+
+static int remember_prepared(idem_conn *conn, const idem__stmt *stmt, const char *name,
+                             idem_error *err)
 {
     if (conn->nprepared == conn->prepared_cap) {
         size_t cap = conn->prepared_cap ? conn->prepared_cap * 2 : 16;
-        const idem__stmt **grown = realloc(conn->prepared, cap * sizeof(*grown));
+        idem__prepared *grown = realloc(conn->prepared, cap * sizeof(*grown));
 
         if (grown == NULL)
             return idem__error_set(err, IDEM_ENOMEM, "out of memory preparing %s", stmt->name);
         conn->prepared = grown;
         conn->prepared_cap = cap;
     }
-    conn->prepared[conn->nprepared++] = stmt;
+    conn->prepared[conn->nprepared].stmt = stmt;
+    snprintf(conn->prepared[conn->nprepared++].name, IDEM__PREPARED_NAME_MAX + 1, "%s", name);
     return 0;
 }
 
-/* A statement of that name already there (42P05) is taken as ours: names are unique
- * across the library. The failed PREPARE still aborts an open transaction, though. */
+/* A statement of that name already there (42P05) means a session this connection did
+ * not set up alone. */
 static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
 {
+    char name[IDEM__PREPARED_NAME_MAX + 1];
     PGresult *res = NULL, *kept = NULL;
-    const char *state;
-    int rc = reply(&res, conn, PQsendPrepare(conn->pg, stmt->name, stmt->sql, stmt->nparams, NULL),
-                   stmt->name, err);
+    int rc;
 
-    state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    if (rc == 0 && state != NULL && strcmp(state, "42P05") == 0) {
-        rc = remember_prepared(conn, stmt, err);
-        if (rc == 0 && PQtransactionStatus(conn->pg) == PQTRANS_INERROR)
-            rc = idem__error_pg(err, conn->pg, res, "prepare %s", stmt->name);
+    server_name(name, sizeof(name), stmt);
+    rc = reply(&res, conn, PQsendPrepare(conn->pg, name, stmt->sql, stmt->nparams, NULL),
+               stmt->name, err);
+    if (rc == 0 && has_sqlstate(res, "42P05")) {
+        rc = session_mismatch(conn, res, stmt->name, err);
         PQclear(res);
         return rc;
     }
     if (rc == 0)
-        rc = take_result(&kept, conn, res, stmt->name, err);
+        rc = take_result(&kept, conn, res, stmt->name, NULL, err);
     if (rc == 0) {
         PQclear(kept);
-        rc = remember_prepared(conn, stmt, err);
+        rc = remember_prepared(conn, stmt, name, err);
     }
     if (rc < 0)
         idem__error_context(err, "prepare");
     return rc;
+}
+
+/* Send a named statement: by its prepared name, or behind a transaction pooler as an
+ * unnamed one (parsed again each time; nothing stays on the server session). */
+static int send_stmt(idem_conn *conn, const idem__stmt *stmt, const char *const *values,
+                     const int *lengths, const int *formats, int result_format)
+{
+    if (conn->unnamed)
+        return PQsendQueryParams(conn->pg, stmt->sql, stmt->nparams, NULL, values, lengths, formats,
+                                 result_format);
+    return PQsendQueryPrepared(conn->pg, prepared_name(conn, stmt), stmt->nparams, values, lengths,
+                               formats, result_format);
 }
 
 int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *stmt,
@@ -320,19 +407,21 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
     int rc = 0;
 
     assert(out != NULL && conn != NULL && stmt != NULL);
+    if (outside_tx_with_timeout(conn))
+        return exec_as_pipeline(
+            out, conn,
+            (idem__pipe_cmd){stmt, NULL, 0, values, lengths, formats, result_format, NULL}, err);
     io_start(conn);
-    if (!is_prepared(conn, stmt))
+    if (!conn->unnamed && prepared_name(conn, stmt) == NULL)
         rc = prepare(conn, stmt, err);
     if (rc == 0) {
         if (fault_take(stmt->name) != 0)
             drop_socket(conn);
-        rc = reply(&res, conn,
-                   PQsendQueryPrepared(conn->pg, stmt->name, stmt->nparams, values, lengths,
-                                       formats, result_format),
+        rc = reply(&res, conn, send_stmt(conn, stmt, values, lengths, formats, result_format),
                    stmt->name, err);
     }
     if (rc == 0)
-        rc = take_result(out, conn, res, stmt->name, err);
+        rc = take_result(out, conn, res, stmt->name, stmt, err);
     io_end(conn);
     return rc;
 }
@@ -351,8 +440,8 @@ void idem__conn_forget_prepared(idem_conn *conn)
 static int pipe_send(idem_conn *conn, const idem__pipe_cmd *cmd)
 {
     if (cmd->stmt != NULL)
-        return PQsendQueryPrepared(conn->pg, cmd->stmt->name, cmd->stmt->nparams, cmd->values,
-                                   cmd->lengths, cmd->formats, cmd->result_format);
+        return send_stmt(conn, cmd->stmt, cmd->values, cmd->lengths, cmd->formats,
+                         cmd->result_format);
     return PQsendQueryParams(conn->pg, cmd->sql, cmd->nparams, NULL, cmd->values, cmd->lengths,
                              cmd->formats, cmd->result_format);
 }
@@ -392,7 +481,7 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
             PQclear(res);
             continue;
         }
-        rc = take_result_in(&cmds[i].result, conn, res, cmd_name(&cmds[i]), 1, err);
+        rc = take_result_in(&cmds[i].result, conn, res, cmd_name(&cmds[i]), cmds[i].stmt, 1, err);
         if (rc != 0)
             *failed_at = i;
         if (res == NULL || PQstatus(conn->pg) != CONNECTION_OK)
@@ -442,22 +531,66 @@ static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *fai
     return rc;
 }
 
+/* Behind a transaction pooler, statement_timeout is set inside the transaction: after a
+ * pipeline's leading BEGIN, or in front of a pipeline sent outside a transaction (whose
+ * commands then share one implicit transaction until its Sync). Returns where the
+ * command goes, or -1 for nowhere (inside a transaction it is set already). */
+static long timeout_slot(const idem_conn *conn, const idem__pipe_cmd *cmds, size_t n)
+{
+    if (conn->local_timeout == NULL || n == 0)
+        return -1;
+    if (cmds[0].stmt == NULL && strncasecmp(cmds[0].sql, "BEGIN", 5) == 0)
+        return 1;
+    return PQtransactionStatus(conn->pg) == PQTRANS_IDLE ? 0 : -1;
+}
+
+#define TIMEOUT_SQL "SELECT set_config('statement_timeout', $1, true)"
+
+/* pipe_run() with the statement timeout's command put in at @slot; results and the
+ * failing index are the caller's commands' (a failure of the timeout's own command is not
+ * tied to one of them). */
+static int pipe_run_with_timeout(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t slot,
+                                 size_t *failed_at, idem_error *err)
+{
+    idem__pipe_cmd *all = malloc((n + 1) * sizeof(*all));
+    size_t at = n + 1;
+    int rc;
+
+    if (all == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "out of memory sending a pipeline");
+    memcpy(all, cmds, slot * sizeof(*all));
+    all[slot] = (idem__pipe_cmd){NULL, TIMEOUT_SQL, 1, &conn->local_timeout, NULL, NULL, 0, NULL};
+    memcpy(all + slot + 1, cmds + slot, (n - slot) * sizeof(*all));
+    rc = pipe_run(conn, all, n + 1, &at, err);
+    PQclear(all[slot].result);
+    memcpy(cmds, all, slot * sizeof(*all));
+    memcpy(cmds + slot, all + slot + 1, (n - slot) * sizeof(*all));
+    if (rc != 0)
+        *failed_at = at == slot || at > n ? n : at > slot ? at - 1 : at;
+    free(all);
+    return rc;
+}
+
 int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                         idem_error *err)
 {
+    long slot;
     int rc = 0;
 
     assert(conn != NULL && cmds != NULL && failed_at != NULL);
     *failed_at = n;
     for (size_t i = 0; i < n; i++)
         cmds[i].result = NULL;
+    slot = timeout_slot(conn, cmds, n);
     io_start(conn);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (cmds[i].stmt != NULL && !is_prepared(conn, cmds[i].stmt) &&
+    for (size_t i = 0; i < n && rc == 0 && !conn->unnamed; i++) {
+        if (cmds[i].stmt != NULL && prepared_name(conn, cmds[i].stmt) == NULL &&
             (rc = prepare(conn, cmds[i].stmt, err)) < 0)
             *failed_at = i; /* a statement that cannot be prepared fails there */
     }
-    if (rc == 0)
+    if (rc == 0 && slot >= 0)
+        rc = pipe_run_with_timeout(conn, cmds, n, (size_t)slot, failed_at, err);
+    else if (rc == 0)
         rc = pipe_run(conn, cmds, n, failed_at, err);
     io_end(conn);
     return rc;

@@ -1,5 +1,12 @@
 /* The execution layer (exec.c): named statements prepared once per connection, single
- * commands and pipelines, on a connection checked out of the pool. */
+ * commands and pipelines, on a connection checked out of the pool.
+ *
+ * Behind a pooler in transaction mode (the pool's IDEM_POOLER_TRANSACTION) the layer keeps
+ * nothing on a server session across transactions: named statements go unnamed (parsed
+ * each time, in the same round trip), and the pool's statement timeout is set with
+ * set_config(..., true) after a pipeline's leading BEGIN, or in front of a statement or
+ * pipeline sent outside a transaction (they then travel as one pipeline, one implicit
+ * transaction). Text sent with idem__conn_exec() (COMMIT, ROLLBACK) gets no timeout. */
 #ifndef IDEM_LIB_EXEC_H
 #define IDEM_LIB_EXEC_H
 
@@ -10,7 +17,9 @@
 
 /* A named, parameterized statement. Define them as static const objects in the module
  * that owns the SQL; the pool prepares each lazily, once per connection, recognising it
- * by its address (and name, which must be unique across the library: "idem_<module>_<x>"). */
+ * by its address (and name, which must be unique across the library: "idem_<module>_<x>").
+ * On the server it is named "<name>_<hash of its SQL>" (at most 40 characters of name):
+ * a session found holding that name holds that SQL. */
 typedef struct idem__stmt {
     const char *name;
     const char *sql;
@@ -36,7 +45,10 @@ void idem__conn_set_deadline(idem_conn *conn, uint64_t deadline_ms);
  * PGRES_TUPLES_OK) *out is the result, caller PQclear()s it. On failure *out is
  * untouched, err has the SQLSTATE and server message, and a connection-level failure
  * marks the connection for discard. Every wait is bounded by the connection's deadline
- * (idem__conn_set_deadline()). Returns 0, IDEM_EDB or IDEM_EUNAVAIL. */
+ * (idem__conn_set_deadline()). Returns 0, IDEM_EDB or IDEM_EUNAVAIL; IDEM_EINVAL (field
+ * "pooler", the connection marked for discard) when the server session lost a statement
+ * this connection prepared there (26000) or already holds one it is preparing (42P05):
+ * the session is shared, as behind a transaction-mode pooler without IDEM_POOLER_TRANSACTION. */
 int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *stmt,
                              const char *const *values, const int *lengths, const int *formats,
                              int result_format, idem_error *err);

@@ -263,6 +263,22 @@ static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, idem_e
     return rc;
 }
 
+/* PgBouncer refuses the startup option that carries statement_timeout_ms (unless told to
+ * ignore it, and then the timeout is lost): say which setting avoids sending it. */
+static int explain_refused_options(const idem_pool *pool, int rc, idem_error *err)
+{
+    if (rc == 0 || err == NULL || pool->pg_options == NULL ||
+        strstr(err->message, "unsupported startup parameter") == NULL)
+        return rc;
+    err->code = IDEM_EINVAL;
+    snprintf(err->field, sizeof(err->field), "pooler");
+    snprintf(err->hint, sizeof(err->hint),
+             "behind PgBouncer set idem_pool_options.pooler to IDEM_POOLER_TRANSACTION (or "
+             "IDEM_POOLER_AUTO): statement_timeout_ms is then set inside each transaction");
+    return idem__error_context(err, "pooler: a connection pooler refuses the startup option that "
+                                    "carries statement_timeout_ms; set idem_pool_options.pooler");
+}
+
 /* Open a connection in a slot the caller reserved (counted in size and nopening),
  * outside the lock; on failure the slot goes to the next waiter or is given up. */
 int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, idem_error *err)
@@ -274,8 +290,11 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     if (conn == NULL)
         rc = idem__error_set(err, IDEM_ENOMEM, "out of memory opening a connection");
     else
-        rc = idem__pg_connect(&conn->pg, pool->keys, pool->values, pool->opts.connect_timeout_ms,
-                              route_notice, pool, err);
+        rc = explain_refused_options(pool,
+                                     idem__pg_connect(&conn->pg, pool->keys, pool->values,
+                                                      pool->opts.connect_timeout_ms, route_notice,
+                                                      pool, err),
+                                     err);
     if (rc != 0)
         idem__error_redact(err, pool->conninfo);
     now = idem__coarse_ms();
@@ -296,6 +315,8 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     }
     conn->pool = pool;
     conn->idle_since_ms = now;
+    conn->unnamed = pool->unnamed;
+    conn->local_timeout = pool->local_timeout[0] != '\0' ? pool->local_timeout : NULL;
     *out = conn;
     return 0;
 }

@@ -152,6 +152,36 @@ enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms)
                : IDEM__CONN_BROKEN;
 }
 
+/* A pooler answers the startup with a process ID of its own making (its cancel key), so
+ * it differs from the server process that runs the query. */
+int idem__pg_through_pooler(int *out, PGconn *pg, unsigned int timeout_ms, idem_error *err)
+{
+    long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
+    int was_nonblocking = PQisnonblocking(pg), ready = -1, rc;
+    PGresult *res = NULL, *next;
+
+    if (PQsetnonblocking(pg, 1) == 0 && PQsendQuery(pg, "SELECT pg_backend_pid()") == 1) {
+        while ((ready = idem__pg_wait_ready(pg, 1, deadline)) == 1 &&
+               (next = PQgetResult(pg)) != NULL) {
+            PQclear(res);
+            res = next;
+        }
+    }
+    if (ready == 0)
+        rc = idem__error_set(err, IDEM_EUNAVAIL, "pooler detection: no answer within %u ms",
+                             timeout_ms);
+    else if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        rc = idem__error_pg(err, pg, res, "pooler detection");
+    else
+        rc = 0;
+    if (rc == 0)
+        *out = strtol(PQgetvalue(res, 0, 0), NULL, 10) != (long)PQbackendPID(pg);
+    PQclear(res);
+    if (ready != 0)
+        PQsetnonblocking(pg, was_nonblocking);
+    return rc;
+}
+
 void idem__conn_close(idem_conn *conn)
 {
     if (conn == NULL)

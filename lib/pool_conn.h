@@ -8,20 +8,32 @@
 
 #include "exec.h"
 
+/* The longest name a statement is prepared under on the server (NAMEDATALEN - 1). */
+#define IDEM__PREPARED_NAME_MAX 63
+
+/* A statement prepared on the connection's server session, and the name it has there. */
+typedef struct idem__prepared {
+    const idem__stmt *stmt;
+    char name[IDEM__PREPARED_NAME_MAX + 1];
+} idem__prepared;
+
 struct idem_conn {
     idem_pool *pool;
     PGconn *pg;
     idem_conn *next;         /* in the pool's idle list, or a list of connections to close */
     long long expires_ms;    /* monotonic time after which it is closed (max_lifetime_ms) */
     long long idle_since_ms; /* when it was last released */
-    const idem__stmt **prepared;
+    idem__prepared *prepared;
     size_t nprepared;
     size_t prepared_cap;
-    uint64_t deadline_ms;    /* idem__now_ms() time past which statements give up; 0 = none;
-                                set by idem__conn_set_deadline(), cleared on release */
-    long long wait_until_ms; /* the statement in progress waits until then (exec.c) */
-    int discard;             /* close on release */
-    int close_reason;        /* set when it is closed, for the log */
+    int unnamed;               /* behind a transaction pooler: nothing is prepared by name */
+    const char *local_timeout; /* statement_timeout to set inside each transaction (the
+                                  pool's text, in ms), or NULL (exec.c) */
+    uint64_t deadline_ms;      /* idem__now_ms() time past which statements give up; 0 = none;
+                                  set by idem__conn_set_deadline(), cleared on release */
+    long long wait_until_ms;   /* the statement in progress waits until then (exec.c) */
+    int discard;               /* close on release */
+    int close_reason;          /* set when it is closed, for the log */
 };
 
 /* What idem__conn_clean() found. */
@@ -52,6 +64,12 @@ int idem__conn_alive(idem_conn *conn, int round_trip, unsigned int timeout_ms);
 /* Bring a released connection back to idle (rolling back an open transaction), or say
  * that it must be closed. */
 enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms);
+
+/* Whether pg reaches PostgreSQL through a connection pooler: *out is 1 when the server
+ * process answering is not the one named at startup (PQbackendPID()). Waits at most
+ * timeout_ms (0 = no limit); pg must be idle. Returns 0, IDEM_EDB or IDEM_EUNAVAIL (then
+ * pg may be left busy: close it). */
+int idem__pg_through_pooler(int *out, PGconn *pg, unsigned int timeout_ms, idem_error *err);
 
 /* Close the libpq connection and free the structure. NULL is accepted. */
 void idem__conn_close(idem_conn *conn);

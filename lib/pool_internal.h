@@ -28,6 +28,10 @@ struct idem_pool {
     char *conninfo;
     char *app_name;
     char *pg_options;
+    /* Set at creation (with IDEM_POOLER_AUTO, once the first connection is open), then
+     * read without the lock; every connection takes them when it opens. */
+    int unnamed;            /* statements unnamed: a transaction pooler in between */
+    char local_timeout[16]; /* statement_timeout_ms set per transaction, or "" */
     /* Below: under lock. Invariant: waiters queue only when no connection is idle and
      * every slot is taken, so a release always serves the queue first. */
     idem_conn *idle; /* most recently released first */

@@ -1,9 +1,11 @@
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "log.h"
 #include "pool_internal.h"
 
 unsigned long idem__fork_generation;
@@ -28,11 +30,28 @@ static void chomp(char *s)
         s[--n] = '\0';
 }
 
+/* How many bytes of idem_pool_options each version has: a caller built against an older
+ * header passes a shorter struct, whose missing fields keep their defaults. */
+static const size_t options_size[IDEM_POOL_OPTIONS_VERSION + 1] = {
+    [1] = offsetof(idem_pool_options, pooler),
+    [2] = sizeof(idem_pool_options),
+};
+
 int idem_pool_options_init(idem_pool_options *opts, unsigned int version)
 {
     static const idem_pool_options defaults = IDEM_POOL_OPTIONS_INIT;
 
-    return idem__struct_init(opts, &defaults, sizeof(defaults), version, IDEM_POOL_OPTIONS_VERSION);
+    if (version > IDEM_POOL_OPTIONS_VERSION)
+        return IDEM_EINVAL;
+    return idem__struct_init(opts, &defaults, options_size[version], version,
+                             IDEM_POOL_OPTIONS_VERSION);
+}
+
+int idem_pooler_detect(int *out, PGconn *conn, idem_error *err)
+{
+    if (out == NULL || conn == NULL)
+        return idem__error_field(err, 0, out == NULL ? "out" : "conn", "must not be NULL");
+    return idem__pg_through_pooler(out, conn, 0, err);
 }
 
 int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
@@ -58,16 +77,36 @@ int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
 
 static int check_options(const idem_pool_options *o, idem_error *err)
 {
-    int rc = idem__check_version(err, o->version, IDEM_POOL_OPTIONS_VERSION, "options");
-
-    if (rc != 0)
-        return rc;
     if (o->max_size == 0)
         return idem__error_field(err, 0, "max_size", "must be at least 1");
     if (o->min_idle > o->max_size)
         return idem__error_field(err, 0, "min_idle", "is %u, more than max_size (%u)", o->min_idle,
                                  o->max_size);
+    if (o->pooler != IDEM_POOLER_NONE && o->pooler != IDEM_POOLER_TRANSACTION &&
+        o->pooler != IDEM_POOLER_AUTO)
+        return idem__error_field(err, 0, "pooler",
+                                 "is %d: IDEM_POOLER_NONE, IDEM_POOLER_TRANSACTION or "
+                                 "IDEM_POOLER_AUTO",
+                                 (int)o->pooler);
     return 0;
+}
+
+/* @opts as this version of the library reads it: an older caller's shorter struct over
+ * the defaults. */
+static int read_options(idem_pool_options *o, const idem_pool_options *opts, idem_error *err)
+{
+    static const idem_pool_options defaults = IDEM_POOL_OPTIONS_INIT;
+    int rc;
+
+    *o = defaults;
+    if (opts == NULL)
+        return 0;
+    rc = idem__check_version(err, opts->version, IDEM_POOL_OPTIONS_VERSION, "options");
+    if (rc != 0)
+        return rc;
+    memcpy(o, opts, options_size[opts->version]);
+    o->version = IDEM_POOL_OPTIONS_VERSION;
+    return check_options(o, err);
 }
 
 static long long prune_interval(const idem_pool_options *o)
@@ -99,6 +138,11 @@ static int pool_alloc(idem_pool **out, const idem_pool_options *opts, idem_error
     }
     pool->opts = *opts;
     pool->opts.application_name = NULL;
+    pool->unnamed = opts->pooler == IDEM_POOLER_TRANSACTION;
+    /* Behind a pooler (or maybe behind one) the timeout cannot be a startup option. */
+    if (opts->pooler != IDEM_POOLER_NONE && opts->statement_timeout_ms > 0)
+        snprintf(pool->local_timeout, sizeof(pool->local_timeout), "%u",
+                 opts->statement_timeout_ms);
     pool->generation = idem__fork_generation;
     pool->prune_every_ms = prune_interval(opts);
     *out = pool;
@@ -168,12 +212,13 @@ static int setup_conninfo(idem_pool *pool, const char *conninfo, const char *app
         user_options = strdup(getenv("PGOPTIONS"));
     pool->conninfo = strdup(conninfo);
     pool->app_name = strdup(app_name != NULL ? app_name : "");
-    if (pool->opts.statement_timeout_ms > 0)
+    if (pool->opts.statement_timeout_ms > 0 && pool->opts.pooler == IDEM_POOLER_NONE)
         pool->pg_options = server_options(user_options != NULL ? user_options : "",
                                           pool->opts.statement_timeout_ms);
     free(user_options);
     if (pool->conninfo == NULL || pool->app_name == NULL ||
-        (pool->opts.statement_timeout_ms > 0 && pool->pg_options == NULL))
+        (pool->opts.statement_timeout_ms > 0 && pool->opts.pooler == IDEM_POOLER_NONE &&
+         pool->pg_options == NULL))
         return idem__error_set(err, IDEM_ENOMEM, "out of memory creating a pool");
     pool->opts.application_name = pool->app_name;
     for (; n < (int)TCP_KEYS; n++) {
@@ -193,6 +238,26 @@ static int setup_conninfo(idem_pool *pool, const char *conninfo, const char *app
     return 0;
 }
 
+/* IDEM_POOLER_AUTO: the first connection tells whether a pooler is in between. A
+ * connection that could not be asked is closed. */
+static int resolve_pooler(idem_pool *pool, idem_conn *conn, idem_error *err)
+{
+    int pooled = 0;
+    int rc = idem__pg_through_pooler(&pooled, conn->pg, pool->opts.connect_timeout_ms, err);
+
+    if (rc != 0) {
+        idem_conn_discard(conn);
+        return idem__error_context(err, "pooler = IDEM_POOLER_AUTO");
+    }
+    pool->unnamed = pooled;
+    conn->unnamed = pooled;
+    idem__log(pool->opts.log, pool->opts.log_ctx, IDEM_LOG_INFO,
+              "pool: %s (pooler = IDEM_POOLER_AUTO)",
+              pooled ? "connected through a connection pooler: statements go unnamed"
+                     : "connected directly: statements are prepared once per connection");
+    return 0;
+}
+
 /* min_idle connections, or one to prove that the server answers. */
 static int open_initial(idem_pool *pool, idem_error *err)
 {
@@ -207,7 +272,9 @@ static int open_initial(idem_pool *pool, idem_error *err)
         pool->nopening++;
         pthread_mutex_unlock(&pool->lock);
         rc = idem__pool_open_in_slot(&conn, pool, 0, err);
-        if (rc == 0)
+        if (rc == 0 && i == 0 && pool->opts.pooler == IDEM_POOLER_AUTO)
+            rc = resolve_pooler(pool, conn, err);
+        if (conn != NULL)
             idem_pool_release(conn);
     }
     return rc;
@@ -216,17 +283,16 @@ static int open_initial(idem_pool *pool, idem_error *err)
 int idem_pool_new(idem_pool **out, const char *conninfo, const idem_pool_options *opts,
                   idem_error *err)
 {
-    idem_pool_options defaults = IDEM_POOL_OPTIONS_INIT;
+    idem_pool_options o;
     idem_pool *pool = NULL;
     int rc;
 
     if (out == NULL)
         return idem__error_field(err, 0, "out", "must not be NULL");
-    if (opts == NULL)
-        opts = &defaults;
-    rc = check_options(opts, err);
+    rc = read_options(&o, opts, err);
     if (rc < 0)
         return rc;
+    opts = &o;
     pthread_once(&fork_once, install_fork_hook);
     if (fork_hook_rc != 0)
         return idem__error_set(err, IDEM_ENOMEM, "cannot register the fork() handler");

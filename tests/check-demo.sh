@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# check-demo.sh IDEM-DEMO: on a fresh database, the demo prints the lost-response
-# transcript from real calls, then the tenant and second-intent lines.
+# check-demo.sh IDEM-DEMO IDEM-MIGRATE: on a fresh database, the demo prints the
+# lost-response transcript from real calls, then the tenant and second-intent lines; and
+# the same through PgBouncer in transaction mode (when tools/with-postgres --pgbouncer
+# started one), the schema applied directly with idem-migrate first.
 set -euo pipefail
-demo=$1
+demo=$1 migrate=$2
 if ! psql -Atqc 'select 1' dbname=postgres >/dev/null 2>&1; then
     [ -n "${IDEM_REQUIRE_PG:-}" ] && { echo "PostgreSQL required but unreachable" >&2; exit 1; }
     echo "SKIPPED: no PostgreSQL server; run under tools/with-postgres" >&2
@@ -33,4 +35,25 @@ echo "$out" | grep -q '^Second intent, same subject, new operation ID: created {
 # A second run against the same database is still correct (new operation IDs).
 out2=$("$demo" --dsn "dbname=$db")
 echo "$out2" | grep -q '^After retry: tasks=1 operations=1$' || { echo "$out2" >&2; exit 1; }
-echo "demo transcript as expected"
+
+if [ -n "${IDEM_PGBOUNCER:-}" ]; then
+    db="t_demo_pgb_$$"
+    psql -Atqc "CREATE DATABASE $db" dbname=postgres
+    # Through the pooler the demo does not migrate: it says how to.
+    if out=$("$demo" --dsn "$IDEM_PGBOUNCER dbname=$db" 2>&1); then
+        echo "an unmigrated database through PgBouncer was not refused: $out" >&2
+        exit 1
+    fi
+    grep -q 'idem-migrate up over a direct connection' <<<"$out" || { echo "$out" >&2; exit 1; }
+    "$migrate" --dsn "dbname=$db" -q up
+    out=$("$demo" --dsn "$IDEM_PGBOUNCER dbname=$db")
+    if [ "$(echo "$out" | head -n 5)" != "$expected" ]; then
+        echo "unexpected transcript through PgBouncer:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    [ "$(psql -Atqc 'select count(*) from idem.operations' "dbname=$db")" = 3 ]
+    echo "demo transcript as expected, directly and through PgBouncer"
+else
+    echo "demo transcript as expected (no PgBouncer: run under tools/with-postgres --pgbouncer)"
+fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# check-with-postgres.sh WITH-POSTGRES: the throwaway cluster serves the command, the exit
-# status is the command's, and nothing is left behind: not on success, not on failure,
-# not on Ctrl-C (SIGINT).
+# check-with-postgres.sh WITH-POSTGRES: the throwaway cluster serves the command (and with
+# --pgbouncer, PgBouncer in transaction mode in front of it), the exit status is the
+# command's, and nothing is left behind, PgBouncer included: not on success, not on
+# failure, not on Ctrl-C (SIGINT).
 set -euo pipefail
 wp=$1
 scratch=$(mktemp -d)
@@ -12,11 +13,17 @@ leftovers() { # the cluster's directory and any server still using it
     dir=$(cat "$scratch/pghost")
     if [ -e "$dir" ]; then echo "directory $dir left behind"; fi
     if pgrep -f -- "-D $dir/data" >/dev/null 2>&1; then echo "server for $dir still running"; fi
+    if pgrep -f -- "$dir/pgbouncer.ini" >/dev/null 2>&1; then echo "PgBouncer for $dir still running"; fi
 }
 
-# Success: the server answers, and its variables are exported.
-"$wp" bash -c 'echo "$PGHOST" > '"$scratch"'/pghost; psql -Atqc "select 40 + 2" > '"$scratch"'/answer'
-[ "$(cat "$scratch/answer")" = 42 ] || { echo "server did not answer" >&2; exit 1; }
+# Success: the server answers, and its variables are exported; PgBouncer answers in
+# transaction mode.
+"$wp" --pgbouncer bash -c 'echo "$PGHOST" > '"$scratch"'/pghost; psql -Atqc "select 40 + 2" > '"$scratch"'/answer
+    psql -Atqc "show config" "$IDEM_PGBOUNCER dbname=pgbouncer" | grep "^pool_mode|" | cut -d"|" -f2 > '"$scratch"'/mode
+    psql -Atqc "select 6 * 7" "$IDEM_PGBOUNCER dbname=postgres" >> '"$scratch"'/answer'
+[ "$(cat "$scratch/answer")" = "42
+42" ] || { echo "server or PgBouncer did not answer: $(cat "$scratch/answer")" >&2; exit 1; }
+[ "$(cat "$scratch/mode")" = transaction ] || { echo "PgBouncer pool_mode: $(cat "$scratch/mode")" >&2; exit 1; }
 [ -z "$(leftovers)" ] || { leftovers >&2; exit 1; }
 
 # Failure: the command's exit status comes back, and cleanup still happens.
@@ -33,7 +40,7 @@ rm -f "$scratch/pghost"
 # terminal.
 set +e
 set -m
-"$wp" bash -c 'echo "$PGHOST" > '"$scratch"'/pghost; sleep 60' &
+"$wp" --pgbouncer bash -c 'echo "$PGHOST" > '"$scratch"'/pghost; sleep 60' &
 pid=$!
 set +m
 for _ in $(seq 1 300); do [ -s "$scratch/pghost" ] && break; sleep 0.1; done
@@ -45,4 +52,4 @@ set -e
 [ "$rc" = 130 ] || { echo "interrupted run exited $rc, expected 130" >&2; exit 1; }
 for _ in $(seq 1 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
 [ -z "$(leftovers)" ] || { leftovers >&2; exit 1; }
-echo "with-postgres: served, passed the exit status through, cleaned up three times"
+echo "with-postgres: served (with PgBouncer), passed the exit status through, cleaned up three times"

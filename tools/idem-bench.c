@@ -2,9 +2,10 @@
  * idem-bench — what idem costs beside the work it protects, as a ratio measured in one
  * run against the same machine doing the same work without idem.
  *
- * Usage: idem-bench [--mode create,replay,contention,growth|all] [--threads 1,4,16]
+ * Usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler|all] [--threads
+ * 1,4,16]
  *                   [--duration SECONDS] [--round SECONDS] [--large] [--json]
- *                   [--pool N] [--dsn CONNINFO]
+ *                   [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO]
  *
  * It creates a fresh database (idem_bench_<pid>, plus one per table size for growth) on
  * the server that --dsn or the PG* environment names, applies idem's migrations there,
@@ -22,19 +23,24 @@
 #include "bench/bench.h"
 
 static const char usage[] =
-    "usage: idem-bench [--mode create,replay,contention,growth|all] [--threads 1,4,16]\n"
+    "usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler|all] "
+    "[--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
-    "                  [--pool N] [--dsn CONNINFO]\n"
+    "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO]\n"
     "  --mode      which measurements (default all); not in all: sweep (retention's\n"
-    "              sweeper on a backlog of 1 M expired records, beside replays) and\n"
+    "              sweeper on a backlog of 1 M expired records, beside replays),\n"
     "              external (begin + complete of an external effect beside the local path)\n"
+    "              and pooler (the pooler-safe setting, directly and through --pgbouncer)\n"
     "  --threads   client threads for create and replay (default 1,4,16; at most 64)\n"
     "  --duration  measured seconds per measurement, all sides together (default 10)\n"
     "  --round     seconds per round; the sides alternate round by round (default 0.5)\n"
     "  --large     growth also measures 10 M operation records (loads them: minutes)\n"
     "  --pool      connections per pool at most, for both sides (default: twice the CPUs)\n"
     "  --json      print JSON instead of the table\n"
-    "  --dsn       server to use (default: the PG* environment)\n";
+    "  --dsn       server to use (default: the PG* environment); always direct\n"
+    "  --pgbouncer PgBouncer in transaction mode in front of that server, for the pooler\n"
+    "              mode's third side (conninfo without dbname; default: $IDEM_PGBOUNCER,\n"
+    "              which tools/with-postgres --pgbouncer sets)\n";
 
 static int parse_threads(bench_config *cfg, const char *list)
 {
@@ -59,10 +65,10 @@ static int parse_threads(bench_config *cfg, const char *list)
 static int parse_modes(bench_config *cfg, const char *list)
 {
     static const char *const names[] = {"create", "replay", "contention", "growth",
-                                        "all",    "sweep",  "external"};
-    static const int bits[] = {BENCH_MODE_CREATE,  BENCH_MODE_REPLAY, BENCH_MODE_CONTENTION,
-                               BENCH_MODE_GROWTH,  BENCH_MODE_ALL,    BENCH_MODE_SWEEP,
-                               BENCH_MODE_EXTERNAL};
+                                        "all",    "sweep",  "external",   "pooler"};
+    static const int bits[] = {BENCH_MODE_CREATE,   BENCH_MODE_REPLAY, BENCH_MODE_CONTENTION,
+                               BENCH_MODE_GROWTH,   BENCH_MODE_ALL,    BENCH_MODE_SWEEP,
+                               BENCH_MODE_EXTERNAL, BENCH_MODE_POOLER};
     char *copy = strdup(list), *save = NULL;
     int rc = 0;
 
@@ -97,12 +103,17 @@ static int parse_seconds(double *out, const char *text, double min)
 /* 0, 1 for --help, -1 for a bad command line. */
 static int parse_options(bench_config *cfg, int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"mode", required_argument, NULL, 'm'},     {"threads", required_argument, NULL, 't'},
-        {"duration", required_argument, NULL, 'd'}, {"round", required_argument, NULL, 'r'},
-        {"large", no_argument, NULL, 'L'},          {"json", no_argument, NULL, 'j'},
-        {"dsn", required_argument, NULL, 'D'},      {"pool", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"mode", required_argument, NULL, 'm'},
+                                          {"threads", required_argument, NULL, 't'},
+                                          {"duration", required_argument, NULL, 'd'},
+                                          {"round", required_argument, NULL, 'r'},
+                                          {"large", no_argument, NULL, 'L'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"dsn", required_argument, NULL, 'D'},
+                                          {"pool", required_argument, NULL, 'p'},
+                                          {"pgbouncer", required_argument, NULL, 'B'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
     int c, at = 0, rc = 0;
 
     while (rc == 0 && (c = getopt_long(argc, argv, "", longs, &at)) != -1) {
@@ -127,6 +138,9 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             break;
         case 'D':
             cfg->dsn = optarg;
+            break;
+        case 'B':
+            cfg->pgbouncer = optarg;
             break;
         case 'p':
             cfg->pool_cap = atoi(optarg);
@@ -153,7 +167,16 @@ static int default_pool_cap(void)
 
 int main(int argc, char **argv)
 {
-    bench_config cfg = {"", 10, 0.5, {1, 4, 16}, 3, BENCH_MODE_ALL, 0, 0, default_pool_cap()};
+    bench_config cfg = {"",
+                        10,
+                        0.5,
+                        {1, 4, 16},
+                        3,
+                        BENCH_MODE_ALL,
+                        0,
+                        0,
+                        default_pool_cap(),
+                        getenv("IDEM_PGBOUNCER")};
     int rc = parse_options(&cfg, argc, argv);
 
     if (rc != 0) {

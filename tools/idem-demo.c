@@ -9,7 +9,9 @@
  *
  * Usage: idem-demo [--dsn CONNINFO]   (default: the PG* environment variables)
  * It applies idem's migrations to that database first, then sets up the example tool's
- * own table (idem_example.support_tasks).
+ * own table (idem_example.support_tasks). Its pool finds out whether a connection pooler
+ * stands in between (IDEM_POOLER_AUTO); through one, it only checks the schema, which
+ * idem-migrate applies over a direct connection.
  */
 #include <idem/idem.h>
 #include <idem/migrate.h>
@@ -95,20 +97,38 @@ static int call(struct demo *d, idem_outcome *out, const char *tenant, const cha
     return idem_store_execute(out, d->store, &req, example_create_support_task, NULL, err);
 }
 
+/* The migration lock is held across transactions, which a pooler in transaction mode
+ * would spread over server sessions: through a pooler the schema is only checked. */
+static int schema(PGconn *pg)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    int pooled = 0;
+
+    if (idem_pooler_detect(&pooled, pg, &err) != 0)
+        return fail("connecting", &err);
+    if (!pooled && idem_migrate_up(pg, 0, NULL, &err) != 0)
+        return fail("applying migrations", &err);
+    if (pooled && idem_migrate_check(pg, &err) != 0)
+        return fail("through a connection pooler, checking the schema (apply it with "
+                    "idem-migrate up over a direct connection)",
+                    &err);
+    return 0;
+}
+
 static int setup(struct demo *d, const char *dsn)
 {
+    idem_pool_options opts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     idem_conn *conn = NULL;
     int rc;
 
-    if (idem_pool_new(&d->pool, dsn, NULL, &err) != 0)
+    opts.pooler = IDEM_POOLER_AUTO;
+    if (idem_pool_new(&d->pool, dsn, &opts, &err) != 0)
         return fail("connecting", &err);
     if (idem_pool_acquire(&conn, d->pool, &err) != 0)
         return fail("connecting", &err);
-    rc = idem_migrate_up(idem_conn_pg(conn), 0, NULL, &err);
-    if (rc != 0)
-        rc = fail("applying migrations", &err);
-    else if (example_support_tasks_setup(idem_conn_pg(conn), &err) != 0)
+    rc = schema(idem_conn_pg(conn));
+    if (rc == 0 && example_support_tasks_setup(idem_conn_pg(conn), &err) != 0)
         rc = fail("setting up the example's table", &err);
     idem_pool_release(conn);
     if (rc != 0)

@@ -55,10 +55,15 @@ static const char usage_text[] =
     "A file whose leading comment lines include \"-- idem:no-transaction\" runs statement\n"
     "by statement outside a transaction (for CREATE INDEX CONCURRENTLY).\n"
     "\n"
+    "up holds a session-level lock across transactions: it connects to PostgreSQL\n"
+    "directly and refuses a connection through a pooler such as PgBouncer. status,\n"
+    "plan and verify only read, and work through one.\n"
+    "\n"
     "Exit status:\n"
     "   0  success; status: the schema is up to date\n"
     "   1  internal error (out of memory)\n"
-    "   2  cannot connect, or a database error outside a migration\n"
+    "   2  cannot connect, or a database error outside a migration; up: connected\n"
+    "      through a connection pooler (connect to the server directly)\n"
     "   3  status: migrations are pending, and up would apply them\n"
     "   4  drift: an applied migration's file changed (status, verify), or a pending\n"
     "      migration is older than an applied one (status); plan and up refuse both\n"
@@ -446,11 +451,32 @@ static void on_progress(void *ctx, idem_migrate_event event, const idem_migratio
     }
 }
 
+/* Refuse a connection through a pooler: in transaction mode the lock would be taken on
+ * one server session and the migrations run on others, and the lock would outlive the run
+ * on a session the pooler keeps. */
+static int refuse_pooler(PGconn *conn)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    int pooled = 0;
+
+    if (idem_pooler_detect(&pooled, conn, &err) != 0)
+        return fail("up", err.code, &err, 0);
+    if (!pooled)
+        return EXIT_OK;
+    fprintf(stderr, "idem-migrate: up: connected through a connection pooler (PgBouncer?): the "
+                    "migration lock is a session-level advisory lock held across transactions, "
+                    "which a pooler in transaction mode spreads over server sessions; connect "
+                    "to the PostgreSQL server directly (its own host and port)\n");
+    return EXIT_DATABASE;
+}
+
 static int cmd_up(cli *c, PGconn *conn)
 {
     idem_error err = IDEM_ERROR_INIT;
-    int rc;
+    int rc = refuse_pooler(conn);
 
+    if (rc != EXIT_OK)
+        return rc;
     c->opts.log = on_log;
     c->opts.log_ctx = c;
     c->opts.progress = on_progress;

@@ -12,6 +12,12 @@
  * connections' sockets are shared with the parent). Create a new pool in the child.
  * Calls on a pool from a process other than the one that created it fail with
  * IDEM_EINVAL.
+ *
+ * Connection poolers: by default each connection prepares idem's statements once, by
+ * name, and keeps them for its life, which needs the connection to stay on one server
+ * session (a direct connection, or PgBouncer in session mode). Behind a pooler in
+ * transaction mode (PgBouncer's pool_mode = transaction), set
+ * idem_pool_options.pooler to ::IDEM_POOLER_TRANSACTION; see ::idem_pooler.
  */
 #ifndef IDEM_POOL_H
 #define IDEM_POOL_H
@@ -28,6 +34,29 @@ extern "C" {
 typedef struct idem_pool idem_pool;
 /** One connection, checked out of a pool. Opaque. */
 typedef struct idem_conn idem_conn;
+
+/** What stands between the pool's connections and PostgreSQL. */
+typedef enum idem_pooler {
+    /** Nothing, or a pooler in session mode: every connection stays on one server session.
+     *  Statements are prepared by name once per connection (the fastest). Should the
+     *  server session turn out not to hold what the connection prepared there, or to hold
+     *  statements it never prepared (a transaction-mode pooler in between), the call
+     *  fails with IDEM_EINVAL, field "pooler", saying to set ::IDEM_POOLER_TRANSACTION;
+     *  the connection is closed. */
+    IDEM_POOLER_NONE = 0,
+    /** A pooler in transaction mode (PgBouncer pool_mode = transaction): a connection may
+     *  land on another server session at each transaction, so idem keeps nothing on a
+     *  server session across transactions. Statements go unnamed (parsed each time);
+     *  statement_timeout_ms is set with set_config(..., true) inside each transaction
+     *  (no startup option, which PgBouncer rejects). Statement mode is not supported:
+     *  idem needs transactions. */
+    IDEM_POOLER_TRANSACTION = 1,
+    /** Decide when the pool is created: ::IDEM_POOLER_TRANSACTION when its first
+     *  connection turns out to reach PostgreSQL through a pooler (see
+     *  idem_pooler_detect()), ::IDEM_POOLER_NONE otherwise. Costs one round trip at
+     *  creation; statement_timeout_ms is then set per transaction in either case. */
+    IDEM_POOLER_AUTO = 2,
+} idem_pooler;
 
 /** Pool settings. Initialize with ::IDEM_POOL_OPTIONS_INIT, then change what you need. */
 typedef struct idem_pool_options {
@@ -56,17 +85,23 @@ typedef struct idem_pool_options {
                                             with a round trip (bounded by
                                             connect_timeout_ms) before it is handed out;
                                             default 5000 */
-    unsigned int statement_timeout_ms; /**< SET statement_timeout on each connection;
-                                            0 = the server's setting; default 0 */
+    unsigned int statement_timeout_ms; /**< SET statement_timeout on each connection (a
+                                            startup option; per transaction behind a
+                                            pooler, see @ref pooler); 0 = the server's
+                                            setting; default 0 */
     const char *application_name;      /**< reported to the server; default "idem" */
     idem_log_fn log;                   /**< optional logging hook; default none */
     void *log_ctx;                     /**< passed to @ref log */
+    /* Version 2 */
+    idem_pooler pooler; /**< what stands between the pool and the server; default
+                             ::IDEM_POOLER_NONE (direct connections) */
 } idem_pool_options;
 
-#define IDEM_POOL_OPTIONS_VERSION 1
+#define IDEM_POOL_OPTIONS_VERSION 2
 #define IDEM_POOL_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        IDEM_POOL_OPTIONS_VERSION, 10, 0, 5000, 5000, 1800000, 600000, 5000, 0, "idem", NULL, NULL \
+        IDEM_POOL_OPTIONS_VERSION, 10, 0, 5000, 5000, 1800000, 600000, 5000, 0, "idem", NULL,      \
+            NULL, IDEM_POOLER_NONE                                                                 \
     }
 
 /** Fill @p opts with the defaults of struct version @p version (for bindings that cannot
@@ -121,8 +156,9 @@ IDEM_API size_t idem_conninfo_redact(char *text, size_t size, const char *connin
  * @param out       on success, the pool; caller owns it, free with idem_pool_free().
  * @param conninfo  libpq key=value string or URI; NULL or "" uses the PG* environment.
  * @param opts      NULL for the defaults.
- * @return 0, IDEM_EINVAL (bad conninfo or options), IDEM_EUNAVAIL (server unreachable),
- *         IDEM_ENOMEM.
+ * @return 0, IDEM_EINVAL (bad conninfo or options; field "pooler": a pooler refused the
+ *         startup option that carries statement_timeout_ms, see ::idem_pooler),
+ *         IDEM_EUNAVAIL (server unreachable), IDEM_ENOMEM.
  */
 IDEM_API int idem_pool_new(idem_pool **out, const char *conninfo, const idem_pool_options *opts,
                            idem_error *err);
@@ -150,7 +186,9 @@ IDEM_API void idem_pool_release(idem_conn *conn);
 /** The libpq connection. Borrowed: valid until idem_pool_release(). Do not PQfinish()
  *  it; leave it idle (no open transaction) or call idem_conn_discard(). Do not DEALLOCATE
  *  or DISCARD on it: the pool remembers which statements it prepared there (a
- *  connection found without them is closed on release). */
+ *  connection found without them is closed on release). Behind a transaction-mode
+ *  pooler, nothing set on it outside a transaction (SET, PREPARE, session locks) is
+ *  there for the next transaction. */
 IDEM_API PGconn *idem_conn_pg(idem_conn *conn);
 
 /** Close this connection when it is released instead of reusing it. */
@@ -159,6 +197,18 @@ IDEM_API void idem_conn_discard(idem_conn *conn);
 /** Fill @p out (its version set) with the pool's counters now; all zero for a NULL pool
  *  or in a forked child. @return 0, or IDEM_EINVAL (NULL @p out, unknown version). */
 IDEM_API int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool);
+
+/**
+ * Whether @p conn reaches PostgreSQL through a connection pooler such as PgBouncer: the
+ * server process answering (pg_backend_pid()) is not the one the connection was given at
+ * startup (PQbackendPID(), which a pooler makes up). One round trip, outside any
+ * transaction. A pooler cannot be told from this to pool by session or by transaction.
+ *
+ * @param out   1 through a pooler, 0 direct; untouched on failure.
+ * @param conn  borrowed; idle (no transaction open) and not in pipeline mode.
+ * @return 0, IDEM_EINVAL (NULL argument), IDEM_EDB or IDEM_EUNAVAIL (the query failed).
+ */
+IDEM_API int idem_pooler_detect(int *out, PGconn *conn, idem_error *err);
 
 #ifdef __cplusplus
 }

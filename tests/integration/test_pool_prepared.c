@@ -26,8 +26,9 @@ static int exec_add(idem_conn *conn, long *sum, idem_error *err)
 
 static long prepared_here(idem_conn *conn)
 {
-    return pooltest_query_long(conn, "SELECT count(*) FROM pg_prepared_statements "
-                                     "WHERE name = 'idem_pooltest_add' AND NOT from_sql");
+    return pooltest_query_long(conn,
+                               "SELECT count(*) FROM pg_prepared_statements "
+                               "WHERE name LIKE 'idem\\_pooltest\\_add\\_%' AND NOT from_sql");
 }
 
 Test(pool_prepared, statement_is_prepared_once_per_connection)
@@ -103,7 +104,7 @@ Test(pool_prepared, forgetting_prepared_statements_makes_the_next_use_prepare_ag
 
     cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
     free(pooltest_query(conn, "DEALLOCATE ALL"));
-    cr_assert_eq(exec_add(conn, &sum, &err), IDEM_EDB, "the statement was prepared again");
+    cr_assert_eq(exec_add(conn, &sum, &err), IDEM_EINVAL, "the statement was prepared again");
     cr_assert_str_eq(err.sqlstate, "26000");
     idem__conn_forget_prepared(conn);
     cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
@@ -140,8 +141,10 @@ Test(pool_prepared, connection_whose_statements_were_deallocated_is_replaced)
 
     cr_assert_eq(exec_add(conn, &sum, &err), 0, "%s", err.message);
     free(pooltest_query(conn, "DEALLOCATE ALL"));
-    cr_assert_eq(exec_add(conn, &sum, &err), IDEM_EDB);
+    cr_assert_eq(exec_add(conn, &sum, &err), IDEM_EINVAL);
     cr_assert_str_eq(err.sqlstate, "26000");
+    cr_assert_str_eq(err.field, "pooler");
+    cr_assert(strstr(err.message, "IDEM_POOLER_TRANSACTION") != NULL, "%s", err.message);
     idem_pool_release(conn);
     conn = pooltest_acquire(pool);
     cr_assert_neq(pooltest_backend_pid(conn), pid,

@@ -29,6 +29,32 @@ const char *pgtest_server_problem(void)
     }
 }
 
+const char *pgtest_pgbouncer(void)
+{
+    const char *v = getenv("IDEM_PGBOUNCER");
+
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+int pgtest_through_pgbouncer(void)
+{
+    return getenv("IDEM_TEST_PGBOUNCER") != NULL;
+}
+
+char *pgtest_pgbouncer_conninfo(const char *conninfo)
+{
+    const char *bouncer = pgtest_pgbouncer();
+    size_t len;
+    char *s;
+
+    cr_assert_not_null(bouncer, "no PgBouncer: run under tools/with-postgres --pgbouncer");
+    len = strlen(bouncer) + strlen(conninfo) + 2;
+    s = malloc(len);
+    cr_assert_not_null(s);
+    snprintf(s, len, "%s %s", bouncer, conninfo);
+    return s;
+}
+
 void pgtest_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

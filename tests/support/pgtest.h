@@ -23,6 +23,19 @@ char *pgtest_new_migrated_database(const char *tag);
  * Returns its conninfo (malloc'd, caller frees). */
 char *pgtest_new_example_database(const char *tag);
 
+/* The conninfo (without dbname) of the PgBouncer that `tools/with-postgres --pgbouncer`
+ * started in transaction mode in front of the server (IDEM_PGBOUNCER), or NULL. */
+const char *pgtest_pgbouncer(void);
+
+/* Whether this executable runs its store tests through that PgBouncer (its meson test
+ * sets IDEM_TEST_PGBOUNCER): the fixtures' pools then connect through it with
+ * IDEM_POOLER_TRANSACTION. */
+int pgtest_through_pgbouncer(void);
+
+/* @conninfo (a database's, from pgtest_new_database()) reached through the PgBouncer
+ * (malloc'd, caller frees). Fails the test when there is none. */
+char *pgtest_pgbouncer_conninfo(const char *conninfo);
+
 void pgtest_sleep_ms(long ms);
 
 /* Connect or fail the test. */

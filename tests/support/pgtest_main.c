@@ -1,8 +1,9 @@
 /*
  * The entry point of every integration test executable: Criterion's own, preceded by a
- * check that the throwaway PostgreSQL answers. Without a server the executable exits 77,
- * which meson reports as SKIP, instead of running tests that could only fail; with
- * IDEM_REQUIRE_PG set (tools/run test sets it) a missing server is a failure.
+ * check that the throwaway PostgreSQL answers (and, for a run through PgBouncer, that
+ * one was started). Without a server the executable exits 77, which meson reports as
+ * SKIP, instead of running tests that could only fail; with IDEM_REQUIRE_PG set (tools/run
+ * test sets it) a missing server is a failure.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -17,6 +18,8 @@ static int check_server(void)
 {
     const char *problem = pgtest_server_problem();
 
+    if (problem == NULL && pgtest_through_pgbouncer() && pgtest_pgbouncer() == NULL)
+        problem = "no PgBouncer (IDEM_PGBOUNCER unset; run under tools/with-postgres --pgbouncer)";
     if (problem == NULL)
         return 0;
     if (getenv("IDEM_REQUIRE_PG") != NULL) {

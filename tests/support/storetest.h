@@ -29,7 +29,9 @@ void storetest_init(void);
 void storetest_fini(void);
 
 /* Open fx.pool (@pool_size connections) and fx.store over it (@opts, NULL for the
- * defaults); closed by storetest_fini() or storetest_close(). */
+ * defaults); closed by storetest_fini() or storetest_close(). In a run through PgBouncer
+ * (pgtest_through_pgbouncer()) the pool connects through it, with IDEM_POOLER_TRANSACTION;
+ * fx.check stays a direct connection. */
 void storetest_open(const idem_store_options *opts, unsigned int pool_size);
 
 /* Free fx.store and fx.pool now (the database and fx.check stay). */

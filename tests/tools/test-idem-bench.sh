@@ -57,6 +57,25 @@ assert m["mode"] == "external" and len(m["sides"]) == 2, m
 assert all(s["ops"] > 0 and s["errors"] == 0 for s in m["sides"]), m
 ' "$out" || fail "the report of a short external run: $out"
 
+# The pooler mode: the default setting against IDEM_POOLER_TRANSACTION directly, and
+# through PgBouncer when tools/with-postgres --pgbouncer started one.
+sides=2
+[ -n "${IDEM_PGBOUNCER:-}" ] && sides=3
+out=$("$bench" --mode pooler --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
+status=$?
+[ "$status" = 0 ] || fail "a short pooler run: exit $status"
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+sides = int(sys.argv[2])
+new, replay = d["results"]
+for m in (new, replay):
+    assert m["mode"] == "pooler" and len(m["sides"]) == sides, m
+    assert all(s["errors"] == 0 and s["ops"] > 0 for s in m["sides"]), m
+    assert len(m["ratios"]) == sides - 1, m
+assert "pooler-safe" in new["ratios"][0]["ratio"], new["ratios"]
+' "$out" "$sides" || fail "the report of a short pooler run: $out"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1

@@ -202,6 +202,20 @@ expect locked_does_not_blame_idem_migrate lacks "another idem-migrate"
 exec 7>&-
 wait "$holder"
 
+# Through PgBouncer in transaction mode (tools/with-postgres --pgbouncer): up refuses,
+# saying to connect directly, and leaves no lock behind; status reads through it.
+if [ -n "${IDEM_PGBOUNCER:-}" ]; then
+    db=$(newdb pooler)
+    check pooler_up_refused 2 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$db" up
+    expect pooler_refusal_says_connect_directly contains "connect to the PostgreSQL server directly"
+    expect pooler_up_applied_nothing test "$(q "$db" "SELECT to_regclass('idem.schema_migrations') IS NULL")" = t
+    expect pooler_no_lock_left test "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")" = 0
+    check pooler_direct_up 0 "$tool" --dsn "dbname=$db" -q up
+    check pooler_status_reads 0 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$db" status
+else
+    echo "no PgBouncer (run under tools/with-postgres --pgbouncer): pooler checks not run" >&2
+fi
+
 # A bad --dir: exit 66.
 check dir_missing 66 "$tool" --dir "$scratch/nonexistent" status
 check dir_misnamed 66 "$tool" --dir "$data/migrations-misnamed" status

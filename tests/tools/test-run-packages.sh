@@ -40,8 +40,9 @@ check() {
 build=(gcc libc6-dev meson ninja-build pkg-config libpq-dev libjansson-dev libssl-dev)
 check build "${build[@]}"
 check demo "${build[@]}" postgresql-15
-check bench "${build[@]}" postgresql-15
-check test "${build[@]}" postgresql-15 libcriterion-dev clang-format binutils procps python3
+check bench "${build[@]}" postgresql-15 pgbouncer
+check test "${build[@]}" postgresql-15 libcriterion-dev clang-format binutils procps python3 \
+    pgbouncer
 
 "$run" packages frobnicate >/dev/null 2>&1
 [ $? = 64 ] || fail "packages of an unknown command: not a usage error"

@@ -127,8 +127,10 @@ typedef struct bench_config {
     int modes; /* BENCH_MODE_* bits */
     int large;
     int json;
-    int pool_cap; /* connections per pool at most (--pool): a pool for N threads has
-                     min(N, pool_cap); both sides of a measurement share it */
+    int pool_cap;          /* connections per pool at most (--pool): a pool for N threads has
+                              min(N, pool_cap); both sides of a measurement share it */
+    const char *pgbouncer; /* the pooler mode's PgBouncer (conninfo without dbname), or
+                              NULL/"" for its direct sides only (--pgbouncer) */
 } bench_config;
 
 enum {
@@ -136,9 +138,10 @@ enum {
     BENCH_MODE_REPLAY = 2,
     BENCH_MODE_CONTENTION = 4,
     BENCH_MODE_GROWTH = 8,
-    BENCH_MODE_ALL = 15,
+    BENCH_MODE_ALL = 15,      /* the four above */
     BENCH_MODE_SWEEP = 16,    /* not part of all: it loads 1 M records (about a minute) */
     BENCH_MODE_EXTERNAL = 32, /* not part of all: external effects beside the local path */
+    BENCH_MODE_POOLER = 64,   /* not part of all: the pooler-safe setting, and PgBouncer */
 };
 
 /* Everything measured, for the report. */
@@ -185,7 +188,7 @@ int bench_error(const char *what, const char *detail);
 #define BENCH_REPLAY_ARGUMENTS "{\"subject\":\"Benchmark replay\"}"
 #define BENCH_CREATE_ARGUMENTS "{\"subject\":\"Benchmark task\"}"
 
-/* ---- modes (create.c, modes.c, contention.c) ----------------------------------------- */
+/* ---- modes (create.c, modes.c, contention.c, pooler.c) ------------------------------ */
 
 /* The tables of the create mode's sides without idem (create.c). */
 int bench_create_tables(PGconn *pg);
@@ -200,6 +203,9 @@ int bench_mode_sweep(bench_results *res, const bench_config *cfg, PGconn *admin,
                      const char *dbprefix);
 /* external.c */
 int bench_mode_external(bench_results *res, const bench_config *cfg, const char *conninfo);
+/* The pooler mode (pooler.c): @conninfo is database @db on the --dsn server. */
+int bench_mode_pooler(bench_results *res, const bench_config *cfg, const char *conninfo,
+                      const char *db);
 
 /* ---- report (report.c) --------------------------------------------------------------- */
 

@@ -81,6 +81,8 @@ static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin,
         rc = bench_mode_sweep(res, cfg, admin, db);
     if (rc == 0 && (cfg->modes & BENCH_MODE_EXTERNAL))
         rc = bench_mode_external(res, cfg, conninfo);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_POOLER))
+        rc = bench_mode_pooler(res, cfg, conninfo, db);
     free(conninfo);
     return rc;
 }
