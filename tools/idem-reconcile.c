@@ -294,28 +294,17 @@ static int parse_args(cli *c, int argc, char **argv)
     return check_command(c, argc - optind - 1, argv + optind + 1);
 }
 
+/* Connect, bounded by --connect-timeout, else by PGCONNECT_TIMEOUT (cli.c makes 10 s the
+ * default); a connect_timeout in the DSN wins over both. */
 static PGconn *connect_db(const cli *c)
 {
-    char timeout[16] = "10";
-    const char *keys[] = {"fallback_application_name", "connect_timeout", "dbname", NULL};
-    const char *values[] = {"idem-reconcile", timeout, c->dsn, NULL};
-    PGconn *conn;
+    char timeout[16];
 
-    if (c->connect_timeout_s > 0)
+    if (c->connect_timeout_s > 0) {
         snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
-    else if (getenv("PGCONNECT_TIMEOUT") != NULL)
-        values[1] = NULL;
-    conn = PQconnectdbParams(keys, values, 1);
-    if (conn == NULL) {
-        fprintf(stderr, "idem-reconcile: out of memory\n");
-        return NULL;
+        setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    if (PQstatus(conn) != CONNECTION_OK) {
-        fprintf(stderr, "idem-reconcile: cannot connect: %s", PQerrorMessage(conn));
-        PQfinish(conn);
-        return NULL;
-    }
-    return conn;
+    return cli_connect("idem-reconcile", c->dsn);
 }
 
 static int fail(const char *what, int rc, const idem_error *err)

@@ -31,6 +31,8 @@ static const char usage_text[] =
     "touched. Works in batches, one short transaction each, skipping rows that live calls\n"
     "hold; a backlog larger than one run is worked off across runs. Only one idem-sweep\n"
     "works at a time (advisory lock 7594306392416544112); a second one exits 0 at once.\n"
+    "The lock is session-level: connect to PostgreSQL directly; a connection through a\n"
+    "pooler such as PgBouncer is refused.\n"
     "Silent on success: meant for cron or a systemd timer.\n"
     "\n"
     "Options:\n"
@@ -58,7 +60,8 @@ static const char usage_text[] =
     "Exit status:\n"
     "   0  done, or another idem-sweep is running (said on stderr with --verbose)\n"
     "   1  error: a database error, the schema lacks migration 0003 (run idem-migrate\n"
-    "      up), the metrics file could not be written, out of memory\n"
+    "      up), connected through a connection pooler (connect to the server directly),\n"
+    "      the metrics file could not be written, out of memory\n"
     "  64  usage error\n"
     "  75  database unavailable: cannot connect, connection lost, or a table lock held\n"
     "      longer than --lock-timeout; the next run retries\n";
@@ -165,30 +168,38 @@ static int parse_args(cli *c, int argc, char **argv)
     return -1;
 }
 
-/* Connect, bounded by the connect timeout unless PGCONNECT_TIMEOUT or the DSN sets one. */
+/* Connect, bounded by --connect-timeout, else by PGCONNECT_TIMEOUT (cli.c makes 10 s the
+ * default); a connect_timeout in the DSN wins over both. */
 static PGconn *connect_db(const cli *c)
 {
     char timeout[16];
-    const char *keys[] = {"fallback_application_name", "connect_timeout", "dbname", NULL};
-    const char *values[] = {"idem-sweep", timeout, c->dsn, NULL};
-    PGconn *conn;
 
-    snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
-    if (getenv("PGCONNECT_TIMEOUT") != NULL && c->connect_timeout_s == 0)
-        values[1] = NULL;
-    else if (c->connect_timeout_s == 0)
-        snprintf(timeout, sizeof(timeout), "10");
-    conn = PQconnectdbParams(keys, values, 1);
-    if (conn == NULL) {
-        fprintf(stderr, "idem-sweep: out of memory\n");
-        return NULL;
+    if (c->connect_timeout_s > 0) {
+        snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
+        setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    if (PQstatus(conn) != CONNECTION_OK) {
-        fprintf(stderr, "idem-sweep: cannot connect: %s", PQerrorMessage(conn));
-        PQfinish(conn);
-        return NULL;
+    return cli_connect("idem-sweep", c->dsn);
+}
+
+/* Refuse a connection through a pooler: the sweep lock is session-level, held across the
+ * batches' transactions, which a pooler in transaction mode would spread over server
+ * sessions (and the lock would outlive the run on a session the pooler keeps). */
+static int refuse_pooler(PGconn *conn)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    int pooled = 0;
+
+    if (idem_pooler_detect(&pooled, conn, &err) != 0) {
+        fprintf(stderr, "idem-sweep: %s\n", err.message);
+        return err.code == IDEM_EUNAVAIL ? EXIT_TEMPFAIL : EXIT_ERROR;
     }
-    return conn;
+    if (!pooled)
+        return EXIT_OK;
+    fprintf(stderr, "idem-sweep: connected through a connection pooler (PgBouncer?): the sweep "
+                    "lock is a session-level advisory lock held across transactions, which a "
+                    "pooler in transaction mode spreads over server sessions; connect to the "
+                    "PostgreSQL server directly (its own host and port)\n");
+    return EXIT_ERROR;
 }
 
 static void on_log(void *ctx, int level, const char *message)
@@ -344,6 +355,10 @@ int main(int argc, char **argv)
     conn = connect_db(&c);
     if (conn == NULL)
         return EXIT_TEMPFAIL;
+    if ((code = refuse_pooler(conn)) != EXIT_OK) {
+        PQfinish(conn);
+        return code;
+    }
     rc = idem_sweep_run(&result, conn, &c.opts, &err);
     PQfinish(conn);
     return report(&c, rc, &result, &err);

@@ -288,6 +288,65 @@ Test(retention, first_attempt_claiming_a_tombstone_or_a_forgotten_key_is_expired
     idem_outcome_clear(&out);
 }
 
+/* A declared effect writes its record in its own statement: the same windows, the same
+ * horizon, the same tombstones. */
+static int call_declared(idem_outcome *out, const char *op, idem_error *err)
+{
+    static const char *const params[] = {"$tenant", "$operation_id"};
+    idem_declared *d = NULL;
+    idem_request req = IDEM_REQUEST_INIT;
+    int rc;
+
+    cr_assert_eq(idem_declared_new(&d,
+                                   "INSERT INTO effects VALUES ($1, $2)"
+                                   " RETURNING json_build_object('done', operation_id)",
+                                   params, 2, err),
+                 0);
+    req.attempt = attempt;
+    req.tenant = "acme";
+    req.operation_id = op;
+    req.tool = TOOL_FAST;
+    req.arguments = ARGS;
+    req.arguments_len = strlen(ARGS);
+    idem_outcome_clear(out);
+    rc = idem_store_execute_declared(out, store, &req, d, err);
+    idem_declared_free(d);
+    return rc;
+}
+
+Test(retention, declared_effects_keep_the_same_windows_horizon_and_tombstones)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char op[IDEM_UUID_STRING_SIZE];
+
+    open_store();
+    for (attempt = 0; attempt <= 1; attempt++) {
+        char first[16];
+
+        snprintf(first, sizeof(first), "d-%u", attempt);
+        cr_assert_eq(call_declared(&out, first, &err), 0, "%s", err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+        uuid_at(op, -(86400 + 400));
+        cr_assert_eq(call_declared(&out, op, &err), IDEM_EEXPIRED, "attempt %u: %s", attempt,
+                     err.message);
+        cr_assert_str_eq(item_matches(op), "null");
+    }
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.operations WHERE"
+                                      " expires_at - created_at = '60 s'"
+                                      " AND forget_at - created_at = '1 day'"),
+                 2);
+    time_passes(61);
+    cr_assert_eq(sweep().expired, 2);
+    for (attempt = 0; attempt <= 1; attempt++) {
+        cr_assert_eq(call_declared(&out, "d-0", &err), IDEM_EEXPIRED, "%s", err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_EXPIRED);
+    }
+    cr_assert_eq(item_count("d-0"), 2);
+    cr_assert_eq(effects(), 2);
+    idem_outcome_clear(&out);
+}
+
 Test(retention, get_shows_a_tombstone_without_its_receipt)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;

@@ -134,6 +134,19 @@ expect race_second_exit_0 test "$s2" = 0
 expect race_all_expired test "$(count "$db" expired)" = 6000
 expect race_counted_once python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); assert a["expired"]+b["expired"] == 6000, (a,b)' "$scratch/race1" "$scratch/race2"
 
+# Through PgBouncer in transaction mode (tools/with-postgres --pgbouncer): refused, saying
+# to connect directly, with nothing changed and no lock left behind.
+if [ -n "${IDEM_PGBOUNCER:-}" ]; then
+    db=$(newdb pooler)
+    records "$db" p- 3 completed "-1 hour" "+1 day"
+    check pooler_refused 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$db"
+    expect pooler_says_connect_directly err_contains "connect to the PostgreSQL server directly"
+    expect pooler_changed_nothing test "$(count "$db" completed)" = 3
+    expect pooler_no_lock_left test "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")" = 0
+else
+    echo "no PgBouncer (run under tools/with-postgres --pgbouncer): pooler checks not run" >&2
+fi
+
 # A schema without migration 0003: exit 1, saying what to do.
 db=$(newdb old 2)
 check old_schema 1 "$tool" --dsn "dbname=$db"
