@@ -182,7 +182,9 @@ int bench_load_operations(const char *conninfo, const char *tenant, long from, l
 void bench_loaded_key(char *out, size_t size, uint64_t i);
 /* count(*) of @table (support_tasks or operations) rows of @tenant; -1 on failure. */
 long long bench_count_rows(const char *conninfo, const char *table, const char *tenant);
-/* Print a failure to stderr; returns -1. */
+/* Mask @dsn's password in every message bench_error() prints from now on. */
+void bench_mask_dsn(const char *dsn);
+/* Print a failure to stderr (the run's DSN password masked); returns -1. */
 int bench_error(const char *what, const char *detail);
 
 #define BENCH_REPLAY_ARGUMENTS "{\"subject\":\"Benchmark replay\"}"

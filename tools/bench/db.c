@@ -9,9 +9,23 @@
 
 #define LOAD_CHUNK 1000000L
 
+/* The --dsn of the run: its password is masked in every message (libpq repeats a
+ * malformed URI whole). */
+static const char *run_dsn;
+
+void bench_mask_dsn(const char *dsn)
+{
+    run_dsn = dsn;
+}
+
 int bench_error(const char *what, const char *detail)
 {
-    fprintf(stderr, "idem-bench: %s: %s\n", what, detail != NULL && *detail ? detail : "failed");
+    char text[1024];
+
+    snprintf(text, sizeof(text), "%s", detail != NULL && *detail ? detail : "failed");
+    if (run_dsn != NULL)
+        idem_conninfo_redact(text, sizeof(text), run_dsn);
+    fprintf(stderr, "idem-bench: %s: %s\n", what, text);
     return -1;
 }
 

@@ -113,6 +113,7 @@ int bench_main(const bench_config *cfg)
     int rc;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    bench_mask_dsn(cfg->dsn);
     admin = PQconnectdb(cfg->dsn);
     if (PQstatus(admin) != CONNECTION_OK) {
         bench_error("connecting", PQerrorMessage(admin));
