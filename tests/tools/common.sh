@@ -67,7 +67,7 @@ hold_lock() {
     exec 7>"$scratch/hold"
     echo "SELECT pg_advisory_lock($2);" >&7
     for _ in $(seq 1 100); do
-        [ "$(q "$1" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 1 ] && break
+        [ "$(q "$1" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")" = 1 ] && break
         sleep 0.1
     done
 }

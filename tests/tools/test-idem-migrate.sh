@@ -204,7 +204,7 @@ holder=$!
 exec 7>"$scratch/hold"
 echo "SELECT pg_advisory_lock(7594306392314963826);" >&7
 for _ in $(seq 1 100); do
-    [ "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" = 1 ] && break
+    [ "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")" = 1 ] && break
     sleep 0.1
 done
 holder_pid=$(q "$db" "SELECT pid FROM pg_stat_activity WHERE application_name = 'nightly-report'")
@@ -226,7 +226,7 @@ if [ -n "${IDEM_PGBOUNCER:-}" ]; then
     check pooler_up_refused 2 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$db" up
     expect pooler_refusal_says_connect_directly contains "connect to the PostgreSQL server directly"
     expect pooler_up_applied_nothing test "$(q "$db" "SELECT to_regclass('idem.schema_migrations') IS NULL")" = t
-    expect pooler_no_lock_left test "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")" = 0
+    expect pooler_no_lock_left test "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")" = 0
     check pooler_direct_up 0 "$tool" --dsn "dbname=$db" -q up
     check pooler_status_reads 0 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$db" status
 else

@@ -142,7 +142,7 @@ if [ -n "${IDEM_PGBOUNCER:-}" ]; then
     check pooler_refused 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$db"
     expect pooler_says_connect_directly err_contains "connect to the PostgreSQL server directly"
     expect pooler_changed_nothing test "$(count "$db" completed)" = 3
-    expect pooler_no_lock_left test "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")" = 0
+    expect pooler_no_lock_left test "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")" = 0
 else
     echo "no PgBouncer (run under tools/with-postgres --pgbouncer): pooler checks not run" >&2
 fi
