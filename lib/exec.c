@@ -17,170 +17,8 @@
 #include "clock.h"
 #include "error.h"
 #include "exec.h"
+#include "exec_io.h"
 #include "pool_conn.h"
-
-#ifdef IDEM_TESTING
-#define MAX_FAULTS 8
-static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    char match[64];
-    enum idem__fault_point point;
-    unsigned int count;
-} faults[MAX_FAULTS];
-
-void idem__fault_inject(const char *match, enum idem__fault_point point, unsigned int count)
-{
-    pthread_mutex_lock(&fault_lock);
-    for (size_t i = 0; i < MAX_FAULTS; i++) {
-        if (faults[i].count == 0) {
-            snprintf(faults[i].match, sizeof(faults[i].match), "%s", match);
-            faults[i].point = point;
-            faults[i].count = count;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&fault_lock);
-}
-
-void idem__fault_reset(void)
-{
-    pthread_mutex_lock(&fault_lock);
-    memset(faults, 0, sizeof(faults));
-    pthread_mutex_unlock(&fault_lock);
-}
-
-/* The fault that applies to a command named @name, taken (counted down); 0 for none. */
-static int fault_take(const char *name)
-{
-    int point = 0;
-
-    pthread_mutex_lock(&fault_lock);
-    for (size_t i = 0; i < MAX_FAULTS && point == 0; i++) {
-        if (faults[i].count > 0 && strncmp(name, faults[i].match, strlen(faults[i].match)) == 0) {
-            faults[i].count--;
-            point = (int)faults[i].point;
-        }
-    }
-    pthread_mutex_unlock(&fault_lock);
-    return point;
-}
-#endif
-
-static const char *cmd_name(const idem__pipe_cmd *cmd)
-{
-    return cmd->stmt != NULL ? cmd->stmt->name : cmd->sql;
-}
-
-#ifdef IDEM_TESTING
-/* The fault for a batch of commands: the first that one of them draws. */
-static int fault_for(const idem__pipe_cmd *cmds, size_t n)
-{
-    int point = 0;
-
-    for (size_t i = 0; i < n && point == 0; i++)
-        point = fault_take(cmd_name(&cmds[i]));
-    return point;
-}
-#else
-#define fault_take(name)   0
-#define fault_for(cmds, n) 0
-#endif
-
-/* The connection dies here (a fault point): the server sees its socket close. */
-static void drop_socket(idem_conn *conn)
-{
-    shutdown(PQsocket(conn->pg), SHUT_RDWR);
-    conn->discard = 1;
-}
-
-void idem__conn_set_deadline(idem_conn *conn, uint64_t deadline_ms)
-{
-    if (conn != NULL)
-        conn->deadline_ms = deadline_ms;
-}
-
-/* Before anything is sent: fix how long this statement may wait, and put libpq's sends
- * in nonblocking mode, so that no libpq call waits on the server by itself. A statement
- * sent at the last moment (the store's lookup after its final backoff, a COMMIT) still
- * gets IDEM__MIN_WAIT_MS: a healthy server answers it, where cutting it off would leave the
- * COMMIT ambiguous or the key unread. */
-static void io_start(idem_conn *conn)
-{
-    long long now = (long long)idem__now_ms();
-    long long deadline = (long long)conn->deadline_ms;
-
-    conn->wait_until_ms = conn->deadline_ms == 0               ? LLONG_MAX
-                          : deadline > now + IDEM__MIN_WAIT_MS ? deadline
-                                                               : now + IDEM__MIN_WAIT_MS;
-    PQsetnonblocking(conn->pg, 1); /* a failure shows in the send that follows */
-}
-
-/* Back to libpq's default (blocking) mode for idem_conn_pg()'s borrowers. Everything was
- * flushed, so this does not wait. */
-static void io_end(idem_conn *conn)
-{
-    if (!conn->discard)
-        PQsetnonblocking(conn->pg, 0);
-}
-
-/* Wait until a result can be read without blocking (everything sent first), within the
- * deadline. On expiry, or when the connection failed with a reply still due, the
- * connection is dropped: the server sees its socket close and rolls back. */
-static int await_result(idem_conn *conn, const char *what, idem_error *err)
-{
-    int ready = idem__pg_wait_ready(conn->pg, 1, conn->wait_until_ms);
-
-    if (ready == 1 || (ready < 0 && !PQisBusy(conn->pg)))
-        return 0; /* a failure is then PQgetResult's to report */
-    if (ready == 0) {
-        drop_socket(conn);
-        return idem__error_set(err, IDEM_EUNAVAIL,
-                               "deadline passed waiting for the reply to %s; the connection "
-                               "is dropped",
-                               what);
-    }
-    idem__error_pg(err, conn->pg, NULL, "%s: connection lost", what);
-    drop_socket(conn);
-    if (err != NULL)
-        err->code = IDEM_EUNAVAIL;
-    return IDEM_EUNAVAIL;
-}
-
-/* The reply to the command just sent (sent: what its PQsend*() returned): *res is its last
- * result, or NULL when the send failed (take_result() then reports why). Returns 0, or
- * IDEM_EUNAVAIL when the deadline passed or the connection failed mid-reply. */
-static int reply(PGresult **res, idem_conn *conn, int sent, const char *what, idem_error *err)
-{
-    PGresult *next;
-    int rc = 0;
-
-    *res = NULL;
-    while (sent == 1 && (rc = await_result(conn, what, err)) == 0 &&
-           (next = PQgetResult(conn->pg)) != NULL) {
-        PQclear(*res);
-        *res = next;
-    }
-    if (rc != 0) {
-        PQclear(*res);
-        *res = NULL;
-    }
-    return rc;
-}
-
-/* The replies were read, and then the connection died: the caller learns nothing. */
-static int lose_replies(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
-                        idem_error *err)
-{
-    for (size_t i = 0; i < n; i++) {
-        PQclear(cmds[i].result);
-        cmds[i].result = NULL;
-    }
-    *failed_at = n;
-    drop_socket(conn);
-    return idem__error_set(err, IDEM_EUNAVAIL,
-                           "injected: the connection was lost before the "
-                           "replies arrived");
-}
 
 /* Whether the connection is in a state no one can use. Inside a pipeline libpq reports
  * every connection as busy, so there only the connection itself is judged; the pipeline
@@ -297,15 +135,15 @@ static int exec_text(PGresult **out, idem_conn *conn, const char *sql, int npara
         return exec_as_pipeline(
             out, conn, (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL}, err);
     snprintf(what, sizeof(what), "%.48s", sql);
-    io_start(conn);
-    if (fault_take(sql) != 0)
-        drop_socket(conn);
+    idem__exec_io_start(conn);
+    if (idem__exec_fault_take(sql) != 0)
+        idem__exec_drop_socket(conn);
     sent = nparams < 0 ? PQsendQuery(conn->pg, sql)
                        : PQsendQueryParams(conn->pg, sql, nparams, NULL, values, NULL, NULL, 0);
-    rc = reply(&res, conn, sent, what, err);
+    rc = idem__exec_reply(&res, conn, sent, what, err);
     if (rc == 0)
         rc = take_result(out, conn, res, what, NULL, err);
-    io_end(conn);
+    idem__exec_io_end(conn);
     return rc;
 }
 
@@ -369,8 +207,8 @@ static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
     int rc;
 
     server_name(name, sizeof(name), stmt);
-    rc = reply(&res, conn, PQsendPrepare(conn->pg, name, stmt->sql, stmt->nparams, NULL),
-               stmt->name, err);
+    rc = idem__exec_reply(&res, conn, PQsendPrepare(conn->pg, name, stmt->sql, stmt->nparams, NULL),
+                          stmt->name, err);
     if (rc == 0 && has_sqlstate(res, "42P05")) {
         rc = session_mismatch(conn, res, stmt->name, err);
         PQclear(res);
@@ -411,18 +249,19 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
         return exec_as_pipeline(
             out, conn,
             (idem__pipe_cmd){stmt, NULL, 0, values, lengths, formats, result_format, NULL}, err);
-    io_start(conn);
+    idem__exec_io_start(conn);
     if (!conn->unnamed && prepared_name(conn, stmt) == NULL)
         rc = prepare(conn, stmt, err);
     if (rc == 0) {
-        if (fault_take(stmt->name) != 0)
-            drop_socket(conn);
-        rc = reply(&res, conn, send_stmt(conn, stmt, values, lengths, formats, result_format),
-                   stmt->name, err);
+        if (idem__exec_fault_take(stmt->name) != 0)
+            idem__exec_drop_socket(conn);
+        rc = idem__exec_reply(&res, conn,
+                              send_stmt(conn, stmt, values, lengths, formats, result_format),
+                              stmt->name, err);
     }
     if (rc == 0)
         rc = take_result(out, conn, res, stmt->name, stmt, err);
-    io_end(conn);
+    idem__exec_io_end(conn);
     return rc;
 }
 
@@ -447,14 +286,14 @@ static int pipe_send(idem_conn *conn, const idem__pipe_cmd *cmd)
 }
 
 /* Read one command's results: its result, then the NULL that ends it, within the
- * deadline. Returns 0 (*res may be NULL), or IDEM_EUNAVAIL as await_result(). */
+ * deadline. Returns 0 (*res may be NULL), or IDEM_EUNAVAIL as idem__exec_await_result(). */
 static int pipe_take(PGresult **res, idem_conn *conn, const char *what, idem_error *err)
 {
     PGresult *extra;
-    int rc = await_result(conn, what, err);
+    int rc = idem__exec_await_result(conn, what, err);
 
     *res = rc == 0 ? PQgetResult(conn->pg) : NULL;
-    while (*res != NULL && (rc = await_result(conn, what, err)) == 0 &&
+    while (*res != NULL && (rc = idem__exec_await_result(conn, what, err)) == 0 &&
            (extra = PQgetResult(conn->pg)) != NULL)
         PQclear(extra); /* not expected: one result per command */
     if (rc != 0) {
@@ -473,7 +312,7 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
     PGresult *res;
 
     for (size_t i = 0; i < n; i++) {
-        if ((io = pipe_take(&res, conn, cmd_name(&cmds[i]), err)) != 0) {
+        if ((io = pipe_take(&res, conn, idem__exec_cmd_name(&cmds[i]), err)) != 0) {
             *failed_at = n;
             return io;
         }
@@ -481,13 +320,14 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
             PQclear(res);
             continue;
         }
-        rc = take_result_in(&cmds[i].result, conn, res, cmd_name(&cmds[i]), cmds[i].stmt, 1, err);
+        rc = take_result_in(&cmds[i].result, conn, res, idem__exec_cmd_name(&cmds[i]), cmds[i].stmt,
+                            1, err);
         if (rc != 0)
             *failed_at = i;
         if (res == NULL || PQstatus(conn->pg) != CONNECTION_OK)
             return rc != 0 ? rc : idem__error_pg(err, conn->pg, NULL, "pipeline");
     }
-    if ((io = await_result(conn, "pipeline sync", err)) != 0) {
+    if ((io = idem__exec_await_result(conn, "pipeline sync", err)) != 0) {
         *failed_at = n;
         return io;
     }
@@ -505,10 +345,10 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
 static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                     idem_error *err)
 {
-    int rc = 0, fault = fault_for(cmds, n);
+    int rc = 0, fault = idem__exec_fault_for(cmds, n);
 
     if (fault == IDEM__FAULT_DROP_BEFORE_SEND)
-        drop_socket(conn);
+        idem__exec_drop_socket(conn);
     if (PQenterPipelineMode(conn->pg) != 1)
         return idem__error_pg(err, conn->pg, NULL, "pipeline");
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -522,12 +362,12 @@ static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *fai
         return rc;
     }
     if (fault == IDEM__FAULT_DROP_AFTER_SEND)
-        drop_socket(conn);
+        idem__exec_drop_socket(conn);
     rc = pipe_collect(conn, cmds, n, failed_at, err);
     if (PQexitPipelineMode(conn->pg) != 1 || unusable(conn, 0))
         conn->discard = 1;
     if (fault == IDEM__FAULT_LOSE_REPLY)
-        rc = lose_replies(conn, cmds, n, failed_at, err);
+        rc = idem__exec_lose_replies(conn, cmds, n, failed_at, err);
     return rc;
 }
 
@@ -582,7 +422,7 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
     for (size_t i = 0; i < n; i++)
         cmds[i].result = NULL;
     slot = timeout_slot(conn, cmds, n);
-    io_start(conn);
+    idem__exec_io_start(conn);
     for (size_t i = 0; i < n && rc == 0 && !conn->unnamed; i++) {
         if (cmds[i].stmt != NULL && prepared_name(conn, cmds[i].stmt) == NULL &&
             (rc = prepare(conn, cmds[i].stmt, err)) < 0)
@@ -592,7 +432,7 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
         rc = pipe_run_with_timeout(conn, cmds, n, (size_t)slot, failed_at, err);
     else if (rc == 0)
         rc = pipe_run(conn, cmds, n, failed_at, err);
-    io_end(conn);
+    idem__exec_io_end(conn);
     return rc;
 }
 

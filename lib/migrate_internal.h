@@ -119,4 +119,25 @@ void idem__migrate_unlock(PGconn *conn);
 int idem__migration_apply(long long *out, PGconn *conn, const idem__migration_file *file,
                           idem_error *err);
 
+/* The list behind idem_migrate_list (migrate_list.c builds and reads it). */
+/* For an UNRECORDED item: the objects found, "idem.a, idem.b". */
+#define EVIDENCE_MAX 160
+
+struct idem_migrate_list {
+    idem__migration_set set;
+    idem__ledger ledger;
+    idem_migration *items;
+    const idem__migration_file **files; /* items[i]'s file; NULL for UNKNOWN */
+    char (*evidence)[EVIDENCE_MAX];     /* items[i]'s, for UNRECORDED */
+    size_t count;
+};
+
+/* A list of the files in @dir (NULL: the embedded ones), with no ledger read yet. */
+int idem__migrate_list_new(idem_migrate_list **out, const char *dir, idem_error *err);
+/* Merge the list's files with its ledger rows into items, in version order. */
+int idem__migrate_list_merge(idem_migrate_list *list, idem_error *err);
+/* The newest UNRECORDED item (NULL if none); *count of them, *index of the newest. */
+const idem_migration *idem__migrate_newest_unrecorded(const idem_migrate_list *list, size_t *count,
+                                                      size_t *index);
+
 #endif

@@ -98,11 +98,17 @@ Test(store_faults, connection_dropped_after_commit_was_sent_resolves_to_created)
     cr_assert_eq(out.status, IDEM_STATUS_CREATED,
                  "this call's own commit, found on a fresh connection: %s",
                  idem_status_name(out.status));
-    cr_assert_eq(cnt.runs, 1, "the effect committed once and never ran again");
+    /* Directly, the server reads the COMMIT before the closed socket: it commits, and the
+     * lookup finds this call's own record. Through PgBouncer the pooler may drop the
+     * COMMIT with the client: nothing committed, and the call's next attempt commits. */
+    if (pgtest_through_pgbouncer())
+        cr_assert(cnt.runs == 1 || cnt.runs == 2, "runs %d", cnt.runs);
+    else
+        cr_assert_eq(cnt.runs, 1, "the effect committed once and never ran again");
     idem_store_stats st = IDEM_STORE_STATS_INIT;
     idem_store_stats_get(&st, fx.store);
     cr_assert_eq(st.ambiguous_commits, 1);
-    cr_assert_eq(storetest_tasks(), 1);
+    cr_assert_eq(storetest_tasks(), 1, "one effect committed, whichever way");
     char *stored = storetest_receipt("acme", "op-drop-during");
     cr_assert_str_eq(out.receipt, stored);
     free(stored);

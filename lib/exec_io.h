@@ -1,0 +1,47 @@
+/* The execution layer's waiting, dropping and fault points (exec_io.c), shared with
+ * exec.c. Private to the library. */
+#ifndef IDEM_LIB_EXEC_IO_H
+#define IDEM_LIB_EXEC_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exec.h"
+#include "pool_conn.h"
+
+/* The command's name: its statement's, or its SQL text. */
+const char *idem__exec_cmd_name(const idem__pipe_cmd *cmd);
+
+#ifdef IDEM_TESTING
+/* The fault point (enum idem__fault_point) a command named @name draws, taken; 0 for none. */
+int idem__exec_fault_take(const char *name);
+/* The fault a batch of commands draws: the first that one of them draws. */
+int idem__exec_fault_for(const idem__pipe_cmd *cmds, size_t n);
+#else
+#define idem__exec_fault_take(name)   0
+#define idem__exec_fault_for(cmds, n) 0
+#endif
+
+/* The connection dies here: the server sees its socket close; marked for discard. */
+void idem__exec_drop_socket(idem_conn *conn);
+
+/* Before anything is sent: fix how long this statement may wait (the connection's
+ * deadline, at least IDEM__MIN_WAIT_MS), and put libpq's sends in nonblocking mode. */
+void idem__exec_io_start(idem_conn *conn);
+/* Back to libpq's blocking mode for idem_conn_pg()'s borrowers. */
+void idem__exec_io_end(idem_conn *conn);
+
+/* Wait until a result can be read without blocking, within the deadline; on expiry or a
+ * lost connection the connection is dropped and IDEM_EUNAVAIL returned. */
+int idem__exec_await_result(idem_conn *conn, const char *what, idem_error *err);
+
+/* The reply to the command just sent (sent: what its PQsend*() returned): *res is its last
+ * result, or NULL. Returns 0, or IDEM_EUNAVAIL (deadline passed, connection failed). */
+int idem__exec_reply(PGresult **res, idem_conn *conn, int sent, const char *what, idem_error *err);
+
+/* A fault point: the replies were read, then the connection died; the caller learns
+ * nothing (IDEM_EUNAVAIL). */
+int idem__exec_lose_replies(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
+                            idem_error *err);
+
+#endif
