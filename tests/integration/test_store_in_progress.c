@@ -12,11 +12,13 @@
 static idem_pool *pool;
 static idem_store *store;
 static atomic_int slow_done;
+static char *test_db; /* conninfo of the test's database */
 
 static void close_all(void)
 {
     idem_store_free(store);
     idem_pool_free(pool);
+    free(test_db);
 }
 
 TestSuite(in_progress, .fini = close_all);
@@ -32,7 +34,7 @@ static void open_store(const char *tag, unsigned int pool_size)
     popts.connect_timeout_ms = 30000;
     cr_assert_eq(idem_pool_new(&pool, conninfo, &popts, &err), 0, "%s", err.message);
     cr_assert_eq(idem_store_new(&store, pool, NULL, &err), 0, "%s", err.message);
-    free(conninfo);
+    test_db = conninfo;
 }
 
 /* Sleeps @ctx seconds inside the transaction (0: returns at once). */
@@ -65,6 +67,22 @@ static int call(idem_outcome *out, const char *tenant, const char *op, const cha
     return idem_store_execute(out, store, &req, sleepy_effect, (void *)secs, &err);
 }
 
+/* Until the first attempt's effect sleeps (its claim went in the same round trip), however
+ * loaded the machine: a fixed pause could end before the claim. */
+static void wait_until_sleeping(void)
+{
+    PGconn *watch = pgtest_connect(test_db);
+
+    for (int i = 0; i < 400; i++) {
+        if (pgtest_scalar(watch, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active'"
+                                 " AND query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()"
+                                 " AND datname = current_database()") > 0)
+            break;
+        pgtest_sleep_ms(10);
+    }
+    PQfinish(watch);
+}
+
 static void *slow_first_attempt(void *arg)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
@@ -84,8 +102,7 @@ Test(in_progress, a_retry_while_the_first_attempt_runs_answers_in_progress_at_on
 
     open_store("inprog_once", 4);
     cr_assert_eq(pthread_create(&slow, NULL, slow_first_attempt, NULL), 0);
-    struct timespec pause = {0, 500 * 1000000L};
-    nanosleep(&pause, NULL); /* the first attempt has claimed and is sleeping */
+    wait_until_sleeping(); /* the first attempt has claimed and is sleeping */
     int rc = call(&out, "acme", "op-slow", "0");
     int first_still_running = atomic_load(&slow_done) == 0;
     cr_assert_eq(rc, IDEM_EBUSY, "%s", idem_err_name(rc));
@@ -125,8 +142,7 @@ Test(in_progress, one_slow_key_never_starves_other_tenants_of_connections)
 
     open_store("inprog_starve", 4);
     cr_assert_eq(pthread_create(&slow, NULL, slow_first_attempt, NULL), 0);
-    struct timespec pause = {0, 500 * 1000000L};
-    nanosleep(&pause, NULL);
+    wait_until_sleeping();
     for (int i = 0; i < 6; i++)
         cr_assert_eq(pthread_create(&retriers[i], NULL, retry_hot_key, &counts[i]), 0);
     for (int i = 0; i < 6; i++)
