@@ -366,7 +366,9 @@ static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *fai
     rc = pipe_collect(conn, cmds, n, failed_at, err);
     if (PQexitPipelineMode(conn->pg) != 1 || unusable(conn, 0))
         conn->discard = 1;
-    if (fault == IDEM__FAULT_LOSE_REPLY)
+    /* Whatever arrived before the socket died, the caller learns nothing: a reply that
+     * beat the drop must not make the fault a success. */
+    if (fault == IDEM__FAULT_LOSE_REPLY || fault == IDEM__FAULT_DROP_AFTER_SEND)
         rc = idem__exec_lose_replies(conn, cmds, n, failed_at, err);
     return rc;
 }
