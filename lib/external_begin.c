@@ -13,7 +13,7 @@
 #define MAX_TRIES 4
 
 #define BEGIN_SQL          "BEGIN ISOLATION LEVEL READ COMMITTED"
-#define CLAIM_AT           1
+#define CLAIM_AT           2
 #define LOCK_NOT_AVAILABLE "55P03"
 
 typedef struct begin {
@@ -125,8 +125,8 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
     *conn = NULL;
     rc = idem_pool_acquire(conn, b->ext->store->pool, b->c.err);
     if (rc == 0)
-        rc = idem__conn_exec_prepared(&res, *conn, &idem__external_stmt_mine, values, NULL, NULL, 0,
-                                      b->c.err);
+        rc = idem__tenant_exec(&res, *conn, b->c.req->tenant, &idem__external_stmt_mine, values,
+                               NULL, NULL, 0, b->c.err);
     if (rc != 0)
         return idem__error_context(b->c.err, "the claim's outcome could not be looked up; "
                                              "retry later with the same key");
@@ -137,17 +137,19 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
     return rc;
 }
 
-/* One claim: BEGIN, the claim (with its short lock wait), COMMIT, in one round trip. *taken
+/* One claim: BEGIN, the tenant, the claim (with its short lock wait), COMMIT, in one round
+ * trip. *taken
  * is 1 when this call now holds the key; 0 when the key is someone else's to answer for. */
 static int claim(begin *b, idem_conn **conn, int *taken)
 {
-    idem__pipe_cmd cmds[3] = {
+    idem__pipe_cmd cmds[4] = {
         {NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL},
+        idem__tenant_cmd(&b->c.req->tenant),
         {&idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL},
         {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL},
     };
     size_t failed_at;
-    int rc = idem__conn_pipeline(*conn, cmds, 3, &failed_at, b->c.err);
+    int rc = idem__conn_pipeline(*conn, cmds, 4, &failed_at, b->c.err);
 
     *taken = 0;
     if (rc == 0 && PQntuples(cmds[CLAIM_AT].result) == 1) {
@@ -160,7 +162,7 @@ static int claim(begin *b, idem_conn **conn, int *taken)
         if (failed_at == CLAIM_AT && strcmp(b->c.err->sqlstate, LOCK_NOT_AVAILABLE) == 0)
             rc = busy(b);
     }
-    idem__store_pipe_clear(cmds, 3);
+    idem__store_pipe_clear(cmds, 4);
     return rc;
 }
 

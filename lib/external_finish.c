@@ -50,8 +50,8 @@ static void report_init(report *r, idem_external_attempt *a, const idem__stmt *s
 static int ask_held(report *r, enum held *out)
 {
     PGresult *res = NULL;
-    int rc = idem__conn_exec_prepared(&res, r->conn, &idem__external_stmt_held, r->values, NULL,
-                                      NULL, 0, r->err);
+    int rc = idem__tenant_exec(&res, r->conn, r->a->tenant, &idem__external_stmt_held, r->values,
+                               NULL, NULL, 0, r->err);
 
     if (rc != 0)
         return rc;
@@ -76,8 +76,8 @@ static int send(report *r, int *changed)
     int rc;
 
     for (int tries = 0; tries < 2 && held == HELD; tries++) {
-        rc = idem__conn_exec_prepared(&res, r->conn, r->stmt, r->values, r->lengths, r->formats, 0,
-                                      r->err);
+        rc = idem__tenant_exec(&res, r->conn, r->a->tenant, r->stmt, r->values, r->lengths,
+                               r->formats, 0, r->err);
         if (rc == 0) {
             *changed = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
             PQclear(res);
@@ -382,7 +382,7 @@ int idem_external_extend(idem_external_attempt *a, idem_error *err)
     for (int tries = 0; tries < 2; tries++) {
         if (r.conn == NULL && (rc = idem_pool_acquire(&r.conn, a->ext->store->pool, err)) != 0)
             break;
-        rc = idem__conn_exec_prepared(&res, r.conn, r.stmt, r.values, NULL, NULL, 0, err);
+        rc = idem__tenant_exec(&res, r.conn, a->tenant, r.stmt, r.values, NULL, NULL, 0, err);
         if (rc == 0 || (rc != IDEM_EUNAVAIL && !idem__conn_failed(r.conn)))
             break;
         idem_pool_release(r.conn);

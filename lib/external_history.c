@@ -42,8 +42,8 @@ static const char *text_or_null(const PGresult *res, int row, int col)
 static int read_attempts(idem_external_history *h, PGconn *conn, const char *const *values,
                          idem_error *err)
 {
-    int rc = idem__pg_exec(&h->attempts, conn, SQL_ATTEMPTS, 2, values, NULL, NULL, 0,
-                           "reading the attempt history", err);
+    int rc = idem__tenant_pg_exec(&h->attempts, conn, values[0], SQL_ATTEMPTS, 2, values, NULL,
+                                  NULL, 0, "reading the attempt history", err);
     size_t n;
 
     if (rc != 0)
@@ -81,8 +81,8 @@ int idem_external_history_get(idem_external_history **out, PGconn *conn, const c
         return rc;
     if ((h = calloc(1, sizeof(*h))) == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "attempt history: out of memory");
-    rc = idem__pg_exec(&h->record, conn, SQL_RECORD, 2, values, NULL, NULL, 0,
-                       "reading the external operation", err);
+    rc = idem__tenant_pg_exec(&h->record, conn, tenant, SQL_RECORD, 2, values, NULL, NULL, 0,
+                              "reading the external operation", err);
     if (rc == 0 && PQntuples(h->record) != 1)
         rc = idem__error_set(err, IDEM_ENOTFOUND, "no external operation %s in tenant %s",
                              operation_id, tenant);

@@ -9,6 +9,7 @@
 #include "idem/external.h"
 #include "idem/retry.h"
 #include "store_internal.h"
+#include "tenant.h"
 
 /* The statements (external_sql.c). */
 extern const idem__stmt idem__external_stmt_claim, idem__external_stmt_mine,

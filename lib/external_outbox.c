@@ -202,8 +202,8 @@ int idem_outbox_claim(idem_outbox_batch **out, idem_external *ext, const char *t
     values[3] = ext->lease_ms;
     rc = idem_pool_acquire(&conn, ext->store->pool, err);
     if (rc == 0)
-        rc = idem__conn_exec_prepared(&res, conn, &idem__external_stmt_outbox_claim, values, NULL,
-                                      NULL, 0, err);
+        rc = idem__tenant_exec(&res, conn, tenant, &idem__external_stmt_outbox_claim, values, NULL,
+                               NULL, 0, err);
     idem_pool_release(conn);
     if (rc != 0)
         return idem__error_misconfigured(err, rc);

@@ -139,8 +139,8 @@ int idem_external_resolve(PGconn *conn, const char *tenant, const char *operatio
     values[4] = r->provider_ref;
     values[5] = r->note;
     values[6] = r->by;
-    rc = idem__pg_exec(&res, conn, SQL_RESOLVE, 7, values, lengths, formats, 0,
-                       "resolving the external operation", err);
+    rc = idem__tenant_pg_exec(&res, conn, tenant, SQL_RESOLVE, 7, values, lengths, formats, 0,
+                              "resolving the external operation", err);
     free(receipt);
     if (rc != 0)
         return rc;

@@ -10,6 +10,7 @@
 #include "idem/validate.h"
 #include "jcs.h"
 #include "reconcile_internal.h"
+#include "tenant.h"
 
 #define US(col) "(extract(epoch FROM " col ") * 1000000)::int8"
 
@@ -94,7 +95,7 @@ int idem__reconcile_record(idem_conn *conn, const char *tenant, const char *oper
     const int lengths[6] = {0, 0, 0, 0, IDEM_FINGERPRINT_SIZE, 0};
     const int formats[6] = {0, 0, 0, 0, 1, 0};
     PGresult *res = NULL;
-    int rc = idem__conn_exec_prepared(&res, conn, &stmt_record, values, lengths, formats, 0, err);
+    int rc = idem__tenant_exec(&res, conn, tenant, &stmt_record, values, lengths, formats, 0, err);
 
     if (rc != 0)
         return idem__error_context(err, "recording the reconciliation item");
@@ -245,8 +246,13 @@ static int query_items(idem_reconcile_items **out, PGconn *conn, const idem_reco
     snprintf(state, sizeof(state), "%d", (int)f->state);
     snprintf(since, sizeof(since), "%lld", (long long)f->since);
     snprintf(limit, sizeof(limit), "%u", f->limit);
-    rc = idem__pg_exec(&res, conn, SQL_LIST, 6, values, NULL, NULL, 0,
-                       "listing reconciliation items", err);
+    /* Across tenants only a role allowed it sees anything (idem_operator, see tenant.h). */
+    if (f->tenant != NULL)
+        rc = idem__tenant_pg_exec(&res, conn, f->tenant, SQL_LIST, 6, values, NULL, NULL, 0,
+                                  "listing reconciliation items", err);
+    else
+        rc = idem__pg_exec(&res, conn, SQL_LIST, 6, values, NULL, NULL, 0,
+                           "listing reconciliation items", err);
     if (rc != 0)
         return rc;
     return items_from_result(out, res, err);
@@ -343,8 +349,8 @@ static int read_record(idem_reconcile_key *key, PGconn *conn, const char *tenant
                        const char *operation_id, idem_error *err)
 {
     const char *values[2] = {tenant, operation_id};
-    int rc = idem__pg_exec(&key->res, conn, SQL_RECORD, 2, values, NULL, NULL, 0,
-                           "reading the operation record", err);
+    int rc = idem__tenant_pg_exec(&key->res, conn, tenant, SQL_RECORD, 2, values, NULL, NULL, 0,
+                                  "reading the operation record", err);
 
     if (rc != 0 || PQntuples(key->res) == 0)
         return rc;
@@ -436,8 +442,8 @@ int idem_reconcile_resolve(unsigned int *out, PGconn *conn, const char *tenant,
     if ((rc = check_conn(conn, err)) != 0 ||
         (rc = check_resolution(tenant, operation_id, kind, note, by, err)) != 0)
         return rc;
-    rc = idem__pg_exec(&res, conn, SQL_RESOLVE, 5, values, NULL, NULL, 0,
-                       "resolving reconciliation items", err);
+    rc = idem__tenant_pg_exec(&res, conn, tenant, SQL_RESOLVE, 5, values, NULL, NULL, 0,
+                              "resolving reconciliation items", err);
     if (rc != 0)
         return rc;
     resolved = cell_ll(res, 0, 0);

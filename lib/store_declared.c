@@ -9,6 +9,7 @@
 #include "error.h"
 #include "exec.h"
 #include "store_internal.h"
+#include "tenant.h"
 
 /* The store's parameters follow the tool's: $n+1 tenant, operation ID, tool, payload
  * version, fingerprint (binary), trace ID, claim token, retention and key memory in
@@ -163,8 +164,9 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
     return 0;
 }
 
-/* The pipeline's commands: BEGIN, the lock timeout, the statement, COMMIT. */
-#define DECLARED_AT 2
+/* The pipeline's commands: BEGIN, the lock timeout, the tenant, the statement, COMMIT. */
+#define DECLARED_CMDS 5
+#define DECLARED_AT   3
 static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, int *lengths,
                           int *formats, const char **lock_timeout)
 {
@@ -186,8 +188,10 @@ static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, in
     cmds[0] =
         (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
     cmds[1] = (idem__pipe_cmd){NULL, LOCK_TIMEOUT_SQL, 1, lock_timeout, NULL, NULL, 0, NULL};
-    cmds[2] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
-    cmds[3] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
+    cmds[2] = idem__tenant_cmd(&c->req->tenant);
+    cmds[DECLARED_AT] =
+        (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
+    cmds[4] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
 }
 
 /* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
@@ -244,7 +248,7 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
     int *lengths = calloc(n + OWN_PARAMS, sizeof(int));
     int *formats = calloc(n + OWN_PARAMS, sizeof(int));
     const char *lock_timeout = NULL;
-    idem__pipe_cmd cmds[4];
+    idem__pipe_cmd cmds[DECLARED_CMDS];
     enum step step = STEP_DONE;
     int rc;
 
@@ -259,12 +263,12 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
         goto done;
     }
     declared_cmds(c, cmds, values, lengths, formats, &lock_timeout);
-    rc = idem__conn_pipeline(conn, cmds, 4, &failed_at, c->err);
+    rc = idem__conn_pipeline(conn, cmds, DECLARED_CMDS, &failed_at, c->err);
     if (rc == 0)
         step = declared_done(c, cmds[DECLARED_AT].result, out_rc);
     else
         step = declared_failure(c, conn, rc, failed_at, out_rc);
-    idem__store_pipe_clear(cmds, 4);
+    idem__store_pipe_clear(cmds, DECLARED_CMDS);
 done:
     for (size_t i = 0; owned != NULL && i < n; i++)
         free(owned[i]);

@@ -7,6 +7,7 @@
 #include "error.h"
 #include "exec.h"
 #include "store_internal.h"
+#include "tenant.h"
 
 struct idem_operation {
     char *tenant, *operation_id, *tool, *trace_id, *receipt;
@@ -114,8 +115,8 @@ int idem_store_get(idem_operation **out, idem_store *store, const char *tenant,
     if (rc == 0)
         idem__conn_set_deadline(conn, idem__now_ms() + store->opts.deadline_ms);
     if (rc == 0)
-        rc =
-            idem__conn_exec_prepared(&res, conn, &idem__store_stmt_get, values, NULL, NULL, 1, err);
+        rc = idem__tenant_exec(&res, conn, tenant, &idem__store_stmt_get, values, NULL, NULL, 1,
+                               err);
     idem_pool_release(conn);
     if (rc != 0)
         return rc;

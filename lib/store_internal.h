@@ -149,10 +149,10 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
 /* ROLLBACK, ignoring the result (store_write.c). */
 void idem__store_rollback(idem_conn *conn);
 
-/* The commands that open an attempt: BEGIN, then the claim (at BEGIN_CLAIM). Returns how
- * many it wrote (store_write.c). */
-#define BEGIN_CMDS  2
-#define BEGIN_CLAIM 1
+/* The commands that open an attempt: BEGIN, the tenant (tenant.h), then the claim (at
+ * BEGIN_CLAIM). Returns how many it wrote (store_write.c). */
+#define BEGIN_CMDS  3
+#define BEGIN_CLAIM 2
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50
 size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds);

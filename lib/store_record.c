@@ -6,6 +6,7 @@
 #include "exec.h"
 #include "reconcile_internal.h"
 #include "store_internal.h"
+#include "tenant.h"
 
 /* The lookup's columns: fingerprint, state, response, the database's now(), and after a
  * lost COMMIT reply the claim token as text. */
@@ -162,7 +163,7 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
     PGresult *res = NULL;
     int mine, decided = 1;
 
-    int erc = idem__conn_exec_prepared(&res, conn, stmt, values, NULL, NULL, 1, c->err);
+    int erc = idem__tenant_exec(&res, conn, c->req->tenant, stmt, values, NULL, NULL, 1, c->err);
     if (erc != 0)
         return erc;
     if (PQntuples(res) != 1) {

@@ -6,9 +6,10 @@
 #include "error.h"
 #include "exec.h"
 #include "store_internal.h"
+#include "tenant.h"
 
-/* The write path costs two round trips after the lookup: BEGIN, the claim and the
- * effect's first statement travel in one pipeline; the finishing UPDATE and COMMIT in
+/* The write path costs two round trips after the lookup: BEGIN, the tenant, the claim and
+ * the effect's first statement travel in one pipeline; the finishing UPDATE and COMMIT in
  * another. */
 #define BEGIN_SQL "BEGIN ISOLATION LEVEL SERIALIZABLE"
 
@@ -65,7 +66,8 @@ size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
     snprintf(c->claim_wait, sizeof(c->claim_wait), "%llu",
              (unsigned long long)(left < IDEM__CLAIM_WAIT_MS ? left : IDEM__CLAIM_WAIT_MS));
     cmds[0] = cmd_sql(BEGIN_SQL);
-    cmds[1] = cmd_claim(c);
+    cmds[1] = idem__tenant_cmd(&c->req->tenant);
+    cmds[BEGIN_CLAIM] = cmd_claim(c);
     return BEGIN_CMDS;
 }
 
@@ -163,8 +165,8 @@ static void unclaim(call *c, idem_conn *conn)
     const char *values[3] = {c->req->tenant, c->req->operation_id, c->claim};
     PGresult *res = NULL;
 
-    if (idem__conn_exec_prepared(&res, conn, &idem__store_stmt_unclaim, values, NULL, NULL, 0,
-                                 NULL) == 0)
+    if (idem__tenant_exec(&res, conn, c->req->tenant, &idem__store_stmt_unclaim, values, NULL, NULL,
+                          0, NULL) == 0)
         PQclear(res);
 }
 

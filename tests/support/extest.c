@@ -13,13 +13,16 @@ void extest_open(const char *tag, unsigned int lease_ms, unsigned int pool_size)
     idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
     idem_external_options xopts = IDEM_EXTERNAL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    char *app;
 
     memset(&ex, 0, sizeof(ex));
     ex.conninfo = pgtest_new_example_database(tag);
     ex.check = pgtest_connect(ex.conninfo);
     popts.max_size = pool_size;
     xopts.lease_ms = lease_ms;
-    cr_assert_eq(idem_pool_new(&ex.pool, ex.conninfo, &popts, &err), 0, "%s", err.message);
+    app = pgtest_as(ex.conninfo, PGTEST_APP); /* under row-level security, as storetest.c */
+    cr_assert_eq(idem_pool_new(&ex.pool, app, &popts, &err), 0, "%s", err.message);
+    free(app);
     cr_assert_eq(idem_store_new(&ex.store, ex.pool, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(idem_external_new(&ex.ext, ex.store, &xopts, &err), 0, "%s", err.message);
 }

@@ -113,6 +113,35 @@ char *pgtest_new_database(const char *tag)
     return conninfo;
 }
 
+/* One statement per role, so that a concurrent creator's error only skips that role. */
+static const char *const role_sql[] = {
+    "DO $$ BEGIN CREATE ROLE " PGTEST_APP " LOGIN IN ROLE idem_app;"
+    " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+    "DO $$ BEGIN CREATE ROLE " PGTEST_SWEEPER " LOGIN IN ROLE idem_sweeper;"
+    " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+    "DO $$ BEGIN CREATE ROLE " PGTEST_OPERATOR " LOGIN IN ROLE idem_operator;"
+    " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+};
+
+void pgtest_create_roles(PGconn *conn)
+{
+    static int done;
+
+    for (size_t i = 0; !done && i < sizeof(role_sql) / sizeof(role_sql[0]); i++)
+        PQclear(pgtest_exec(conn, role_sql[i]));
+    done = 1;
+}
+
+char *pgtest_as(const char *conninfo, const char *role)
+{
+    size_t len = strlen(conninfo) + strlen(role) + 8;
+    char *s = malloc(len);
+
+    cr_assert_not_null(s);
+    snprintf(s, len, "%s user=%s", conninfo, role);
+    return s;
+}
+
 char *pgtest_new_migrated_database(const char *tag)
 {
     char *conninfo = pgtest_new_database(tag);
@@ -120,9 +149,10 @@ char *pgtest_new_migrated_database(const char *tag)
     idem_error err = IDEM_ERROR_INIT;
     int rc = idem_migrate_up(conn, 0, NULL, &err);
 
-    PQfinish(conn);
     if (rc != 0)
         cr_assert_fail("idem_migrate_up(%s): %s: %s", conninfo, idem_err_name(rc), err.message);
+    pgtest_create_roles(conn);
+    PQfinish(conn);
     return conninfo;
 }
 
@@ -133,8 +163,11 @@ char *pgtest_new_example_database(const char *tag)
     idem_error err = IDEM_ERROR_INIT;
     int rc = example_support_tasks_setup(conn, &err);
 
-    PQfinish(conn);
     if (rc != 0)
         cr_assert_fail("example_support_tasks_setup(%s): %s", conninfo, err.message);
+    PQclear(pgtest_exec(conn, "GRANT USAGE ON SCHEMA idem_example TO " PGTEST_APP ";"
+                              "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA"
+                              " idem_example TO " PGTEST_APP));
+    PQfinish(conn);
     return conninfo;
 }

@@ -18,9 +18,24 @@ char *pgtest_new_database(const char *tag);
  * conninfo (malloc'd, caller frees). */
 char *pgtest_new_migrated_database(const char *tag);
 
+/* Login roles of the tests, members of idem's group roles (migration 0007). The cluster's
+ * superuser (PGUSER) bypasses row-level security, so a test that must see the policies
+ * at work connects as one of these. pgtest_new_migrated_database() creates them. */
+#define PGTEST_APP      "idem_test_app"      /* in idem_app */
+#define PGTEST_SWEEPER  "idem_test_sweeper"  /* in idem_sweeper */
+#define PGTEST_OPERATOR "idem_test_operator" /* in idem_operator */
+
+/* Create the login roles above when they are missing (tolerates other test processes
+ * creating them at the same time); @conn is a superuser's connection to a migrated
+ * database. Fails the test on error. */
+void pgtest_create_roles(PGconn *conn);
+
+/* @conninfo connecting as @role (malloc'd, caller frees). */
+char *pgtest_as(const char *conninfo, const char *role);
+
 /* pgtest_new_migrated_database(tag), then the example tool's own table
- * (idem_example.support_tasks, tools/example): for tests that run the example effect.
- * Returns its conninfo (malloc'd, caller frees). */
+ * (idem_example.support_tasks, tools/example), on which PGTEST_APP may write: for tests
+ * that run the example effect. Returns its conninfo (malloc'd, caller frees). */
 char *pgtest_new_example_database(const char *tag);
 
 /* The conninfo (without dbname) of the PgBouncer that `tools/with-postgres --pgbouncer`
