@@ -75,6 +75,39 @@ PGconn *cli_connect(const char *prog, const char *dsn)
     return conn;
 }
 
+static const char SQL_ALL_TENANTS[] =
+    "SELECT current_user::text, coalesce((SELECT NOT c.relrowsecurity FROM pg_catalog.pg_class c"
+    " WHERE c.oid = to_regclass('idem.operations')), true) OR r.rolsuper OR r.rolbypassrls"
+    " OR CASE WHEN to_regrole($1) IS NULL THEN false"
+    " ELSE pg_has_role(current_user, $1::name, 'USAGE') END"
+    " FROM pg_catalog.pg_roles r WHERE r.rolname = current_user";
+
+int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role)
+{
+    const char *values[1] = {group_role};
+    PGresult *res = PQexecParams(conn, SQL_ALL_TENANTS, 1, NULL, values, NULL, NULL, 0);
+    int rc = 0;
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        char *why = strdup(PQresultErrorMessage(res));
+
+        if (why != NULL)
+            cli_one_line(why);
+        fprintf(stderr, "%s: checking the role's access to every tenant: %s\n", prog,
+                why != NULL ? why : "out of memory");
+        free(why);
+        rc = -1;
+    } else if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
+        fprintf(stderr,
+                "%s: role %s may not see every tenant's rows (row-level security): grant it "
+                "%s (GRANT %s TO %s), or connect as a superuser or a BYPASSRLS role\n",
+                prog, PQgetvalue(res, 0, 0), group_role, group_role, PQgetvalue(res, 0, 0));
+        rc = 1;
+    }
+    PQclear(res);
+    return rc;
+}
+
 void cli_one_line(char *s)
 {
     size_t n = strlen(s);

@@ -28,6 +28,14 @@ PGconn *cli_connect(const char *prog, const char *dsn);
 /* Print "PROG: <what>: <message>" on stderr with @dsn's password masked. */
 void cli_error_redacted(const char *prog, const char *dsn, const char *what, const char *message);
 
+/* Whether the connected role may see every tenant's rows of idem's tables, which row-level
+ * security (migration 0007) shows only to a superuser, a BYPASSRLS role or a member of
+ * @group_role (idem_sweeper, idem_operator). A tool that works across tenants checks this
+ * first: under the policies it would otherwise find nothing, and say all is well. Returns
+ * 0 when it may (or the database has no row-level security on idem.operations), else
+ * prints "PROG: <why>" on stderr and returns 1 (refused) or -1 (the query failed). */
+int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role);
+
 /* Make s one line, as the library's log records are: trailing newlines dropped, other
  * control characters (a server message's newlines and tabs) turned into spaces. */
 void cli_one_line(char *s);

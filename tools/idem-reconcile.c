@@ -662,6 +662,10 @@ int main(int argc, char **argv)
     conn = connect_db(&c);
     if (conn == NULL)
         return EXIT_TEMPFAIL;
+    if ((code = cli_check_all_tenants(conn, "idem-reconcile", "idem_operator")) != 0) {
+        PQfinish(conn);
+        return code < 0 ? EXIT_TEMPFAIL : EXIT_ERROR;
+    }
     if (strcmp(c.command, "list") == 0)
         code = cmd_list(&c, conn);
     else if (strcmp(c.command, "show") == 0)

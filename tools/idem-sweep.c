@@ -359,6 +359,10 @@ int main(int argc, char **argv)
         PQfinish(conn);
         return code;
     }
+    if ((rc = cli_check_all_tenants(conn, "idem-sweep", "idem_sweeper")) != 0) {
+        PQfinish(conn);
+        return rc < 0 ? EXIT_TEMPFAIL : EXIT_ERROR;
+    }
     rc = idem_sweep_run(&result, conn, &c.opts, &err);
     PQfinish(conn);
     return report(&c, rc, &result, &err);
