@@ -54,17 +54,21 @@ CREATE FUNCTION idem.isolate_tenants(tbl regclass)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    p name;
 BEGIN
+    -- Called again on a table, it replaces its policies.
+    FOR p IN SELECT polname FROM pg_catalog.pg_policy WHERE polrelid = tbl
+             AND polname IN ('tenant_isolation', 'operator_read', 'operator_resolve') LOOP
+        EXECUTE format('DROP POLICY %I ON %s', p, tbl);
+    END LOOP;
     EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', tbl);
     EXECUTE format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', tbl);
-    EXECUTE format('DROP POLICY IF EXISTS tenant_isolation ON %s', tbl);
     EXECUTE format('CREATE POLICY tenant_isolation ON %s'
                    ' USING (tenant = current_setting(''idem.tenant'', true))'
                    ' WITH CHECK (tenant = current_setting(''idem.tenant'', true))', tbl);
-    EXECUTE format('DROP POLICY IF EXISTS operator_read ON %s', tbl);
     EXECUTE format('CREATE POLICY operator_read ON %s FOR SELECT TO idem_operator'
                    ' USING (true)', tbl);
-    EXECUTE format('DROP POLICY IF EXISTS operator_resolve ON %s', tbl);
     EXECUTE format('CREATE POLICY operator_resolve ON %s FOR UPDATE TO idem_operator'
                    ' USING (true) WITH CHECK (true)', tbl);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO idem_app', tbl);
