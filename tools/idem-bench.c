@@ -2,8 +2,8 @@
  * idem-bench — what idem costs beside the work it protects, as a ratio measured in one
  * run against the same machine doing the same work without idem.
  *
- * Usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler|all] [--threads
- * 1,4,16]
+ * Usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls|all]
+ * [--threads 1,4,16]
  *                   [--duration SECONDS] [--round SECONDS] [--large] [--json]
  *                   [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO]
  *
@@ -23,14 +23,15 @@
 #include "bench/bench.h"
 
 static const char usage[] =
-    "usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler|all] "
+    "usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls|all] "
     "[--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
     "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO]\n"
     "  --mode      which measurements (default all); not in all: sweep (retention's\n"
     "              sweeper on a backlog of 1 M expired records, beside replays),\n"
     "              external (begin + complete of an external effect beside the local path)\n"
-    "              and pooler (the pooler-safe setting, directly and through --pgbouncer)\n"
+    "              pooler (the pooler-safe setting, directly and through --pgbouncer)\n"
+    "              and rls (row-level security on and off, as the application role)\n"
     "  --threads   client threads for create and replay (default 1,4,16; at most 64)\n"
     "  --duration  measured seconds per measurement, all sides together (default 10)\n"
     "  --round     seconds per round; the sides alternate round by round (default 0.5)\n"
@@ -64,11 +65,11 @@ static int parse_threads(bench_config *cfg, const char *list)
 
 static int parse_modes(bench_config *cfg, const char *list)
 {
-    static const char *const names[] = {"create", "replay", "contention", "growth",
-                                        "all",    "sweep",  "external",   "pooler"};
+    static const char *const names[] = {"create", "replay",   "contention", "growth", "all",
+                                        "sweep",  "external", "pooler",     "rls"};
     static const int bits[] = {BENCH_MODE_CREATE,   BENCH_MODE_REPLAY, BENCH_MODE_CONTENTION,
                                BENCH_MODE_GROWTH,   BENCH_MODE_ALL,    BENCH_MODE_SWEEP,
-                               BENCH_MODE_EXTERNAL, BENCH_MODE_POOLER};
+                               BENCH_MODE_EXTERNAL, BENCH_MODE_POOLER, BENCH_MODE_RLS};
     char *copy = strdup(list), *save = NULL;
     int rc = 0;
 

@@ -142,6 +142,7 @@ enum {
     BENCH_MODE_SWEEP = 16,    /* not part of all: it loads 1 M records (about a minute) */
     BENCH_MODE_EXTERNAL = 32, /* not part of all: external effects beside the local path */
     BENCH_MODE_POOLER = 64,   /* not part of all: the pooler-safe setting, and PgBouncer */
+    BENCH_MODE_RLS = 128,     /* not part of all: row-level security on and off */
 };
 
 /* Everything measured, for the report. */
@@ -208,6 +209,9 @@ int bench_mode_external(bench_results *res, const bench_config *cfg, const char 
 /* The pooler mode (pooler.c): @conninfo is database @db on the --dsn server. */
 int bench_mode_pooler(bench_results *res, const bench_config *cfg, const char *conninfo,
                       const char *db);
+
+/* The rls mode (rls.c): database @db and a second one like it without row-level security. */
+int bench_mode_rls(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db);
 
 /* ---- report (report.c) --------------------------------------------------------------- */
 

@@ -83,6 +83,8 @@ static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin,
         rc = bench_mode_external(res, cfg, conninfo);
     if (rc == 0 && (cfg->modes & BENCH_MODE_POOLER))
         rc = bench_mode_pooler(res, cfg, conninfo, db);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_RLS))
+        rc = bench_mode_rls(res, cfg, admin, db);
     free(conninfo);
     return rc;
 }

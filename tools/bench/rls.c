@@ -1,0 +1,200 @@
+/*
+ * The rls mode: what tenant isolation by row-level security costs (migration 0007).
+ *
+ * RLS on   idem as the application role (a login role in idem_app) on the run's database:
+ *          every statement on idem's tables filtered and checked by the tenant policy
+ * RLS off  the same role on a second database whose idem tables have row-level security
+ *          disabled (ALTER TABLE ... DISABLE ROW LEVEL SECURITY): the policies' own cost
+ *
+ * Both sides send the library's tenant setting (one statement in the same pipeline); the
+ * operation is a new key (a first attempt) or a replay of an existing key (a retry).
+ * The login role idem_bench_app is created when missing (the --dsn role must be a
+ * superuser or have CREATEROLE) and stays in the cluster; it connects with the --dsn's
+ * other settings, so the server must let it in as it lets that role (trust or peer).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "support_tasks.h"
+
+#define RLS_REPLAY_KEYS 10000L
+#define TENANT_CREATE   "bench-rls"
+#define TENANT_REPLAY   "bench-rls-replay"
+#define BENCH_APP_ROLE  "idem_bench_app"
+#define RLS_TARGET      0.95
+
+static const char SQL_ROLE[] =
+    "DO $$ BEGIN CREATE ROLE " BENCH_APP_ROLE " LOGIN IN ROLE idem_app;"
+    " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$";
+static const char SQL_GRANTS[] =
+    "GRANT USAGE ON SCHEMA idem_example TO " BENCH_APP_ROLE ";"
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idem_example TO " BENCH_APP_ROLE;
+static const char SQL_RLS_OFF[] =
+    "DO $$ DECLARE t regclass; BEGIN"
+    " FOR t IN SELECT c.oid::regclass FROM pg_class c JOIN pg_namespace n"
+    " ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid"
+    " AND a.attname = 'tenant' WHERE n.nspname = 'idem' AND c.relkind IN ('r', 'p') LOOP"
+    " EXECUTE format('ALTER TABLE %s NO FORCE ROW LEVEL SECURITY', t);"
+    " EXECUTE format('ALTER TABLE %s DISABLE ROW LEVEL SECURITY', t); END LOOP; END $$";
+
+typedef struct rls_side {
+    idem_pool *pool;
+    idem_store *store;
+} rls_side;
+
+static int call(bench_worker *w, const rls_side *s, const char *tenant, const char *op,
+                const char *args, unsigned int attempt, idem_status expected)
+{
+    idem_request req = IDEM_REQUEST_INIT;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    int rc;
+
+    req.tenant = tenant;
+    req.operation_id = op;
+    req.tool = EXAMPLE_TOOL_NAME;
+    req.payload_version = EXAMPLE_TOOL_VERSION;
+    req.arguments = args;
+    req.arguments_len = strlen(args);
+    req.attempt = attempt;
+    rc = idem_store_execute(&out, s->store, &req, example_create_support_task, NULL, &err);
+    if (rc == 0 && out.status != expected)
+        rc = bench_fail(w, "%s: expected %s", idem_status_name(out.status),
+                        idem_status_name(expected));
+    else if (rc != 0)
+        rc = bench_fail(w, "%s: %s", idem_status_name(out.status), err.message);
+    idem_outcome_clear(&out);
+    return rc;
+}
+
+static int create_op(bench_worker *w)
+{
+    char op[IDEM_UUID_STRING_SIZE];
+
+    if (idem_uuid_v7(op, NULL) != 0)
+        return bench_fail(w, "no operation ID");
+    return call(w, w->side->ctx, TENANT_CREATE, op, BENCH_CREATE_ARGUMENTS, 1, IDEM_STATUS_CREATED);
+}
+
+static int replay_op(bench_worker *w)
+{
+    char op[24];
+
+    bench_loaded_key(op, sizeof(op), bench_random(w, RLS_REPLAY_KEYS));
+    return call(w, w->side->ctx, TENANT_REPLAY, op, BENCH_REPLAY_ARGUMENTS, 2,
+                IDEM_STATUS_REPLAYED);
+}
+
+static int open_side(rls_side *s, const char *conninfo, int threads, int cap)
+{
+    idem_error err = IDEM_ERROR_INIT;
+
+    if (bench_pool_open(&s->pool, conninfo, threads, cap) != 0)
+        return -1;
+    if (idem_store_new(&s->store, s->pool, NULL, &err) != 0)
+        return bench_error("store", err.message);
+    return 0;
+}
+
+static void close_sides(rls_side *s)
+{
+    for (int i = 0; i < 2; i++) {
+        idem_store_free(s[i].store);
+        idem_pool_free(s[i].pool);
+        s[i] = (rls_side){NULL, NULL};
+    }
+}
+
+/* One measurement of @op ("new" or "replay"): RLS on (@as_app[0]) against off. */
+static int measure(bench_results *res, const bench_config *cfg, char *const *as_app,
+                   const char *what, bench_op_fn op, int threads)
+{
+    static const char *const kinds[2] = {"RLS on", "RLS off"};
+    rls_side s[2] = {{NULL, NULL}, {NULL, NULL}};
+    char names[2][64], label[96];
+    bench_side sides[2];
+    int rc = 0;
+    bench_measure *m =
+        bench_results_add(res, "rls", threads,
+                          "a new key (first attempt) and a replay (retry) as the application "
+                          "role, with row-level security on idem's tables and without");
+    bench_plan plan = {sides, 2, threads, cfg->duration_s, cfg->round_s, cfg->round_s};
+
+    for (int i = 0; m != NULL && i < 2 && rc == 0; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s: %s", what, kinds[i]);
+        rc = open_side(&s[i], as_app[i], threads, cfg->pool_cap);
+        sides[i] = (bench_side){names[i], op, &s[i]};
+    }
+    if (m != NULL && rc == 0) {
+        bench_say("rls, %s, %d thread%s", what, threads, threads == 1 ? "" : "s");
+        rc = bench_run(m, &plan);
+        snprintf(label, sizeof(label), "%s: RLS on / RLS off", what);
+        bench_ratio_throughput(m, 0, 1, label, RLS_TARGET);
+    }
+    close_sides(s);
+    return m != NULL ? rc : -1;
+}
+
+static int exec_on(const char *conninfo, const char *sql, const char *what)
+{
+    PGconn *pg = PQconnectdb(conninfo);
+    PGresult *res = PQstatus(pg) == CONNECTION_OK ? PQexec(pg, sql) : NULL;
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : bench_error(what, PQerrorMessage(pg));
+
+    PQclear(res);
+    PQfinish(pg);
+    return rc;
+}
+
+/* @conninfo's database ready for the mode: the role's grants and the replay's records;
+ * with @rls_off its idem tables without row-level security. */
+static int prepare_db(const char *conninfo, int rls_off)
+{
+    if (exec_on(conninfo, SQL_ROLE, "creating the login role " BENCH_APP_ROLE) != 0 ||
+        exec_on(conninfo, SQL_GRANTS, "granting the example's table") != 0)
+        return -1;
+    if (rls_off && exec_on(conninfo, SQL_RLS_OFF, "disabling row-level security") != 0)
+        return -1;
+    bench_say("loading %ld operation records for the rls mode's replay", RLS_REPLAY_KEYS);
+    return bench_load_operations(conninfo, TENANT_REPLAY, 0, RLS_REPLAY_KEYS);
+}
+
+static char *as_app_role(const char *conninfo)
+{
+    size_t len = strlen(conninfo) + sizeof(" user=" BENCH_APP_ROLE);
+    char *s = malloc(len);
+
+    if (s != NULL)
+        snprintf(s, len, "%s user=" BENCH_APP_ROLE, conninfo);
+    return s;
+}
+
+int bench_mode_rls(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db)
+{
+    char off_db[80], *direct[2] = {NULL, NULL}, *as_app[2] = {NULL, NULL};
+    int rc;
+
+    snprintf(off_db, sizeof(off_db), "%s_rls_off", db);
+    rc = bench_db_create(admin, cfg->dsn, off_db);
+    direct[0] = bench_conninfo(cfg->dsn, db);
+    direct[1] = bench_conninfo(cfg->dsn, off_db);
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        if (direct[i] == NULL || (as_app[i] = as_app_role(direct[i])) == NULL)
+            rc = bench_error("rls", "out of memory");
+        else
+            rc = prepare_db(direct[i], i == 1);
+    }
+    for (int i = 0; rc == 0 && i < cfg->nthreads; i++) {
+        rc = measure(res, cfg, as_app, "new", create_op, cfg->threads[i]);
+        if (rc == 0)
+            rc = measure(res, cfg, as_app, "replay", replay_op, cfg->threads[i]);
+    }
+    bench_db_drop(admin, off_db);
+    for (int i = 0; i < 2; i++) {
+        free(direct[i]);
+        free(as_app[i]);
+    }
+    return rc;
+}
