@@ -258,8 +258,8 @@ static const struct {
     {"42883", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no function */
     {"3F000", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no schema */
     {"42501", IDEM_EPERM,
-     "grant the application's role USAGE on schema idem and SELECT, INSERT, UPDATE, DELETE "
-     "on its tables (README, \"Running it in production\")"},
+     "grant the connecting role idem_app (the application: GRANT idem_app TO <role>), "
+     "idem_sweeper or idem_operator, as its work needs (README, \"Security\")"},
     {"3D000", IDEM_ESCHEMA, "check the database name in the connection string"},
     {"28000", IDEM_EPERM, "check the role and its authentication in the connection string"},
     {"28P01", IDEM_EPERM, "check the role and its password in the connection string"},

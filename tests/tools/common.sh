@@ -25,6 +25,13 @@ newdb() {
 
 q() { psql -Atq -d "$1" -c "$2"; }
 
+# login_role NAME GROUP: a login role in one of idem's group roles (made by migration
+# 0007), created unless it exists; other tests may create it at the same time.
+login_role() {
+    q postgres "DO \$\$ BEGIN CREATE ROLE $1 LOGIN IN ROLE $2;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END \$\$" >/dev/null
+}
+
 # check NAME EXPECTED-EXIT COMMAND...: runs COMMAND; its stdout in $out, stderr in $err.
 check() {
     local name=$1 want=$2 got

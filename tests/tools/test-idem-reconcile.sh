@@ -83,6 +83,18 @@ check resolve_bad_note 64 "$tool" --dsn "dbname=$db" resolve acme op-2 --note ""
 expect resolve_bad_note_names_field err_contains "note"
 check resolve_bad_kind 64 "$tool" --dsn "dbname=$db" resolve acme op-2 --kind Bad --note x
 
+# Row-level security: the application's role is refused (it would list nothing); a member
+# of idem_operator lists every tenant's items.
+login_role idem_test_app idem_app
+login_role idem_test_operator idem_operator
+check app_role_refused 1 "$tool" --dsn "dbname=$db user=idem_test_app" list
+expect app_role_names_grant err_contains "GRANT idem_operator TO idem_test_app"
+q "$db" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool, fingerprint)
+    VALUES ('other', 'op-o', 'expired', 't', '\\x00')"
+total=$(q "$db" "SELECT count(*) FROM idem.reconciliation_items")
+check operator_role 0 "$tool" --dsn "dbname=$db user=idem_test_operator" list --json
+expect operator_role_lists_all json_ok "d['count'] == $total and 'other' in {i['tenant'] for i in d['items']}"
+
 # A schema without migration 0003: exit 1, saying what to do.
 db=$(newdb old 2)
 check old_schema 1 "$tool" --dsn "dbname=$db" list

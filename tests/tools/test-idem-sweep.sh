@@ -147,6 +147,20 @@ else
     echo "no PgBouncer (run under tools/with-postgres --pgbouncer): pooler checks not run" >&2
 fi
 
+# Row-level security: a role that would see no tenant's rows is refused before it sweeps
+# nothing; a member of idem_sweeper sweeps every tenant.
+db=$(newdb roles)
+login_role idem_test_app idem_app
+login_role idem_test_sweeper idem_sweeper
+records "$db" r- 4 completed "-1 hour" "+1 day"
+q "$db" "UPDATE idem.operations SET tenant = 'other' WHERE operation_id IN ('r-1', 'r-2')"
+check app_role_refused 1 "$tool" --dsn "dbname=$db user=idem_test_app"
+expect app_role_names_grant err_contains "GRANT idem_sweeper TO idem_test_app"
+expect app_role_changed_nothing test "$(count "$db" completed)" = 4
+check sweeper_role 0 "$tool" --dsn "dbname=$db user=idem_test_sweeper" --json
+expect sweeper_role_every_tenant json_ok 'd["expired"] == 4'
+expect sweeper_role_tombstones test "$(count "$db" expired)" = 4
+
 # A schema without migration 0003: exit 1, saying what to do.
 db=$(newdb old 2)
 check old_schema 1 "$tool" --dsn "dbname=$db"
