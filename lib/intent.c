@@ -10,8 +10,8 @@
 #include "intent_internal.h"
 #include "store_internal.h"
 
-static const char *const state_names[] = {"approved", "attempted", "done",
-                                          "needs_reconciliation", "cancelled"};
+static const char *const state_names[] = {"approved", "attempted", "done", "needs_reconciliation",
+                                          "cancelled"};
 
 const char *idem_intent_state_name(idem_intent_state state)
 {
@@ -137,8 +137,8 @@ int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem
     return idem__error_misconfigured(err, rc);
 }
 
-int idem__intent_run1(PGresult **out, idem_store *store, const char *tenant,
-                      const idem__stmt *stmt, const char *const *values, idem_error *err)
+int idem__intent_run1(PGresult **out, idem_store *store, const char *tenant, const idem__stmt *stmt,
+                      const char *const *values, idem_error *err)
 {
     idem__pipe_cmd cmd = {stmt, NULL, 0, values, NULL, NULL, 0, NULL};
 

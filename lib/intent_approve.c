@@ -160,8 +160,8 @@ int idem_intent_get(idem_intent **out, idem_store *store, const char *tenant,
     if ((rc = idem__intent_run1(&res, store, tenant, &idem__intent_stmt_get, values, err)) != 0)
         return rc;
     if (PQntuples(res) == 0)
-        rc = idem__error_set(err, IDEM_ENOTFOUND, "no intent %s in tenant %s", operation_id,
-                             tenant);
+        rc =
+            idem__error_set(err, IDEM_ENOTFOUND, "no intent %s in tenant %s", operation_id, tenant);
     else if ((t = idem__intent_new_from_row(res, 0)) == NULL)
         rc = idem__error_set(err, IDEM_ENOMEM, "intent: out of memory");
     else

@@ -68,8 +68,7 @@ static int not_started(run *r)
     if (rc == 0 && now->state == IDEM_INTENT_CANCELLED) {
         r->out->status = IDEM_STATUS_CONFLICT;
         rc = idem__error_field(r->err, IDEM_ECONFLICT, "intent",
-                               "intent %s was cancelled; it is never executed",
-                               now->operation_id);
+                               "intent %s was cancelled; it is never executed", now->operation_id);
     } else if (rc == 0) {
         r->out->status = IDEM_STATUS_IN_PROGRESS;
         rc = idem__error_set(r->err, IDEM_EBUSY,
@@ -124,8 +123,13 @@ static void finish(run *r, int rc)
 {
     const char *state = next_state(r->out->status);
     const char *error = strcmp(state, "attempted") == 0 && rc != 0 ? r->err->message : NULL;
-    const char *values[7] = {r->intent->tenant, r->intent->operation_id, r->token, state,
-                             idem_status_name(r->out->status), r->attempt, error};
+    const char *values[7] = {r->intent->tenant,
+                             r->intent->operation_id,
+                             r->token,
+                             state,
+                             idem_status_name(r->out->status),
+                             r->attempt,
+                             error};
     const char *key[2] = {r->intent->tenant, r->intent->operation_id};
     idem__pipe_cmd cmds[2] = {
         {&idem__intent_stmt_finish, NULL, 0, values, NULL, NULL, 0, NULL},
@@ -190,7 +194,8 @@ static int attempt_external(run *r)
     if ((rc = mark(r, &ok)) == 0 && !ok) {
         r->cancelled = 1;
         idem_external_release(a, NULL);
-    } else if (rc == 0 && (args = json_loads(r->intent->arguments, JSON_DECODE_ANY, NULL)) == NULL) {
+    } else if (rc == 0 &&
+               (args = json_loads(r->intent->arguments, JSON_DECODE_ANY, NULL)) == NULL) {
         rc = idem__error_set(r->err, IDEM_ENOMEM, "intent: arguments could not be loaded");
         idem_external_release(a, NULL);
     } else if (rc == 0) {

@@ -68,8 +68,8 @@ int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem
                      size_t n, idem_error *err);
 
 /* One statement: idem__intent_run() of @stmt with text @values. */
-int idem__intent_run1(PGresult **out, idem_store *store, const char *tenant,
-                      const idem__stmt *stmt, const char *const *values, idem_error *err);
+int idem__intent_run1(PGresult **out, idem_store *store, const char *tenant, const idem__stmt *stmt,
+                      const char *const *values, idem_error *err);
 
 /* Validate a tenant and operation ID given to a call on an existing intent. */
 int idem__intent_check_key(const char *tenant, const char *operation_id, idem_error *err);

@@ -26,8 +26,8 @@ static int check_options(const idem_intent_recover_options *o, idem_error *err)
     if (rc != 0)
         return rc;
     if (o->lease_s == 0 || o->lease_s > MAX_LEASE_S)
-        return idem__error_field(err, 0, "options.lease_s", "must be 1 to %u, got %u",
-                                 MAX_LEASE_S, o->lease_s);
+        return idem__error_field(err, 0, "options.lease_s", "must be 1 to %u, got %u", MAX_LEASE_S,
+                                 o->lease_s);
     if (o->max == 0 || o->max > MAX_TAKEN)
         return idem__error_field(err, 0, "options.max", "must be 1 to %u, got %u", MAX_TAKEN,
                                  o->max);

@@ -11,8 +11,9 @@
 #define COLS                                                                                       \
     " i.tenant, i.operation_id, i.approval_ref, i.tool, i.payload_version, i.arguments,"           \
     " encode(i.fingerprint, 'hex') AS fingerprint_hex, i.approved_by,"                             \
-    " " US("i.approved_at") " AS approved_at_us, i.state, i.attempts, i.result_status,"           \
-    " i.result_attempt, i.last_error, i.lease_owner, " US("i.lease_until") " AS lease_until_us"
+    " " US("i.approved_at") " AS approved_at_us, i.state, i.attempts, i.result_status,"            \
+                            " i.result_attempt, i.last_error, i.lease_owner, " US(                 \
+                                "i.lease_until") " AS lease_until_us"
 
 #define KEY " i.tenant = $1 AND i.operation_id = $2"
 
@@ -23,8 +24,8 @@
 #define UNFINISHED " i.state IN ('approved', 'attempted')"
 
 /* $1 tenant. */
-const idem__stmt idem__intent_stmt_tenant = {
-    "idem_intent_tenant", "SELECT set_config('idem.tenant', $1, true)", 1};
+const idem__stmt idem__intent_stmt_tenant = {"idem_intent_tenant",
+                                             "SELECT set_config('idem.tenant', $1, true)", 1};
 
 /* Record an approval, or return the intent its reference already names (then is_new is
  * false): $1 tenant, $2 operation_id, $3 approval_ref, $4 tool, $5 payload_version, $6
@@ -43,8 +44,8 @@ const idem__stmt idem__intent_stmt_approve = {
     8};
 
 /* $1 tenant, $2 operation_id. */
-const idem__stmt idem__intent_stmt_get = {
-    "idem_intent_get", "SELECT" COLS " FROM idem.intents i WHERE" KEY, 2};
+const idem__stmt idem__intent_stmt_get = {"idem_intent_get",
+                                          "SELECT" COLS " FROM idem.intents i WHERE" KEY, 2};
 
 /* Start an attempt: count it and take (or keep) the lease. $1 tenant, $2 operation_id, $3
  * the worker's lease token, $4 lease in seconds. A finished intent keeps its state (its
@@ -89,8 +90,7 @@ const idem__stmt idem__intent_stmt_finish = {
     " ELSE coalesce(i.effect_attempt, $6::int4) END,"
     " last_error = $7, finished_at = CASE WHEN $4 = 'attempted' THEN NULL ELSE now() END,"
     " lease_owner = NULL, lease_until = NULL, updated_at = now()"
-    " WHERE" KEY " AND i.lease_owner = $3 AND" UNFINISHED
-    " RETURNING i.tool, i.fingerprint),"
+    " WHERE" KEY " AND i.lease_owner = $3 AND" UNFINISHED " RETURNING i.tool, i.fingerprint),"
     " released AS (UPDATE idem.intents i SET lease_owner = NULL, lease_until = NULL"
     " WHERE" KEY " AND i.lease_owner = $3 AND NOT" UNFINISHED "),"
     " item AS (INSERT INTO idem.reconciliation_items AS r"

@@ -91,16 +91,16 @@ typedef struct idem_intent idem_intent;
 /** What is approved. Initialize with ::IDEM_INTENT_REQUEST_INIT or
  *  idem_intent_request_init(); the strings are borrowed for the call. */
 typedef struct idem_intent_request {
-    unsigned int version;  /**< ::IDEM_INTENT_REQUEST_VERSION */
-    const char *tenant;    /**< authorized by the caller; see validate.h */
+    unsigned int version;     /**< ::IDEM_INTENT_REQUEST_VERSION */
+    const char *tenant;       /**< authorized by the caller; see validate.h */
     const char *approval_ref; /**< the approval's own reference (a message ID): approving
                                    again with it gives the same intent; 1 to
                                    ::IDEM_INTENT_REF_MAX bytes of printable ASCII */
-    const char *tool;      /**< the write tool (validate.h) */
-    int payload_version;   /**< version of its argument schema, >= 1 */
-    const char *arguments; /**< JSON text, as idem_request.arguments (I-JSON) */
-    size_t arguments_len;  /**< its length in bytes */
-    const char *approved_by; /**< who approved it; 1 to ::IDEM_INTENT_BY_MAX bytes */
+    const char *tool;         /**< the write tool (validate.h) */
+    int payload_version;      /**< version of its argument schema, >= 1 */
+    const char *arguments;    /**< JSON text, as idem_request.arguments (I-JSON) */
+    size_t arguments_len;     /**< its length in bytes */
+    const char *approved_by;  /**< who approved it; 1 to ::IDEM_INTENT_BY_MAX bytes */
 } idem_intent_request;
 
 #define IDEM_INTENT_REQUEST_VERSION 1
@@ -151,13 +151,13 @@ IDEM_API int idem_intent_cancel(idem_intent **out, idem_store *store, const char
 /** How an intent is executed. Initialize with ::IDEM_INTENT_EXEC_OPTIONS_INIT or
  *  idem_intent_exec_options_init(). */
 typedef struct idem_intent_exec_options {
-    unsigned int version;          /**< ::IDEM_INTENT_EXEC_OPTIONS_VERSION */
+    unsigned int version;           /**< ::IDEM_INTENT_EXEC_OPTIONS_VERSION */
     const idem_retry_policy *retry; /**< borrowed; NULL: one attempt. Attempts that end
                                          in_progress or unavailable are retried with the
                                          same operation ID, as idem_retry_next() decides */
-    idem_retry_budget *budget;     /**< borrowed; NULL: no budget */
-    unsigned int lease_s;          /**< how long the execution holds the intent; 1 to
-                                        86400; default 60 */
+    idem_retry_budget *budget;      /**< borrowed; NULL: no budget */
+    unsigned int lease_s;           /**< how long the execution holds the intent; 1 to
+                                         86400; default 60 */
 } idem_intent_exec_options;
 
 #define IDEM_INTENT_EXEC_OPTIONS_VERSION 1

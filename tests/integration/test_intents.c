@@ -167,8 +167,9 @@ Test(intents, a_cancelled_intent_is_never_executed_nor_recovered)
     cr_assert_eq(idem_intent_cancel(&c, fx.store, "acme", idem_intent_operation_id(t), "bob", &err),
                  0, "%s", err.message);
     cr_assert_eq(idem_intent_state_get(c), IDEM_INTENT_CANCELLED);
-    cr_assert_eq(idem_intent_cancel(NULL, fx.store, "acme", idem_intent_operation_id(t), NULL, &err),
-                 0, "cancelling again is fine: %s", err.message);
+    cr_assert_eq(
+        idem_intent_cancel(NULL, fx.store, "acme", idem_intent_operation_id(t), NULL, &err), 0,
+        "cancelling again is fine: %s", err.message);
     cr_assert_eq(execute(&out, t, &runs, &err), IDEM_ECONFLICT);
     cr_assert_eq(out.status, IDEM_STATUS_CONFLICT);
     cr_assert_str_eq(err.field, "intent");
@@ -190,8 +191,9 @@ Test(intents, an_intent_whose_effect_committed_cannot_be_cancelled)
     effect_counter runs = {0};
 
     cr_assert_eq(execute(&out, t, &runs, &err), 0, "%s", err.message);
-    cr_assert_eq(idem_intent_cancel(NULL, fx.store, "acme", idem_intent_operation_id(t), "bob", &err),
-                 IDEM_ECONFLICT);
+    cr_assert_eq(
+        idem_intent_cancel(NULL, fx.store, "acme", idem_intent_operation_id(t), "bob", &err),
+        IDEM_ECONFLICT);
     cr_assert_str_eq(err.field, "intent");
     cr_assert_eq(intenttest_count(fx.check, "done"), 1);
     idem_outcome_clear(&out);
@@ -253,8 +255,9 @@ Test(intents, an_intent_cancelled_while_its_attempt_started_runs_no_effect)
     /* The intent was attempted (a worker started and died before its effect) and is
      * cancelled after: the cancel wins, and a later execution runs nothing. */
     PQclear(pgtest_exec(fx.check, "UPDATE idem.intents SET state = 'attempted', attempts = 1"));
-    cr_assert_eq(idem_intent_cancel(NULL, fx.store, "acme", idem_intent_operation_id(t), "bob", &err),
-                 0, "%s", err.message);
+    cr_assert_eq(
+        idem_intent_cancel(NULL, fx.store, "acme", idem_intent_operation_id(t), "bob", &err), 0,
+        "%s", err.message);
     cr_assert_eq(execute(&out, t, &runs, &err), IDEM_ECONFLICT);
     cr_assert_eq(runs.runs, 0);
     cr_assert_eq(storetest_operations(), 0);
@@ -325,7 +328,8 @@ Test(intents, null_handles_and_bad_options_are_refused)
                  IDEM_EINVAL);
     cr_assert_str_eq(err.field, "intent");
     cr_assert_eq(out.status, IDEM_STATUS_INVALID);
-    cr_assert_eq(idem_intent_execute(&out, NULL, t, counting_effect, NULL, NULL, &err), IDEM_EINVAL);
+    cr_assert_eq(idem_intent_execute(&out, NULL, t, counting_effect, NULL, NULL, &err),
+                 IDEM_EINVAL);
     cr_assert_eq(idem_intent_execute(NULL, fx.store, t, counting_effect, NULL, NULL, &err),
                  IDEM_EINVAL);
     opts.lease_s = 0;

@@ -32,8 +32,8 @@ static void close_all(void)
 TestSuite(intents_external, .init = open_all, .fini = close_all, .timeout = 120);
 
 /* The dispatch: the fake provider, with the arguments it was given checked. */
-static int dispatch(idem_outcome *out, idem_external_attempt *a, const json_t *arguments,
-                    void *ctx, idem_error *err)
+static int dispatch(idem_outcome *out, idem_external_attempt *a, const json_t *arguments, void *ctx,
+                    idem_error *err)
 {
     (void)err;
     cr_assert_str_eq(json_string_value(json_object_get(arguments, "to")), "ada@example.com");
@@ -98,8 +98,9 @@ Test(intents_external, a_cancelled_intent_is_never_dispatched)
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
-    cr_assert_eq(idem_intent_cancel(NULL, ex.store, "acme", idem_intent_operation_id(t), "bob", &err),
-                 0, "%s", err.message);
+    cr_assert_eq(
+        idem_intent_cancel(NULL, ex.store, "acme", idem_intent_operation_id(t), "bob", &err), 0,
+        "%s", err.message);
     cr_assert_eq(execute(&out, t), IDEM_ECONFLICT);
     cr_assert_eq(fake_provider_requests(provider), 0);
     cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.operations"), 0);

@@ -57,8 +57,8 @@ Test(intents_recovery, a_crash_after_commit_is_recovered_as_a_replay_with_one_ta
 
     /* Worker 1: the effect commits, then the worker dies before it records the result. */
     idem__fault_inject("idem_intent_finish", IDEM__FAULT_DROP_BEFORE_SEND, 1);
-    cr_assert_eq(idem_intent_execute(&out, fx.store, t, counting_effect, &runs, NULL, &err), 0, "%s",
-                 err.message);
+    cr_assert_eq(idem_intent_execute(&out, fx.store, t, counting_effect, &runs, NULL, &err), 0,
+                 "%s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     first = strdup(out.receipt);
     now = intenttest_get(fx.store, "acme", idem_intent_operation_id(t));
@@ -74,8 +74,8 @@ Test(intents_recovery, a_crash_after_commit_is_recovered_as_a_replay_with_one_ta
     r = idem_intent_list_at(list, 0);
     cr_assert_str_eq(idem_intent_operation_id(r), idem_intent_operation_id(t));
     idem_outcome_clear(&out);
-    cr_assert_eq(idem_intent_execute(&out, fx.store, r, counting_effect, &runs, NULL, &err), 0, "%s",
-                 err.message);
+    cr_assert_eq(idem_intent_execute(&out, fx.store, r, counting_effect, &runs, NULL, &err), 0,
+                 "%s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
     cr_assert_str_eq(out.receipt, first, "the stored receipt, byte for byte");
     cr_assert_eq(idem_intent_state_get(r), IDEM_INTENT_DONE);

@@ -36,10 +36,11 @@ idem_intent *intenttest_get(idem_store *store, const char *tenant, const char *o
 void intenttest_lapse(PGconn *check, const char *tenant, const char *op)
 {
     const char *values[2] = {tenant, op};
-    PGresult *res = PQexecParams(check,
-                                 "UPDATE idem.intents SET lease_until = now() - interval '1 second'"
-                                 " WHERE tenant = $1 AND operation_id = $2 AND lease_until IS NOT NULL",
-                                 2, NULL, values, NULL, NULL, 0);
+    PGresult *res =
+        PQexecParams(check,
+                     "UPDATE idem.intents SET lease_until = now() - interval '1 second'"
+                     " WHERE tenant = $1 AND operation_id = $2 AND lease_until IS NOT NULL",
+                     2, NULL, values, NULL, NULL, 0);
 
     cr_assert_eq(PQresultStatus(res), PGRES_COMMAND_OK, "%s", PQresultErrorMessage(res));
     cr_assert_str_eq(PQcmdTuples(res), "1", "one lease to lapse");
