@@ -200,12 +200,12 @@ Test(intents, an_intent_whose_effect_committed_cannot_be_cancelled)
     idem_intent_free(t);
 }
 
-/* A cancel sent while the effect's transaction is open: it waits for the effect's mark of
- * the intent and is refused once the effect commits (or, sent after, refused as well). */
+/* A cancel sent while the effect's transaction is open waits for the intent's row, which
+ * the effect's mark holds. */
 struct racer {
     char op[IDEM_UUID_STRING_SIZE];
     pthread_t thread;
-    int rc;
+    int started, rc, runs;
 };
 
 static void *cancel_now(void *arg)
@@ -217,31 +217,96 @@ static void *cancel_now(void *arg)
     return NULL;
 }
 
+/* Start the cancel and wait until it waits for the effect's lock on the intent. */
+static void start_cancel(struct racer *r)
+{
+    r->started = 1;
+    cr_assert_eq(pthread_create(&r->thread, NULL, cancel_now, r), 0);
+    while (
+        pgtest_scalar(
+            fx.check,
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type ="
+            " 'Lock' AND datname = current_database() AND query LIKE '%state = ''cancelled''%'") ==
+        0)
+        pgtest_sleep_ms(5);
+}
+
 static int effect_racing_a_cancel(json_t **response, idem_tx *tx, const json_t *arguments,
                                   void *ctx, idem_error *err)
 {
     struct racer *r = ctx;
 
-    cr_assert_eq(pthread_create(&r->thread, NULL, cancel_now, r), 0);
-    pgtest_sleep_ms(200); /* let the cancel reach the intent's row lock */
+    r->runs++;
+    start_cancel(r);
     return example_create_support_task(response, tx, arguments, NULL, err);
 }
 
-Test(intents, a_cancel_racing_the_effect_is_refused_once_the_effect_commits)
+/* Execute @t with @effect while a cancel races it; returns the execution's code. */
+static int race(struct racer *r, idem_intent *t, idem_effect_fn effect)
 {
-    idem_intent *t = approve("acme", "msg-1", ARGS);
-    struct racer r = {"", 0, 1};
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    int rc;
 
-    snprintf(r.op, sizeof(r.op), "%s", idem_intent_operation_id(t)); /* execute renews t */
-    cr_assert_eq(idem_intent_execute(&out, fx.store, t, effect_racing_a_cancel, &r, NULL, &err), 0,
-                 "%s", err.message);
-    pthread_join(r.thread, NULL);
+    snprintf(r->op, sizeof(r->op), "%s", idem_intent_operation_id(t)); /* execute renews t */
+    rc = idem_intent_execute(&out, fx.store, t, effect, r, NULL, &err);
+    cr_assert(r->started);
+    pthread_join(r->thread, NULL);
+    idem_outcome_clear(&out);
+    return rc;
+}
+
+Test(intents, a_cancel_waiting_for_the_effect_is_refused_once_the_effect_commits)
+{
+    idem_intent *t = approve("acme", "msg-1", ARGS);
+    struct racer r = {"", 0, 0, 1, 0};
+
+    cr_assert_eq(race(&r, t, effect_racing_a_cancel), 0);
     cr_assert_eq(r.rc, IDEM_ECONFLICT, "the cancel lost: %s", idem_err_name(r.rc));
     cr_assert_eq(intenttest_count(fx.check, "done"), 1);
     cr_assert_eq(storetest_tasks(), 1);
-    idem_outcome_clear(&out);
+    idem_intent_free(t);
+}
+
+/* The first run lets a cancel queue for the intent's row, then fails with a serialization
+ * failure: the rollback lets the cancel through, and the store runs the effect again. Either
+ * the cancel commits first, and the rerun finds the intent cancelled and runs nothing, or
+ * the rerun's mark takes the row first, and the cancel is refused; never both. */
+static int effect_rolled_back_under_a_cancel(json_t **response, idem_tx *tx,
+                                             const json_t *arguments, void *ctx, idem_error *err)
+{
+    struct racer *r = ctx;
+    PGresult *res = NULL;
+    int rc;
+
+    if (r->runs++ > 0)
+        return example_create_support_task(response, tx, arguments, NULL, err);
+    start_cancel(r);
+    rc =
+        idem_tx_exec(&res, tx, "DO $$BEGIN RAISE EXCEPTION 'forced' USING ERRCODE = '40001'; END$$",
+                     0, NULL, err);
+    PQclear(res);
+    return rc != 0 ? rc : IDEM_EDB;
+}
+
+Test(intents, a_cancel_and_a_rerun_of_the_effect_never_both_win)
+{
+    idem_intent *t = approve("acme", "msg-1", ARGS);
+    struct racer r = {"", 0, 0, 1, 0};
+    int rc = race(&r, t, effect_rolled_back_under_a_cancel);
+
+    if (r.rc == 0) {
+        cr_assert_eq(rc, IDEM_ECONFLICT, "cancelled: the rerun refused (%s)", idem_err_name(rc));
+        cr_assert_eq(r.runs, 1, "the effect ran once, rolled back");
+        cr_assert_eq(intenttest_count(fx.check, "cancelled"), 1);
+        cr_assert_eq(storetest_tasks(), 0);
+        cr_assert_eq(storetest_operations(), 0);
+    } else {
+        cr_assert_eq(r.rc, IDEM_ECONFLICT, "the cancel: %s", idem_err_name(r.rc));
+        cr_assert_eq(rc, 0, "the rerun committed (%s)", idem_err_name(rc));
+        cr_assert_eq(intenttest_count(fx.check, "done"), 1);
+        cr_assert_eq(storetest_tasks(), 1);
+    }
     idem_intent_free(t);
 }
 
