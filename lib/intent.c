@@ -70,7 +70,7 @@ int idem__intent_from_row(idem_intent *t, const PGresult *res, int row, idem_err
     t->approved_by = cell(res, row, COL_APPROVED_BY, &failed);
     t->result_status = cell(res, row, COL_RESULT_STATUS, &failed);
     t->last_error = cell(res, row, COL_LAST_ERROR, &failed);
-    t->lease_owner = cell(res, row, COL_LEASE_OWNER, &failed);
+    t->lease_owner = NULL; /* a lease token is the holder's alone: recovery sets it */
     snprintf(t->fingerprint_hex, sizeof(t->fingerprint_hex), "%s",
              PQgetvalue(res, row, COL_FINGERPRINT_HEX));
     t->payload_version = (int)cell_ll(res, row, COL_PAYLOAD_VERSION);

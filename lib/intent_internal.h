@@ -40,6 +40,7 @@ enum intent_col {
 /* Kind of the reconciliation item an intent opens when it needs reconciliation. */
 #define IDEM__RECONCILE_INTENT "intent"
 
+/* lease_owner is set only in an intent that recovery leased to this worker. */
 struct idem_intent {
     char *tenant, *operation_id, *approval_ref, *tool, *arguments, *approved_by;
     char *result_status, *last_error, *lease_owner;

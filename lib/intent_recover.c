@@ -34,8 +34,9 @@ static int check_options(const idem_intent_recover_options *o, idem_error *err)
     return 0;
 }
 
-/* Every row of @res as an intent of the new list *out. */
-static int make_list(idem_intent_list **out, const PGresult *res, idem_error *err)
+/* Every row of @res as an intent of the new list *out, holding the lease @token. */
+static int make_list(idem_intent_list **out, const PGresult *res, const char *token,
+                     idem_error *err)
 {
     idem_intent_list *list = calloc(1, sizeof(*list));
     int n = PQntuples(res);
@@ -43,11 +44,14 @@ static int make_list(idem_intent_list **out, const PGresult *res, idem_error *er
     if (list == NULL || (n > 0 && (list->items = calloc((size_t)n, sizeof(*list->items))) == NULL))
         goto nomem;
     for (int i = 0; i < n; i++, list->n++)
-        if ((list->items[i] = idem__intent_new_from_row(res, i)) == NULL)
+        if ((list->items[i] = idem__intent_new_from_row(res, i)) == NULL ||
+            (list->items[i]->lease_owner = strdup(token)) == NULL)
             goto nomem;
     *out = list;
     return 0;
 nomem:
+    if (list != NULL && list->items != NULL)
+        list->n = (size_t)n; /* every slot, set or NULL */
     idem_intent_list_free(list);
     return idem__error_set(err, IDEM_ENOMEM, "intents: out of memory");
 }
@@ -72,7 +76,7 @@ int idem_intent_recover(idem_intent_list **out, idem_store *store, const char *t
     snprintf(max, sizeof(max), "%u", opts->max);
     rc = idem__intent_run1(&res, store, tenant, &idem__intent_stmt_recover, values, err);
     if (rc == 0)
-        rc = make_list(out, res, err);
+        rc = make_list(out, res, token, err);
     PQclear(res);
     return rc;
 }

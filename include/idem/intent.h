@@ -181,7 +181,10 @@ IDEM_API int idem_intent_exec_options_init(idem_intent_exec_options *opts, unsig
  *
  * @param out     always filled once its version is valid, as idem_store_execute() fills it.
  * @param intent  from approve, get or recover; borrowed; updated to the intent's state
- *                after the call (when it could be read back).
+ *                after the call (when it could be read back), which ends the borrow of
+ *                its strings. One from idem_intent_recover() executes under that
+ *                recovery's lease; any other takes a lease of its own, and answers
+ *                in_progress while another worker holds one.
  * @param effect  the tool's effect, as for idem_store_execute(); @p ctx is passed to it.
  * @param opts    NULL for the defaults (one attempt).
  * @return as idem_store_execute() (0 for created and replayed); and IDEM_ECONFLICT with

@@ -172,6 +172,7 @@ Test(intents_recovery, a_recovered_intent_is_not_executed_by_another_worker_mean
 {
     idem_intent *t = approve("acme", "msg-1");
     idem_intent_list *list = recover("acme", 1), *none;
+    idem_intent *read;
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
     effect_counter runs = {0};
@@ -180,6 +181,11 @@ Test(intents_recovery, a_recovered_intent_is_not_executed_by_another_worker_mean
     cr_assert_eq(idem_intent_execute(&out, fx.store, t, counting_effect, &runs, NULL, &err),
                  IDEM_EBUSY, "the approving worker's copy: %s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_IN_PROGRESS);
+    idem_outcome_clear(&out);
+    read = intenttest_get(fx.store, "acme", idem_intent_operation_id(t));
+    cr_assert_eq(idem_intent_execute(&out, fx.store, read, counting_effect, &runs, NULL, &err),
+                 IDEM_EBUSY, "a copy read meanwhile does not carry the lease: %s", err.message);
+    idem_intent_free(read);
     cr_assert_eq(runs.runs, 0);
     idem_outcome_clear(&out);
     cr_assert_eq(idem_intent_execute(&out, fx.store, idem_intent_list_at(list, 0), counting_effect,
