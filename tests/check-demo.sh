@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check-demo.sh IDEM-DEMO IDEM-MIGRATE: on a fresh database, the demo prints the
-# lost-response transcript from real calls, then the tenant and second-intent lines; and
+# lost-response transcript from real calls, then the tenant and second-intent lines, then
+# the durable intent recovered after a crash (a replay, one task); and
 # the same through PgBouncer in transaction mode (when tools/with-postgres --pgbouncer
 # started one), the schema applied directly with idem-migrate first.
 set -euo pipefail
@@ -27,9 +28,17 @@ echo "$out" | grep -q '^Tenant globex, same operation ID: created {"status": "cr
     { echo "tenant line missing: $out" >&2; exit 1; }
 echo "$out" | grep -q '^Second intent, same subject, new operation ID: created {"status": "created", "task_id": 3}' ||
     { echo "second intent line missing: $out" >&2; exit 1; }
-# Nothing else was created: three tasks, three operations.
-[ "$(psql -Atqc 'select count(*) from idem_example.support_tasks' "dbname=$db")" = 3 ]
-[ "$(psql -Atqc 'select count(*) from idem.operations' "dbname=$db")" = 3 ]
+# The durable intent: worker 2 recovers it after worker 1's crash and replays; one task.
+echo "$out" | grep -q '^Worker 1 approved a refund (intent approved), its effect committed, then the worker crashed$' ||
+    { echo "intent approval line missing: $out" >&2; exit 1; }
+echo "$out" | grep -q '^Worker 2 recovered it: replayed {"status": "created", "task_id": 4}, intent done$' ||
+    { echo "intent recovery line missing: $out" >&2; exit 1; }
+echo "$out" | grep -q '^After recovery: tasks=1 operations=1$' ||
+    { echo "intent counts line missing: $out" >&2; exit 1; }
+[ "$(psql -Atqc "select state from idem.intents" "dbname=$db")" = done ]
+# Nothing else was created: four tasks, four operations.
+[ "$(psql -Atqc 'select count(*) from idem_example.support_tasks' "dbname=$db")" = 4 ]
+[ "$(psql -Atqc 'select count(*) from idem.operations' "dbname=$db")" = 4 ]
 # The example's table is its own, outside idem's schema.
 [ "$(psql -Atqc "select to_regclass('idem.support_tasks') is null" "dbname=$db")" = t ]
 # A second run against the same database is still correct (new operation IDs).
@@ -52,7 +61,8 @@ if [ -n "${IDEM_PGBOUNCER:-}" ]; then
         echo "$out" >&2
         exit 1
     fi
-    [ "$(psql -Atqc 'select count(*) from idem.operations' "dbname=$db")" = 3 ]
+    echo "$out" | grep -q '^After recovery: tasks=1 operations=1$' || { echo "$out" >&2; exit 1; }
+    [ "$(psql -Atqc 'select count(*) from idem.operations' "dbname=$db")" = 4 ]
     echo "demo transcript as expected, directly and through PgBouncer"
 else
     echo "demo transcript as expected (no PgBouncer: run under tools/with-postgres --pgbouncer)"

@@ -5,7 +5,8 @@
  * operation ID: the retry finds the first attempt's receipt instead of creating a second
  * task. Then: changed arguments under the same ID are refused, the same ID in another
  * tenant is an independent key, and a second intent with the same subject is a second
- * task.
+ * task. Last, a durable intent: a worker approves an action and "crashes" after its effect
+ * commits; a new worker recovers the intent and gets the stored receipt, not a second task.
  *
  * Usage: idem-demo [--dsn CONNINFO]   (default: the PG* environment variables)
  * It applies idem's migrations to that database first, then sets up the example tool's
@@ -33,11 +34,11 @@ static int fail(const char *what, const idem_error *err)
     return 1;
 }
 
-/* Rows that this run's operation ID left in @table: tasks it created, operation records. */
-static int count(struct demo *d, const char *table, long *out)
+/* Rows that operation ID @op left in @table: tasks it created, operation records. */
+static int count(struct demo *d, const char *table, const char *op, long *out)
 {
     char sql[160];
-    const char *values[1] = {d->op};
+    const char *values[1] = {op};
     idem_conn *conn = NULL;
     idem_error err = IDEM_ERROR_INIT;
     PGresult *res;
@@ -57,12 +58,12 @@ static int count(struct demo *d, const char *table, long *out)
     return rc;
 }
 
-static int print_counts(struct demo *d, const char *label)
+static int print_counts(struct demo *d, const char *label, const char *op)
 {
     long tasks = 0, operations = 0;
 
-    if (count(d, "idem_example.support_tasks", &tasks) != 0 ||
-        count(d, "idem.operations", &operations) != 0)
+    if (count(d, "idem_example.support_tasks", op, &tasks) != 0 ||
+        count(d, "idem.operations", op, &operations) != 0)
         return 1;
     printf("%s: tasks=%ld operations=%ld\n", label, tasks, operations);
     return 0;
@@ -76,6 +77,91 @@ static char *display(const idem_outcome *out)
 
     json_decref(v);
     return s;
+}
+
+/* The intents scene: worker 1 approves and executes; its process dies after the effect
+ * committed and before it recorded the result. The effect is the example's, run by the
+ * store under the intent's own operation ID and arguments, as the intent's execution
+ * runs it; the intent is left as the crash leaves it. */
+static int worker_1(struct demo *d, idem_intent **out, const char *approval_ref)
+{
+    const char *args = "{\"subject\": \"Refund order 1042\"}";
+    idem_intent_request ir = IDEM_INTENT_REQUEST_INIT;
+    idem_request req = IDEM_REQUEST_INIT;
+    idem_outcome o = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    ir.tenant = "acme";
+    ir.approval_ref = approval_ref;
+    ir.tool = EXAMPLE_TOOL_NAME;
+    ir.payload_version = EXAMPLE_TOOL_VERSION;
+    ir.arguments = args;
+    ir.arguments_len = strlen(args);
+    ir.approved_by = "ops@acme";
+    if (idem_intent_approve(out, d->store, &ir, &err) != 0)
+        return fail("approving", &err);
+    req.tenant = idem_intent_tenant(*out);
+    req.operation_id = idem_intent_operation_id(*out);
+    req.tool = idem_intent_tool(*out);
+    req.payload_version = idem_intent_payload_version(*out);
+    req.arguments = idem_intent_arguments(*out);
+    req.arguments_len = strlen(req.arguments);
+    req.attempt = 1;
+    if (idem_store_execute(&o, d->store, &req, example_create_support_task, NULL, &err) != 0)
+        return fail("worker 1's effect", &err);
+    idem_outcome_clear(&o);
+    printf("Worker 1 approved a refund (intent %s), its effect committed, then the worker "
+           "crashed\n",
+           idem_intent_state_name(idem_intent_state_get(*out)));
+    return 0;
+}
+
+/* Worker 2, after a restart: recover acme's unfinished intents and resume them. */
+static int worker_2(struct demo *d, const char *op)
+{
+    idem_intent_list *list = NULL;
+    idem_outcome o = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    int rc = 0;
+    char *shown;
+
+    if (idem_intent_recover(&list, d->store, "acme", NULL, &err) != 0)
+        return fail("recovering", &err);
+    for (size_t i = 0; rc == 0 && i < idem_intent_list_count(list); i++) {
+        idem_intent *t = idem_intent_list_at(list, i);
+
+        if (strcmp(idem_intent_operation_id(t), op) != 0)
+            continue; /* another run's leftovers are not this scene's */
+        if (idem_intent_execute(&o, d->store, t, example_create_support_task, NULL, NULL, &err) !=
+            0) {
+            rc = fail("resuming the intent", &err);
+            break;
+        }
+        shown = display(&o);
+        printf("Worker 2 recovered it: %s %s, intent %s\n", idem_status_name(o.status), shown,
+               idem_intent_state_name(idem_intent_state_get(t)));
+        free(shown);
+        idem_outcome_clear(&o);
+    }
+    idem_intent_list_free(list);
+    return rc;
+}
+
+static int durable_intent(struct demo *d)
+{
+    char ref[64], op[IDEM_UUID_STRING_SIZE];
+    idem_intent *t = NULL;
+    int rc;
+
+    printf("\n");
+    snprintf(ref, sizeof(ref), "msg-%s", d->op); /* the approving message, once per run */
+    if ((rc = worker_1(d, &t, ref)) != 0)
+        return rc;
+    snprintf(op, sizeof(op), "%s", idem_intent_operation_id(t));
+    idem_intent_free(t);
+    if ((rc = worker_2(d, op)) != 0)
+        return rc;
+    return print_counts(d, "After recovery", op);
 }
 
 /* @attempt: 1 for a first attempt, 2 for a retry (see idem_request.attempt). */
@@ -152,14 +238,14 @@ static int lost_response(struct demo *d)
         return fail("first attempt", &err);
     idem_outcome_clear(&out);
     printf("Committed, but response was lost\n");
-    if (print_counts(d, "After timeout") != 0)
+    if (print_counts(d, "After timeout", d->op) != 0)
         return 1;
     if (call(d, &out, "acme", d->op, 2, "Check delayed delivery", &err) != 0)
         return fail("retry", &err);
     shown = display(&out);
     printf("Retry: %s\n", shown != NULL ? shown : out.receipt);
     free(shown);
-    if (print_counts(d, "After retry") != 0)
+    if (print_counts(d, "After retry", d->op) != 0)
         return 1;
     if (call(d, &out, "acme", d->op, 2, "Cancel my order", &err) == IDEM_ECONFLICT)
         printf("Conflict: Same operation ID used with different arguments\n");
@@ -215,6 +301,8 @@ int main(int argc, char **argv)
         rc = lost_response(&d);
     if (rc == 0)
         rc = isolation_and_intents(&d);
+    if (rc == 0)
+        rc = durable_intent(&d);
     idem_store_free(d.store);
     idem_pool_free(d.pool);
     return rc;

@@ -18,5 +18,6 @@
 #include "sweep.h"
 #include "reconcile.h"
 #include "external.h"
+#include "intent.h"
 
 #endif

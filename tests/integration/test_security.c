@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "intenttest.h"
 #include "storetest.h"
 
 TestSuite(security, .init = storetest_init, .fini = storetest_fini, .timeout = 240);
@@ -26,6 +27,8 @@ static void seed_two_tenants(void)
         cr_assert_eq(storetest_create_task(&out, tenants[i], "op-1", "{\"subject\":\"s\"}", NULL),
                      0);
         idem_outcome_clear(&out);
+        idem_intent_free(intenttest_approve(fx.store, tenants[i], "msg-1", EXAMPLE_TOOL_NAME,
+                                            "{\"subject\":\"s\"}"));
         snprintf(sql, sizeof(sql),
                  "INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
                  " VALUES ('%s', 'op-1', 1);"

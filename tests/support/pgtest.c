@@ -121,6 +121,8 @@ static const char *const role_sql[] = {
     " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
     "DO $$ BEGIN CREATE ROLE " PGTEST_OPERATOR " LOGIN IN ROLE idem_operator;"
     " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+    "DO $$ BEGIN CREATE ROLE " PGTEST_RECOVERER " LOGIN IN ROLE idem_app, idem_operator;"
+    " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
 };
 
 void pgtest_create_roles(PGconn *conn)
@@ -167,7 +169,10 @@ char *pgtest_new_example_database(const char *tag)
         cr_assert_fail("example_support_tasks_setup(%s): %s", conninfo, err.message);
     PQclear(pgtest_exec(conn, "GRANT USAGE ON SCHEMA idem_example TO " PGTEST_APP ";"
                               "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA"
-                              " idem_example TO " PGTEST_APP));
+                              " idem_example TO " PGTEST_APP ";"
+                              "GRANT USAGE ON SCHEMA idem_example TO " PGTEST_RECOVERER ";"
+                              "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA"
+                              " idem_example TO " PGTEST_RECOVERER));
     PQfinish(conn);
     return conninfo;
 }

@@ -24,6 +24,8 @@ char *pgtest_new_migrated_database(const char *tag);
 #define PGTEST_APP      "idem_test_app"      /* in idem_app */
 #define PGTEST_SWEEPER  "idem_test_sweeper"  /* in idem_sweeper */
 #define PGTEST_OPERATOR "idem_test_operator" /* in idem_operator */
+/* in idem_app and idem_operator: a worker that recovers every tenant's durable intents */
+#define PGTEST_RECOVERER "idem_test_recoverer"
 
 /* Create the login roles above when they are missing (tolerates other test processes
  * creating them at the same time); @conn is a superuser's connection to a migrated

@@ -26,11 +26,16 @@ void storetest_fini(void)
 
 void storetest_open(const idem_store_options *opts, unsigned int pool_size)
 {
-    idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
-    idem_error err = IDEM_ERROR_INIT;
     /* The library runs as the application's role, under row-level security: a statement
      * that does not set its tenant finds nothing, and fails its test. */
-    char *where = pgtest_as(fx.conninfo, PGTEST_APP);
+    storetest_open_as(opts, pool_size, PGTEST_APP);
+}
+
+void storetest_open_as(const idem_store_options *opts, unsigned int pool_size, const char *role)
+{
+    idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char *where = pgtest_as(fx.conninfo, role);
 
     popts.max_size = pool_size;
     popts.acquire_timeout_ms = 30000;

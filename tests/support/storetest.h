@@ -34,6 +34,10 @@ void storetest_fini(void);
  * fx.check stays a direct connection. */
 void storetest_open(const idem_store_options *opts, unsigned int pool_size);
 
+/* storetest_open(), the library connecting as @role (one of pgtest.h's login roles)
+ * instead of PGTEST_APP. */
+void storetest_open_as(const idem_store_options *opts, unsigned int pool_size, const char *role);
+
 /* Free fx.store and fx.pool now (the database and fx.check stay). */
 void storetest_close(void);
 
