@@ -26,17 +26,6 @@ typedef struct begin {
     int lengths[14], formats[14];
 } begin;
 
-/* begin runs no effect of its own; the store's request checks want one. */
-static int no_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
-                     idem_error *err)
-{
-    (void)response;
-    (void)tx;
-    (void)arguments;
-    (void)ctx;
-    return idem__error_set(err, IDEM_EINVAL, "external operations run no local effect");
-}
-
 /* The claim's token and downstream key, made once per call, and its parameters. */
 static int make_claim(begin *b)
 {
@@ -225,7 +214,7 @@ int idem_external_begin(idem_external_attempt **out, idem_outcome *outcome, idem
     b.out = out;
     b.c = (call){.store = ext->store,
                  .req = req,
-                 .effect = no_effect,
+                 .effect = idem__store_no_effect,
                  .out = outcome,
                  .err = err != NULL ? err : &local};
     idem_error_clear(b.c.err);

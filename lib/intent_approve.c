@@ -30,16 +30,6 @@ typedef struct approval {
     size_t canonical_len;
 } approval;
 
-static int no_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
-                     idem_error *err)
-{
-    (void)response;
-    (void)tx;
-    (void)arguments;
-    (void)ctx;
-    return idem__error_set(err, IDEM_EINVAL, "approving runs no effect");
-}
-
 static int check_request(approval *a, idem_store *store, const idem_intent_request *r,
                          idem_error *err)
 {
@@ -69,7 +59,7 @@ static int check_request(approval *a, idem_store *store, const idem_intent_reque
     a->req.payload_version = r->payload_version;
     a->req.arguments = r->arguments;
     a->req.arguments_len = r->arguments_len;
-    a->c = (call){.store = store, .req = &a->req, .effect = no_effect, .err = err};
+    a->c = (call){.store = store, .req = &a->req, .effect = idem__store_no_effect, .err = err};
     if ((rc = idem__store_validate(&a->c)) != 0)
         return rc;
     snprintf(a->version, sizeof(a->version), "%d", r->payload_version);

@@ -119,6 +119,11 @@ struct idem_tx {
  * (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
 int idem__store_validate(call *c);
 
+/* The effect of a call that runs none of its own (external begin, approving an intent):
+ * the request's checks want one; it fails if ever called. */
+int idem__store_no_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                          idem_error *err);
+
 /* Decide the call from a record's row (binary: fingerprint, state, response; from a
  * lookup also the database's now(), and after a lost COMMIT reply the claim token as
  * text): replayed, rejected, conflict, in_progress, expired (a tombstone: a

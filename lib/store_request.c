@@ -53,3 +53,13 @@ int idem__store_validate(call *c)
     c->arguments = args;
     return 0;
 }
+
+int idem__store_no_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                          idem_error *err)
+{
+    (void)response;
+    (void)tx;
+    (void)arguments;
+    (void)ctx;
+    return idem__error_set(err, IDEM_EINVAL, "this call runs no local effect");
+}

@@ -76,6 +76,20 @@ for m in (new, replay):
 assert "pooler-safe" in new["ratios"][0]["ratio"], new["ratios"]
 ' "$out" "$sides" || fail "the report of a short pooler run: $out"
 
+# The rls mode: as the application's role, row-level security on against off.
+out=$("$bench" --mode rls --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
+status=$?
+[ "$status" = 0 ] || fail "a short rls run: exit $status"
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+new, replay = d["results"]
+for m in (new, replay):
+    assert m["mode"] == "rls" and len(m["sides"]) == 2, m
+    assert all(s["errors"] == 0 and s["ops"] > 0 for s in m["sides"]), m
+    assert len(m["ratios"]) == 1 and "RLS on / RLS off" in m["ratios"][0]["ratio"], m
+' "$out" || fail "the report of a short rls run: $out"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1

@@ -176,6 +176,9 @@ int bench_db_create(PGconn *admin, const char *dsn, const char *name);
 void bench_db_drop(PGconn *admin, const char *name);
 /* A pool of min(threads, cap) connections, all opened now (cap: bench_config.pool_cap). */
 int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap);
+/* The same, with @pooler as idem_pool_options.pooler. */
+int bench_pool_open_pooler(idem_pool **out, const char *conninfo, int threads, int cap,
+                           idem_pooler pooler);
 /* Add completed operation records k<from>..k<to-1> for @tenant, every one replayable with
  * the replay arguments (bench_replay_arguments); then VACUUM ANALYZE. */
 int bench_load_operations(const char *conninfo, const char *tenant, long from, long to);
@@ -192,6 +195,31 @@ int bench_error(const char *what, const char *detail);
 #define BENCH_CREATE_ARGUMENTS "{\"subject\":\"Benchmark task\"}"
 
 /* ---- modes (create.c, modes.c, contention.c, pooler.c) ------------------------------ */
+
+/* ---- sides through idem_store_execute() (store_side.c) ------------------------------- */
+
+/* The example tool through @store as @tenant: attempt @attempt of key @op with @args,
+ * which must end @expected. 0, or -1 with the reason recorded (bench_fail()). */
+int bench_execute(bench_worker *w, idem_store *store, const char *tenant, const char *op,
+                  const char *args, unsigned int attempt, idem_status expected);
+
+/* A side's own pool and store (its bench_side.ctx), and the tenants it works in. */
+typedef struct bench_store_side {
+    idem_pool *pool;
+    idem_store *store;
+    const char *create_tenant; /* bench_store_new_key() */
+    const char *replay_tenant; /* bench_store_replay(): keys loaded by bench_load_operations() */
+    uint64_t replay_keys;      /* ... k0..k<replay_keys-1> */
+} bench_store_side;
+
+/* Operations of a bench_store_side: a new key (a first attempt, created), and a replay of a
+ * loaded key (a retry, replayed). */
+int bench_store_new_key(bench_worker *w);
+int bench_store_replay(bench_worker *w);
+/* Open @s's pool (bench_pool_open_pooler()) and store; bench_store_sides_close() frees them. */
+int bench_store_side_open(bench_store_side *s, const char *conninfo, idem_pooler pooler,
+                          int threads, int cap);
+void bench_store_sides_close(bench_store_side *s, int n);
 
 /* The tables of the create mode's sides without idem (create.c). */
 int bench_create_tables(PGconn *pg);

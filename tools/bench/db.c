@@ -127,6 +127,12 @@ void bench_db_drop(PGconn *admin, const char *name)
 
 int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap)
 {
+    return bench_pool_open_pooler(out, conninfo, threads, cap, IDEM_POOLER_NONE);
+}
+
+int bench_pool_open_pooler(idem_pool **out, const char *conninfo, int threads, int cap,
+                           idem_pooler pooler)
+{
     idem_pool_options opts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
@@ -134,6 +140,7 @@ int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap)
     opts.min_idle = opts.max_size;
     opts.acquire_timeout_ms = 30000;
     opts.application_name = "idem-bench";
+    opts.pooler = pooler;
     if (idem_pool_new(out, conninfo, &opts, &err) != 0)
         return bench_error("opening the pool", err.message);
     return 0;

@@ -31,38 +31,14 @@ static const char read_sql[] = "SELECT response FROM idem.operations"
 
 /* ---- the idem sides ------------------------------------------------------------------ */
 
-static int execute(bench_worker *w, const side_ctx *c, const char *op, const char *args,
-                   unsigned int attempt, idem_status expected)
-{
-    idem_request req = IDEM_REQUEST_INIT;
-    idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_error err = IDEM_ERROR_INIT;
-    int rc;
-
-    req.tenant = c->tenant;
-    req.operation_id = op;
-    req.tool = EXAMPLE_TOOL_NAME;
-    req.payload_version = EXAMPLE_TOOL_VERSION;
-    req.arguments = args;
-    req.arguments_len = strlen(args);
-    req.attempt = attempt;
-    rc = idem_store_execute(&out, c->store, &req, example_create_support_task, NULL, &err);
-    if (rc == 0 && out.status != expected)
-        rc = bench_fail(w, "%s: expected %s", idem_status_name(out.status),
-                        idem_status_name(expected));
-    else if (rc != 0)
-        rc = bench_fail(w, "%s: %s", idem_status_name(out.status), err.message);
-    idem_outcome_clear(&out);
-    return rc;
-}
-
 static int idem_replay(bench_worker *w)
 {
     const side_ctx *c = w->side->ctx;
     char op[24];
 
     bench_loaded_key(op, sizeof(op), bench_random(w, c->nkeys));
-    return execute(w, c, op, BENCH_REPLAY_ARGUMENTS, 2, IDEM_STATUS_REPLAYED);
+    return bench_execute(w, c->store, c->tenant, op, BENCH_REPLAY_ARGUMENTS, 2,
+                         IDEM_STATUS_REPLAYED);
 }
 
 /* A replay of a request wrongly marked as a first attempt: the claim answers. */
@@ -72,7 +48,8 @@ static int idem_replay_first(bench_worker *w)
     char op[24];
 
     bench_loaded_key(op, sizeof(op), bench_random(w, c->nkeys));
-    return execute(w, c, op, BENCH_REPLAY_ARGUMENTS, 1, IDEM_STATUS_REPLAYED);
+    return bench_execute(w, c->store, c->tenant, op, BENCH_REPLAY_ARGUMENTS, 1,
+                         IDEM_STATUS_REPLAYED);
 }
 
 /* ---- the bare sides ------------------------------------------------------------------ */

@@ -24,80 +24,6 @@
 #define TENANT_REPLAY      "bench-pooler-replay"
 #define MAX_POOLER_SIDES   3
 
-typedef struct pooler_side {
-    idem_pool *pool;
-    idem_store *store;
-} pooler_side;
-
-static int call(bench_worker *w, const pooler_side *s, const char *tenant, const char *op,
-                const char *args, unsigned int attempt, idem_status expected)
-{
-    idem_request req = IDEM_REQUEST_INIT;
-    idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_error err = IDEM_ERROR_INIT;
-    int rc;
-
-    req.tenant = tenant;
-    req.operation_id = op;
-    req.tool = EXAMPLE_TOOL_NAME;
-    req.payload_version = EXAMPLE_TOOL_VERSION;
-    req.arguments = args;
-    req.arguments_len = strlen(args);
-    req.attempt = attempt;
-    rc = idem_store_execute(&out, s->store, &req, example_create_support_task, NULL, &err);
-    if (rc == 0 && out.status != expected)
-        rc = bench_fail(w, "%s: expected %s", idem_status_name(out.status),
-                        idem_status_name(expected));
-    else if (rc != 0)
-        rc = bench_fail(w, "%s: %s", idem_status_name(out.status), err.message);
-    idem_outcome_clear(&out);
-    return rc;
-}
-
-static int create_op(bench_worker *w)
-{
-    char op[IDEM_UUID_STRING_SIZE];
-
-    if (idem_uuid_v7(op, NULL) != 0)
-        return bench_fail(w, "no operation ID");
-    return call(w, w->side->ctx, TENANT_CREATE, op, BENCH_CREATE_ARGUMENTS, 1, IDEM_STATUS_CREATED);
-}
-
-static int replay_op(bench_worker *w)
-{
-    char op[24];
-
-    bench_loaded_key(op, sizeof(op), bench_random(w, POOLER_REPLAY_KEYS));
-    return call(w, w->side->ctx, TENANT_REPLAY, op, BENCH_REPLAY_ARGUMENTS, 2,
-                IDEM_STATUS_REPLAYED);
-}
-
-static int open_side(pooler_side *s, const char *conninfo, idem_pooler pooler, int threads, int cap)
-{
-    idem_pool_options opts = IDEM_POOL_OPTIONS_INIT;
-    idem_error err = IDEM_ERROR_INIT;
-
-    opts.max_size = (unsigned int)(threads < cap ? threads : cap);
-    opts.min_idle = opts.max_size;
-    opts.acquire_timeout_ms = 30000;
-    opts.application_name = "idem-bench";
-    opts.pooler = pooler;
-    if (idem_pool_new(&s->pool, conninfo, &opts, &err) != 0)
-        return bench_error("opening the pool", err.message);
-    if (idem_store_new(&s->store, s->pool, NULL, &err) != 0)
-        return bench_error("store", err.message);
-    return 0;
-}
-
-static void close_sides(pooler_side *s, int n)
-{
-    for (int i = 0; i < n; i++) {
-        idem_store_free(s[i].store);
-        idem_pool_free(s[i].pool);
-        s[i] = (pooler_side){NULL, NULL};
-    }
-}
-
 /* The conninfos of the sides: direct twice, then through PgBouncer when there is one. */
 typedef struct pooler_setup {
     const char *direct;
@@ -110,7 +36,7 @@ static int measure(bench_results *res, const bench_config *cfg, const pooler_set
 {
     static const char *const kinds[MAX_POOLER_SIDES] = {"default, direct", "pooler-safe, direct",
                                                         "pooler-safe, PgBouncer"};
-    pooler_side s[MAX_POOLER_SIDES] = {{NULL, NULL}};
+    bench_store_side s[MAX_POOLER_SIDES];
     char names[MAX_POOLER_SIDES][64], label[96];
     bench_side sides[MAX_POOLER_SIDES];
     int n = p->bouncer != NULL ? 3 : 2, rc = 0;
@@ -120,10 +46,13 @@ static int measure(bench_results *res, const bench_config *cfg, const pooler_set
         " statements) and IDEM_POOLER_TRANSACTION (unnamed), directly and through PgBouncer");
     bench_plan plan = {sides, n, threads, cfg->duration_s, cfg->round_s, cfg->round_s};
 
+    for (int i = 0; i < n; i++)
+        s[i] = (bench_store_side){NULL, NULL, TENANT_CREATE, TENANT_REPLAY, POOLER_REPLAY_KEYS};
     for (int i = 0; m != NULL && i < n && rc == 0; i++) {
         snprintf(names[i], sizeof(names[i]), "%s: %s", what, kinds[i]);
-        rc = open_side(&s[i], i < 2 ? p->direct : p->bouncer,
-                       i == 0 ? IDEM_POOLER_NONE : IDEM_POOLER_TRANSACTION, threads, cfg->pool_cap);
+        rc = bench_store_side_open(&s[i], i < 2 ? p->direct : p->bouncer,
+                                   i == 0 ? IDEM_POOLER_NONE : IDEM_POOLER_TRANSACTION, threads,
+                                   cfg->pool_cap);
         sides[i] = (bench_side){names[i], op, &s[i]};
     }
     if (m != NULL && rc == 0) {
@@ -135,7 +64,7 @@ static int measure(bench_results *res, const bench_config *cfg, const pooler_set
         if (n == 3)
             bench_ratio_throughput(m, 2, 0, label, 0);
     }
-    close_sides(s, n);
+    bench_store_sides_close(s, n);
     return m != NULL ? rc : -1;
 }
 
@@ -165,9 +94,9 @@ int bench_mode_pooler(bench_results *res, const bench_config *cfg, const char *c
     bench_say("loading %ld operation records for the pooler mode's replay", POOLER_REPLAY_KEYS);
     rc = bench_load_operations(conninfo, TENANT_REPLAY, 0, POOLER_REPLAY_KEYS);
     for (int i = 0; rc == 0 && i < cfg->nthreads; i++) {
-        rc = measure(res, cfg, &p, "new", create_op, cfg->threads[i]);
+        rc = measure(res, cfg, &p, "new", bench_store_new_key, cfg->threads[i]);
         if (rc == 0)
-            rc = measure(res, cfg, &p, "replay", replay_op, cfg->threads[i]);
+            rc = measure(res, cfg, &p, "replay", bench_store_replay, cfg->threads[i]);
     }
     if (p.bouncer != NULL)
         end_pooled_sessions(conninfo);

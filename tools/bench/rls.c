@@ -39,80 +39,13 @@ static const char SQL_RLS_OFF[] =
     " EXECUTE format('ALTER TABLE %s NO FORCE ROW LEVEL SECURITY', t);"
     " EXECUTE format('ALTER TABLE %s DISABLE ROW LEVEL SECURITY', t); END LOOP; END $$";
 
-typedef struct rls_side {
-    idem_pool *pool;
-    idem_store *store;
-} rls_side;
-
-static int call(bench_worker *w, const rls_side *s, const char *tenant, const char *op,
-                const char *args, unsigned int attempt, idem_status expected)
-{
-    idem_request req = IDEM_REQUEST_INIT;
-    idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_error err = IDEM_ERROR_INIT;
-    int rc;
-
-    req.tenant = tenant;
-    req.operation_id = op;
-    req.tool = EXAMPLE_TOOL_NAME;
-    req.payload_version = EXAMPLE_TOOL_VERSION;
-    req.arguments = args;
-    req.arguments_len = strlen(args);
-    req.attempt = attempt;
-    rc = idem_store_execute(&out, s->store, &req, example_create_support_task, NULL, &err);
-    if (rc == 0 && out.status != expected)
-        rc = bench_fail(w, "%s: expected %s", idem_status_name(out.status),
-                        idem_status_name(expected));
-    else if (rc != 0)
-        rc = bench_fail(w, "%s: %s", idem_status_name(out.status), err.message);
-    idem_outcome_clear(&out);
-    return rc;
-}
-
-static int create_op(bench_worker *w)
-{
-    char op[IDEM_UUID_STRING_SIZE];
-
-    if (idem_uuid_v7(op, NULL) != 0)
-        return bench_fail(w, "no operation ID");
-    return call(w, w->side->ctx, TENANT_CREATE, op, BENCH_CREATE_ARGUMENTS, 1, IDEM_STATUS_CREATED);
-}
-
-static int replay_op(bench_worker *w)
-{
-    char op[24];
-
-    bench_loaded_key(op, sizeof(op), bench_random(w, RLS_REPLAY_KEYS));
-    return call(w, w->side->ctx, TENANT_REPLAY, op, BENCH_REPLAY_ARGUMENTS, 2,
-                IDEM_STATUS_REPLAYED);
-}
-
-static int open_side(rls_side *s, const char *conninfo, int threads, int cap)
-{
-    idem_error err = IDEM_ERROR_INIT;
-
-    if (bench_pool_open(&s->pool, conninfo, threads, cap) != 0)
-        return -1;
-    if (idem_store_new(&s->store, s->pool, NULL, &err) != 0)
-        return bench_error("store", err.message);
-    return 0;
-}
-
-static void close_sides(rls_side *s)
-{
-    for (int i = 0; i < 2; i++) {
-        idem_store_free(s[i].store);
-        idem_pool_free(s[i].pool);
-        s[i] = (rls_side){NULL, NULL};
-    }
-}
-
 /* One measurement of @op ("new" or "replay"): RLS on (@as_app[0]) against off. */
 static int measure(bench_results *res, const bench_config *cfg, char *const *as_app,
                    const char *what, bench_op_fn op, int threads)
 {
     static const char *const kinds[2] = {"RLS on", "RLS off"};
-    rls_side s[2] = {{NULL, NULL}, {NULL, NULL}};
+    bench_store_side s[2] = {{NULL, NULL, TENANT_CREATE, TENANT_REPLAY, RLS_REPLAY_KEYS},
+                             {NULL, NULL, TENANT_CREATE, TENANT_REPLAY, RLS_REPLAY_KEYS}};
     char names[2][64], label[96];
     bench_side sides[2];
     int rc = 0;
@@ -124,7 +57,7 @@ static int measure(bench_results *res, const bench_config *cfg, char *const *as_
 
     for (int i = 0; m != NULL && i < 2 && rc == 0; i++) {
         snprintf(names[i], sizeof(names[i]), "%s: %s", what, kinds[i]);
-        rc = open_side(&s[i], as_app[i], threads, cfg->pool_cap);
+        rc = bench_store_side_open(&s[i], as_app[i], IDEM_POOLER_NONE, threads, cfg->pool_cap);
         sides[i] = (bench_side){names[i], op, &s[i]};
     }
     if (m != NULL && rc == 0) {
@@ -133,7 +66,7 @@ static int measure(bench_results *res, const bench_config *cfg, char *const *as_
         snprintf(label, sizeof(label), "%s: RLS on / RLS off", what);
         bench_ratio_throughput(m, 0, 1, label, RLS_TARGET);
     }
-    close_sides(s);
+    bench_store_sides_close(s, 2);
     return m != NULL ? rc : -1;
 }
 
@@ -187,9 +120,9 @@ int bench_mode_rls(bench_results *res, const bench_config *cfg, PGconn *admin, c
             rc = prepare_db(direct[i], i == 1);
     }
     for (int i = 0; rc == 0 && i < cfg->nthreads; i++) {
-        rc = measure(res, cfg, as_app, "new", create_op, cfg->threads[i]);
+        rc = measure(res, cfg, as_app, "new", bench_store_new_key, cfg->threads[i]);
         if (rc == 0)
-            rc = measure(res, cfg, as_app, "replay", replay_op, cfg->threads[i]);
+            rc = measure(res, cfg, as_app, "replay", bench_store_replay, cfg->threads[i]);
     }
     bench_db_drop(admin, off_db);
     for (int i = 0; i < 2; i++) {
