@@ -35,7 +35,6 @@ static const char declared_sql[] =
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
     " SELECT idem.declared_result((SELECT response FROM ins), (SELECT count(*) FROM effect))";
 
-#define LOCK_TIMEOUT_SQL "SELECT set_config('lock_timeout', $1, true)"
 #define KEY_TAKEN        "IDEM1"
 
 struct idem_declared {
@@ -163,29 +162,28 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
     return 0;
 }
 
-/* The pipeline's commands: BEGIN, the lock timeout, the statement, COMMIT. */
+/* The pipeline's commands: BEGIN, the lock timeout (a SET LOCAL, settings.h), the
+ * statement, COMMIT. */
 #define DECLARED_AT 2
 static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, int *lengths,
-                          int *formats, const char **lock_timeout)
+                          int *formats)
 {
     size_t n = c->declared->nparams;
-    uint64_t now = idem__now_ms();
 
-    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu",
-             (unsigned long long)(c->deadline_ms > now ? c->deadline_ms - now : 1));
-    *lock_timeout = c->lock_timeout;
+    idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout",
+                       idem__store_lock_timeout_ms(c->deadline_ms));
     for (size_t i = 0; i < 8; i++)
         values[n + i] = c->cp.values[i];
-    values[n + 8] = c->cp.values[10];  /* key memory */
-    values[n + 9] = c->cp.values[11];  /* the UUIDv7's time, or NULL */
-    values[n + 10] = c->cp.values[12]; /* the horizon */
+    values[n + 8] = c->cp.values[8];   /* key memory */
+    values[n + 9] = c->cp.values[9];   /* the UUIDv7's time, or NULL */
+    values[n + 10] = c->cp.values[10]; /* the horizon */
     memset(lengths, 0, (n + OWN_PARAMS) * sizeof(int));
     memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
     lengths[n + 4] = IDEM_FINGERPRINT_SIZE;
     formats[n + 4] = 1;
     cmds[0] =
         (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
-    cmds[1] = (idem__pipe_cmd){NULL, LOCK_TIMEOUT_SQL, 1, lock_timeout, NULL, NULL, 0, NULL};
+    cmds[1] = (idem__pipe_cmd){NULL, c->set_lock_timeout, 0, NULL, NULL, NULL, 0, NULL};
     cmds[2] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
     cmds[3] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
 }
@@ -243,7 +241,6 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
     char **owned = calloc(n + 1, sizeof(char *));
     int *lengths = calloc(n + OWN_PARAMS, sizeof(int));
     int *formats = calloc(n + OWN_PARAMS, sizeof(int));
-    const char *lock_timeout = NULL;
     idem__pipe_cmd cmds[4];
     enum step step = STEP_DONE;
     int rc;
@@ -258,7 +255,7 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
         *out_rc = rc;
         goto done;
     }
-    declared_cmds(c, cmds, values, lengths, formats, &lock_timeout);
+    declared_cmds(c, cmds, values, lengths, formats);
     rc = idem__conn_pipeline(conn, cmds, 4, &failed_at, c->err);
     if (rc == 0)
         step = declared_done(c, cmds[DECLARED_AT].result, out_rc);
