@@ -13,7 +13,8 @@
 #define MAX_TRIES 4
 
 #define BEGIN_SQL          "BEGIN ISOLATION LEVEL READ COMMITTED"
-#define CLAIM_AT           2
+#define CLAIM_AT           3
+#define CLAIM_CMDS         5
 #define LOCK_NOT_AVAILABLE "55P03"
 
 typedef struct begin {
@@ -138,18 +139,20 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
     return rc;
 }
 
-/* One claim: BEGIN, its short lock wait, the claim, COMMIT, in one round trip. *taken is 1
+/* One claim: BEGIN, its short lock wait (SET LOCAL statements, settings.h), the claim,
+ * COMMIT, in one round trip. *taken is 1
  * when this call now holds the key; 0 when the key is someone else's to answer for. */
 static int claim(begin *b, idem_conn **conn, int *taken)
 {
-    idem__pipe_cmd cmds[4] = {
+    idem__pipe_cmd cmds[CLAIM_CMDS] = {
         {NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL},
+        {NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL},
         {NULL, b->set_claim_wait, 0, NULL, NULL, NULL, 0, NULL},
         {&idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL},
         {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL},
     };
     size_t failed_at;
-    int rc = idem__conn_pipeline(*conn, cmds, 4, &failed_at, b->c.err);
+    int rc = idem__conn_pipeline(*conn, cmds, CLAIM_CMDS, &failed_at, b->c.err);
 
     *taken = 0;
     if (rc == 0 && PQntuples(cmds[CLAIM_AT].result) == 1) {
@@ -162,7 +165,7 @@ static int claim(begin *b, idem_conn **conn, int *taken)
         if (failed_at == CLAIM_AT && strcmp(b->c.err->sqlstate, LOCK_NOT_AVAILABLE) == 0)
             rc = busy(b);
     }
-    idem__store_pipe_clear(cmds, 4);
+    idem__store_pipe_clear(cmds, CLAIM_CMDS);
     return rc;
 }
 

@@ -1,5 +1,5 @@
 /* The distribution step for Citus: idem's tenant tables distributed by tenant and
- * co-located with idem.operations, the ledger a reference table, SET LOCAL propagated. */
+ * co-located with idem.operations, the ledger a reference table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,17 +10,12 @@
 
 struct idem_distribution {
     int citus;
-    int propagates_set;
     idem_distributed_table *tables;
     size_t count;
 };
 
-static const char SQL_CITUS[] =
-    "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus'),"
-    " to_regclass('idem.operations') IS NOT NULL,"
-    " EXISTS (SELECT FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase"
-    " WHERE d.datname = current_database() AND s.setrole = 0"
-    " AND 'citus.propagate_set_commands=local' = ANY (s.setconfig))";
+static const char SQL_CITUS[] = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus'),"
+                                " to_regclass('idem.operations') IS NOT NULL";
 
 /* The tables: schema idem's and the named ones ($1, a regclass[] literal), operations
  * first. Placement: 1 distributed by tenant with operations' co-location, 2 reference,
@@ -31,26 +26,22 @@ static const char SQL_CITUS[] =
     " AND (n.nspname = 'idem' OR c.oid = ANY ($1::regclass[]))"                                    \
     " ORDER BY c.oid <> 'idem.operations'::regclass, 1"
 #define TABLES_SELECT                                                                              \
-    "SELECT format('%I.%I', n.nspname, c.relname), EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid"    \
+    "SELECT format('%I.%I', n.nspname, c.relname), EXISTS (SELECT FROM pg_attribute a WHERE "      \
+    "a.attrelid = c.oid"                                                                           \
     " AND a.attname = 'tenant' AND a.attnum > 0 AND NOT a.attisdropped), "
 
 static const char SQL_TABLES_PLAIN[] = TABLES_SELECT "0" TABLES_FROM;
 
 static const char SQL_TABLES_CITUS[] =
-    TABLES_SELECT
-    "(SELECT CASE WHEN p.partmethod = 'h' AND p.colocationid = (SELECT colocationid"
-    " FROM pg_dist_partition WHERE logicalrelid = 'idem.operations'::regclass)"
-    " AND column_to_column_name(p.logicalrelid, p.partkey) = 'tenant' THEN 1"
-    " WHEN p.partmethod = 'n' AND p.repmodel = 't' THEN 2 ELSE 3 END"
-    " FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)" TABLES_FROM;
+    TABLES_SELECT "(SELECT CASE WHEN p.partmethod = 'h' AND p.colocationid = (SELECT colocationid"
+                  " FROM pg_dist_partition WHERE logicalrelid = 'idem.operations'::regclass)"
+                  " AND column_to_column_name(p.logicalrelid, p.partkey) = 'tenant' THEN 1"
+                  " WHEN p.partmethod = 'n' AND p.repmodel = 't' THEN 2 ELSE 3 END"
+                  " FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)" TABLES_FROM;
 
 static const char SQL_DISTRIBUTE[] =
     "SELECT create_distributed_table($1::regclass, 'tenant', colocate_with => $2)";
 static const char SQL_REFERENCE[] = "SELECT create_reference_table($1::regclass)";
-static const char SQL_PROPAGATE[] =
-    "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET citus.propagate_set_commands = %L',"
-    " current_database(), 'local'); END$$";
-
 static int query(PGresult **out, PGconn *conn, const char *sql, int n, const char *const *values,
                  const char *what, idem_error *err)
 {
@@ -134,14 +125,13 @@ static int read_distribution(idem_distribution **out, PGconn *conn, const char *
     idem_distribution *d = calloc(1, sizeof(*d));
     PGresult *res = NULL;
     char *names = names_literal(tables, ntables, err);
-    int rc = d == NULL ? idem__error_set(err, IDEM_ENOMEM, "distribution: out of memory")
+    int rc = d == NULL       ? idem__error_set(err, IDEM_ENOMEM, "distribution: out of memory")
              : names == NULL ? err->code
                              : query(&res, conn, SQL_CITUS, 0, NULL, "looking for Citus", err);
 
     if (rc != 0)
         goto done;
     d->citus = PQgetvalue(res, 0, 0)[0] == 't';
-    d->propagates_set = PQgetvalue(res, 0, 2)[0] == 't';
     if (PQgetvalue(res, 0, 1)[0] != 't') {
         rc = idem__error_set(err, IDEM_ESCHEMA,
                              "idem.operations does not exist: run idem-migrate up first");
@@ -202,9 +192,9 @@ static int place(idem_distributed_table *t, PGconn *conn, const char *colocate, 
 {
     const char *values[2] = {t->name, colocate};
     PGresult *res = NULL;
-    int rc = t->tenant ? query(&res, conn, SQL_DISTRIBUTE, 2, values, "distributing", err)
-                       : query(&res, conn, SQL_REFERENCE, 1, values, "making a reference table",
-                               err);
+    int rc = t->tenant
+                 ? query(&res, conn, SQL_DISTRIBUTE, 2, values, "distributing", err)
+                 : query(&res, conn, SQL_REFERENCE, 1, values, "making a reference table", err);
 
     PQclear(res);
     if (rc != 0)
@@ -216,7 +206,6 @@ static int place(idem_distributed_table *t, PGconn *conn, const char *colocate, 
 static int distribute_all(idem_distribution *d, PGconn *conn, const idem_migrate_options *o,
                           idem_error *err)
 {
-    PGresult *res = NULL;
     int rc = check_plan(d, err);
 
     for (size_t i = 0; rc == 0 && i < d->count; i++) {
@@ -231,10 +220,6 @@ static int distribute_all(idem_distribution *d, PGconn *conn, const idem_migrate
             idem__log(o->log, o->log_ctx, IDEM_LOG_INFO, "distributed %s (%s)", t->name,
                       t->tenant ? "by tenant" : "reference table");
     }
-    if (rc == 0 && !d->propagates_set &&
-        (rc = query(&res, conn, SQL_PROPAGATE, 0, NULL,
-                    "setting citus.propagate_set_commands on the database", err)) == 0)
-        PQclear(res);
     return rc;
 }
 
@@ -276,14 +261,9 @@ int idem_distribution_citus(const idem_distribution *d)
     return d != NULL && d->citus;
 }
 
-int idem_distribution_propagates_set(const idem_distribution *d)
-{
-    return d != NULL && d->propagates_set;
-}
-
 int idem_distribution_complete(const idem_distribution *d)
 {
-    if (d == NULL || !d->citus || !d->propagates_set)
+    if (d == NULL || !d->citus)
         return 0;
     for (size_t i = 0; i < d->count; i++) {
         if (!d->tables[i].wanted)

@@ -35,7 +35,7 @@ static const char declared_sql[] =
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
     " SELECT idem.declared_result((SELECT response FROM ins), (SELECT count(*) FROM effect))";
 
-#define KEY_TAKEN        "IDEM1"
+#define KEY_TAKEN "IDEM1"
 
 struct idem_declared {
     idem__stmt stmt;
@@ -162,9 +162,10 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
     return 0;
 }
 
-/* The pipeline's commands: BEGIN, the lock timeout (a SET LOCAL, settings.h), the
+/* The pipeline's commands: BEGIN, the lock timeout (SET LOCAL statements, settings.h), the
  * statement, COMMIT. */
-#define DECLARED_AT 2
+#define DECLARED_AT   3
+#define DECLARED_CMDS 5
 static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, int *lengths,
                           int *formats)
 {
@@ -183,9 +184,10 @@ static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, in
     formats[n + 4] = 1;
     cmds[0] =
         (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
-    cmds[1] = (idem__pipe_cmd){NULL, c->set_lock_timeout, 0, NULL, NULL, NULL, 0, NULL};
-    cmds[2] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
-    cmds[3] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
+    cmds[1] = (idem__pipe_cmd){NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL};
+    cmds[2] = (idem__pipe_cmd){NULL, c->set_lock_timeout, 0, NULL, NULL, NULL, 0, NULL};
+    cmds[3] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
+    cmds[4] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
 }
 
 /* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
@@ -205,6 +207,14 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     }
     if (failed_at != DECLARED_AT) {
         *out_rc = rc;
+        return STEP_DONE;
+    }
+    /* As in the callback path: a lock or statement timeout is the server being busy. */
+    if (idem__sqlstate_is_timeout(c->err->sqlstate)) {
+        idem__error_context(c->err, "declared effect timed out waiting; retry later with the "
+                                    "same key");
+        c->err->code = IDEM_EUNAVAIL;
+        *out_rc = IDEM_EUNAVAIL;
         return STEP_DONE;
     }
     COUNT(c->store, effect_failures);
@@ -241,7 +251,7 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
     char **owned = calloc(n + 1, sizeof(char *));
     int *lengths = calloc(n + OWN_PARAMS, sizeof(int));
     int *formats = calloc(n + OWN_PARAMS, sizeof(int));
-    idem__pipe_cmd cmds[4];
+    idem__pipe_cmd cmds[DECLARED_CMDS];
     enum step step = STEP_DONE;
     int rc;
 
@@ -256,12 +266,12 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
         goto done;
     }
     declared_cmds(c, cmds, values, lengths, formats);
-    rc = idem__conn_pipeline(conn, cmds, 4, &failed_at, c->err);
+    rc = idem__conn_pipeline(conn, cmds, DECLARED_CMDS, &failed_at, c->err);
     if (rc == 0)
         step = declared_done(c, cmds[DECLARED_AT].result, out_rc);
     else
         step = declared_failure(c, conn, rc, failed_at, out_rc);
-    idem__store_pipe_clear(cmds, 4);
+    idem__store_pipe_clear(cmds, DECLARED_CMDS);
 done:
     for (size_t i = 0; owned != NULL && i < n; i++)
         free(owned[i]);

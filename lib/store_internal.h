@@ -91,10 +91,10 @@ struct call {
     char set_claim_wait[IDEM__SET_LOCAL_SIZE];   /* SET LOCAL of the claim's lock timeout */
     char set_lock_timeout[IDEM__SET_LOCAL_SIZE]; /* SET LOCAL of the effect's: what is left of
                                                     the deadline, less IDEM__LOCK_MARGIN_MS */
-    int lookup_first;      /* look the key up before claiming it (a retry) */
-    int resume_pending;    /* external begin: a pending row of this fingerprint is left to the
-                              claim, which resumes it if its lease has lapsed */
-    attempt_fn attempt;    /* the callback path's or the declared path's */
+    int lookup_first;                            /* look the key up before claiming it (a retry) */
+    int resume_pending; /* external begin: a pending row of this fingerprint is left to the
+                           claim, which resumes it if its lease has lapsed */
+    attempt_fn attempt; /* the callback path's or the declared path's */
     const idem_declared *declared;
 };
 
@@ -151,10 +151,11 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
 /* ROLLBACK, ignoring the result (store_write.c). */
 void idem__store_rollback(idem_conn *conn);
 
-/* The commands that open an attempt: BEGIN, the claim's lock timeout, the claim (at
- * BEGIN_CLAIM), the effect's lock timeout. Returns how many it wrote (store_write.c). */
-#define BEGIN_CMDS  4
-#define BEGIN_CLAIM 2
+/* The commands that open an attempt: BEGIN, IDEM__SET_PROPAGATE, the claim's lock timeout,
+ * the claim (at BEGIN_CLAIM), the effect's lock timeout. Returns how many it wrote
+ * (store_write.c). */
+#define BEGIN_CMDS  5
+#define BEGIN_CLAIM 3
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50
 /* The effect's lock timeout ends this long before the call's deadline (when more than

@@ -72,14 +72,15 @@ size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
 
     rc = idem__set_local_ms(c->set_claim_wait, sizeof(c->set_claim_wait), "lock_timeout",
                             lock < IDEM__CLAIM_WAIT_MS ? lock : IDEM__CLAIM_WAIT_MS);
-    rc |= idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout",
-                             lock);
+    rc |=
+        idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout", lock);
     assert(rc == 0);
     (void)rc;
     cmds[0] = cmd_sql(BEGIN_SQL);
-    cmds[1] = cmd_sql(c->set_claim_wait);
-    cmds[2] = cmd_claim(c);
-    cmds[3] = cmd_sql(c->set_lock_timeout);
+    cmds[1] = cmd_sql(IDEM__SET_PROPAGATE);
+    cmds[2] = cmd_sql(c->set_claim_wait);
+    cmds[3] = cmd_claim(c);
+    cmds[4] = cmd_sql(c->set_lock_timeout);
     return BEGIN_CMDS;
 }
 

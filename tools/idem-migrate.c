@@ -48,8 +48,7 @@ static const char usage_text[] =
     "            database whose ledger was dropped or lost rows (exit 8)\n"
     "  distribute  on a Citus coordinator, after up: distribute every table of schema\n"
     "            idem with a column tenant (and each --table) by tenant, co-located with\n"
-    "            idem.operations; make the ledger a reference table; set\n"
-    "            citus.propagate_set_commands = 'local' on the database. Idempotent\n"
+    "            idem.operations; make the ledger a reference table. Idempotent\n"
     "\n"
     "Options:\n"
     "  --dsn CONNINFO      libpq connection string or postgresql:// URI; without it the\n"
@@ -123,8 +122,8 @@ typedef struct cli {
     int quiet;
     int verbose;
     idem_migrate_options opts;
-    int migration_failed; /* up: a migration reported IDEM_MIGRATE_FAILED */
-    int failed_no_tx;     /* ... and it was a no-transaction file */
+    int migration_failed;   /* up: a migration reported IDEM_MIGRATE_FAILED */
+    int failed_no_tx;       /* ... and it was a no-transaction file */
     const char *tables[64]; /* --table */
     size_t ntables;
 } cli;
@@ -186,11 +185,16 @@ static int parse_option(cli *c, int opt, const char *arg)
 static int parse_args(cli *c, int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"dsn", required_argument, NULL, 'd'}, {"dir", required_argument, NULL, 'D'},
-        {"to", required_argument, NULL, 't'},  {"lock-timeout", required_argument, NULL, 'l'},
-        {"json", no_argument, NULL, 'j'},      {"quiet", no_argument, NULL, 'q'},
-        {"verbose", no_argument, NULL, 'v'},   {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},   {"table", required_argument, NULL, 'T'},
+        {"dsn", required_argument, NULL, 'd'},
+        {"dir", required_argument, NULL, 'D'},
+        {"to", required_argument, NULL, 't'},
+        {"lock-timeout", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"table", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     int opt, rc;
@@ -213,9 +217,10 @@ static int parse_args(cli *c, int argc, char **argv)
             return rc;
     }
     if (optind != argc - 1)
-        return usage_error("%s", optind == argc
-                                     ? "a command is needed (status, plan, up, verify, baseline, distribute)"
-                                     : "one command only");
+        return usage_error(
+            "%s", optind == argc
+                      ? "a command is needed (status, plan, up, verify, baseline, distribute)"
+                      : "one command only");
     c->command = argv[optind];
     return -1;
 }
@@ -476,9 +481,8 @@ static json_t *distribution_json(const idem_distribution *d)
                                                 idem_table_placement_name(t->placement), "wanted",
                                                 t->wanted));
     }
-    return json_pack("{s:b, s:b, s:b, s:o}", "installed", idem_distribution_citus(d), "distributed",
-                     idem_distribution_complete(d), "propagates_set",
-                     idem_distribution_propagates_set(d), "tables", tables);
+    return json_pack("{s:b, s:b, s:o}", "installed", idem_distribution_citus(d), "distributed",
+                     idem_distribution_complete(d), "tables", tables);
 }
 
 static int print_status_json(const idem_migrate_list *list, PGconn *conn, const findings *f)
@@ -563,12 +567,9 @@ static void print_distribution(const idem_distribution *d)
                            "with idem.operations"
                          : "it belongs as a reference table");
     }
-    if (!idem_distribution_propagates_set(d))
-        printf("NOT DISTRIBUTED: the database does not set citus.propagate_set_commands = "
-               "'local': lock timeouts stay on the coordinator\n");
     if (idem_distribution_complete(d))
-        printf("Citus: distributed (%zu tables by tenant or as reference tables; SET LOCAL "
-               "propagated)\n",
+        printf("Citus: distributed (%zu tables, by tenant co-located with idem.operations, or "
+               "reference tables)\n",
                idem_distribution_count(d));
     else
         printf("Citus: not distributed (%zu table%s flagged): run idem-migrate distribute\n",
@@ -835,12 +836,9 @@ static command_fn find_command(const char *name)
     static const struct {
         const char *name;
         command_fn fn;
-    } commands[] = {{"status", cmd_status},
-                    {"plan", cmd_plan},
-                    {"up", cmd_up},
-                    {"verify", cmd_verify},
-                    {"baseline", cmd_baseline},
-                    {"distribute", cmd_distribute}};
+    } commands[] = {
+        {"status", cmd_status}, {"plan", cmd_plan},         {"up", cmd_up},
+        {"verify", cmd_verify}, {"baseline", cmd_baseline}, {"distribute", cmd_distribute}};
 
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(name, commands[i].name) == 0)
@@ -863,7 +861,8 @@ int main(int argc, char **argv)
         return code;
     command = find_command(c.command);
     if (command == NULL)
-        return usage_error("unknown command '%s' (status, plan, up, verify, baseline, distribute)", c.command);
+        return usage_error("unknown command '%s' (status, plan, up, verify, baseline, distribute)",
+                           c.command);
     if (command == cmd_baseline && c.to_version == 0)
         return usage_error("baseline needs --to N: the last version that is really applied");
     conn = connect_db(&c);

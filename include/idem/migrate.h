@@ -272,8 +272,7 @@ typedef struct idem_distribution idem_distribution;
  *         not exist: run idem-migrate up); IDEM_EDB; IDEM_EUNAVAIL; IDEM_ENOMEM.
  */
 IDEM_API int idem_migrate_distribution(idem_distribution **out, PGconn *conn,
-                                       const char *const *tables, size_t ntables,
-                                       idem_error *err);
+                                       const char *const *tables, size_t ntables, idem_error *err);
 
 /**
  * The distribution step, run once by a DBA on the Citus coordinator after
@@ -282,11 +281,10 @@ IDEM_API int idem_migrate_distribution(idem_distribution **out, PGconn *conn,
  * tables, which must have one), is distributed by `tenant` and co-located with
  * idem.operations (`create_distributed_table(t, 'tenant', colocate_with =>
  * 'idem.operations')`, existing rows moved to the shards); the ledger becomes a reference
- * table; and the database gets `citus.propagate_set_commands = 'local'` (ALTER DATABASE
- * ... SET), so that the lock timeouts idem sends as SET LOCAL reach the workers (sessions
- * opened before keep the old setting: restart the application's pools). Holds the
- * migration lock (::IDEM_MIGRATE_LOCK_KEY) while it works. Idempotent: a table already
- * where it belongs is left alone, and a second call changes nothing.
+ * table. (idem's lock timeouts reach the workers without any setting: each transaction
+ * says `SET LOCAL citus.propagate_set_commands = 'local'` itself.) Holds the migration lock
+ * (::IDEM_MIGRATE_LOCK_KEY) while it works. Idempotent: a table already where it belongs is left
+ * alone, and a second call changes nothing.
  *
  * Tables join a co-location group only while it is empty of other work; run it at a quiet
  * time: distributing a table takes a lock that blocks writes to it while its rows move.
@@ -309,12 +307,8 @@ IDEM_API int idem_migrate_distribute(idem_distribution **out, PGconn *conn,
 /** 1 when the citus extension is installed in the database, else 0 (also for NULL). */
 IDEM_API int idem_distribution_citus(const idem_distribution *d);
 
-/** 1 when the database sets `citus.propagate_set_commands = 'local'` for every session
- *  (ALTER DATABASE ... SET), else 0. */
-IDEM_API int idem_distribution_propagates_set(const idem_distribution *d);
-
-/** 1 when Citus is installed, every table is where the distribution step puts it
- *  (`wanted`) and the database propagates SET LOCAL; else 0 (also for NULL). */
+/** 1 when Citus is installed and every table is where the distribution step puts it
+ *  (`wanted`); else 0 (also for NULL). */
 IDEM_API int idem_distribution_complete(const idem_distribution *d);
 
 /** Number of tables in @p d (0 for NULL). */
@@ -322,8 +316,7 @@ IDEM_API size_t idem_distribution_count(const idem_distribution *d);
 
 /** The @p i-th table (idem.operations first, then by name); borrowed, valid until @p d
  *  is freed. NULL when @p i is out of range. */
-IDEM_API const idem_distributed_table *idem_distribution_at(const idem_distribution *d,
-                                                            size_t i);
+IDEM_API const idem_distributed_table *idem_distribution_at(const idem_distribution *d, size_t i);
 
 /** "local", "distributed", "reference", "other"; never NULL. */
 IDEM_API const char *idem_table_placement_name(idem_table_placement placement);

@@ -188,8 +188,8 @@ void pgtest_distribute(const char *conninfo, const char *table)
         return;
     conn = pgtest_connect(conninfo);
     PQsetNoticeProcessor(conn, quiet, NULL); /* "Copying data from local table..." */
-    rc = idem_migrate_distribute(&d, conn, table != NULL ? &table : NULL, table != NULL, NULL,
-                                 &err);
+    rc =
+        idem_migrate_distribute(&d, conn, table != NULL ? &table : NULL, table != NULL, NULL, &err);
     PQfinish(conn);
     if (rc != 0)
         cr_assert_fail("idem_migrate_distribute(%s): %s: %s", conninfo, idem_err_name(rc),
