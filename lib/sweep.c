@@ -232,6 +232,20 @@ static int out_of_budget(const sweep *s)
     return s->opts.max_runtime_ms > 0 && idem__now_ms() - s->start_ms >= s->opts.max_runtime_ms;
 }
 
+/* A statement's lock timeout is a table lock held too long: IDEM_ETIMEDOUT. Else @rc. */
+static int lock_timed_out(sweep *s, int rc)
+{
+    if (rc == IDEM_EDB && strcmp(s->err->sqlstate, LOCK_TIMEOUT) == 0) {
+        idem__error_context(s->err,
+                            "a table lock was held longer than %u ms (a migration?); "
+                            "the next run continues",
+                            s->opts.lock_timeout_ms);
+        s->err->code = IDEM_ETIMEDOUT;
+        return IDEM_ETIMEDOUT;
+    }
+    return rc;
+}
+
 /* One batch of @sql; *n gets the rows it changed. */
 static int batch(sweep *s, const char *sql, const char *param2, const char *what,
                  unsigned long long *n)
@@ -241,15 +255,7 @@ static int batch(sweep *s, const char *sql, const char *param2, const char *what
     int rc = idem__pg_exec(&res, s->conn, sql, s->by_tenant ? 3 : 2, values, NULL, NULL, 0, what,
                            s->err);
 
-    if (rc == IDEM_EDB && strcmp(s->err->sqlstate, LOCK_TIMEOUT) == 0) {
-        idem__error_context(s->err,
-                            "a table lock was held longer than %u ms (a migration?); "
-                            "the next run continues",
-                            s->opts.lock_timeout_ms);
-        s->err->code = IDEM_ETIMEDOUT;
-        return IDEM_ETIMEDOUT;
-    }
-    if (rc != 0)
+    if ((rc = lock_timed_out(s, rc)) != 0)
         return rc;
     *n = strtoull(PQcmdTuples(res), NULL, 10);
     PQclear(res);
