@@ -180,8 +180,9 @@ void bench_db_drop(PGconn *admin, const char *name);
  * make bench_hand_ops if missing (distributed by tenant on Citus; *made set). Returns 0 or
  * -1 (said on stderr). */
 int bench_existing_check(PGconn *admin, int *made);
-/* Delete the rows of the bench's tenants (bench-*), and bench_hand_ops if it was made. */
-void bench_existing_clean(PGconn *admin, int made);
+/* After a check that passed (@checked): delete the rows of the bench's tenants (bench-*),
+ * and bench_hand_ops if it was made. */
+void bench_existing_clean(PGconn *admin, int made, int checked);
 /* A pool of min(threads, cap) connections, all opened now (cap: bench_config.pool_cap). */
 int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap);
 /* Add completed operation records k<from>..k<to-1> for @tenant, every one replayable with

@@ -127,10 +127,11 @@ int bench_main(const bench_config *cfg)
 
         snprintf(db, sizeof(db), "%s", PQdb(admin));
         bench_say("database %s (existing: not migrated, not dropped)", db);
-        rc = bench_existing_check(admin, &made);
+        int checked = (rc = bench_existing_check(admin, &made)) == 0;
+
         if (rc == 0)
             rc = run_modes(&res, cfg, admin, db);
-        bench_existing_clean(admin, made);
+        bench_existing_clean(admin, made, checked);
     } else {
         snprintf(db, sizeof(db), "idem_bench_%ld", (long)getpid());
         bench_say("database %s", db);
