@@ -90,7 +90,7 @@ struct call {
     claim_params cp;
     char set_claim_wait[IDEM__SET_LOCAL_SIZE];   /* SET LOCAL of the claim's lock timeout */
     char set_lock_timeout[IDEM__SET_LOCAL_SIZE]; /* SET LOCAL of the effect's: what is left of
-                                                    the deadline, less IDEM__LOCK_MARGIN_MS */
+                                                    the deadline, less a margin */
     int lookup_first;                            /* look the key up before claiming it (a retry) */
     int resume_pending; /* external begin: a pending row of this fingerprint is left to the
                            claim, which resumes it if its lease has lapsed */
@@ -158,10 +158,13 @@ void idem__store_rollback(idem_conn *conn);
 #define BEGIN_CLAIM 3
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50
-/* The effect's lock timeout ends this long before the call's deadline (when more than
- * twice as much is left), so that a lock wait ends on the server, with its SQLSTATE 55P03
- * and the connection kept, before the client gives up on the reply. */
-#define IDEM__LOCK_MARGIN_MS 50
+/* The effect's lock timeout ends a quarter of what is left of the call's deadline before
+ * it, at least IDEM__LOCK_MARGIN_MS and at most IDEM__LOCK_MARGIN_MAX_MS (when more than
+ * twice the margin is left), so that a lock wait ends on the server, with its SQLSTATE
+ * 55P03 and the connection kept, and the error has time to come back (from a Citus worker
+ * through the coordinator) before the client gives up on the reply. */
+#define IDEM__LOCK_MARGIN_MS     50
+#define IDEM__LOCK_MARGIN_MAX_MS 500
 /* The lock timeout for what is left of a call until @deadline_ms (an idem__now_ms() time). */
 uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms);
 size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds);

@@ -60,7 +60,11 @@ uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms)
     uint64_t now = idem__now_ms();
     uint64_t left = deadline_ms > now ? deadline_ms - now : 1;
 
-    return left > 2 * IDEM__LOCK_MARGIN_MS ? left - IDEM__LOCK_MARGIN_MS : left;
+    uint64_t margin = left / 4 < IDEM__LOCK_MARGIN_MS       ? IDEM__LOCK_MARGIN_MS
+                      : left / 4 > IDEM__LOCK_MARGIN_MAX_MS ? IDEM__LOCK_MARGIN_MAX_MS
+                                                            : left / 4;
+
+    return left > 2 * margin ? left - margin : left;
 }
 
 /* The lock timeouts go as SET LOCAL statements of their own (settings.h: on Citus they

@@ -19,10 +19,9 @@
 #include "idem/validate.h"
 #include "log.h"
 
-#define MAX_BATCH    1000000u
-#define MAX_SKEW_S   86400u
-#define MAX_LOCK_MS  3600000u
-#define LOCK_TIMEOUT "55P03"
+#define MAX_BATCH   1000000u
+#define MAX_SKEW_S  86400u
+#define MAX_LOCK_MS 3600000u
 
 /* $1 batch size, $2 default key memory in seconds (rows claimed before forget_at). Only
  * completed and failed records expire: never a pending one, nor an outcome_unknown one. */
@@ -235,7 +234,7 @@ static int out_of_budget(const sweep *s)
 /* A statement's lock timeout is a table lock held too long: IDEM_ETIMEDOUT. Else @rc. */
 static int lock_timed_out(sweep *s, int rc)
 {
-    if (rc == IDEM_EDB && strcmp(s->err->sqlstate, LOCK_TIMEOUT) == 0) {
+    if (rc != 0 && idem__sqlstate_is_timeout(s->err->sqlstate)) {
         idem__error_context(s->err,
                             "a table lock was held longer than %u ms (a migration?); "
                             "the next run continues",
