@@ -13,7 +13,8 @@
 #define MAX_TRIES 4
 
 #define BEGIN_SQL          "BEGIN ISOLATION LEVEL READ COMMITTED"
-#define CLAIM_AT           2
+#define CLAIM_AT           4
+#define CLAIM_CMDS         6
 #define LOCK_NOT_AVAILABLE "55P03"
 
 typedef struct begin {
@@ -21,9 +22,10 @@ typedef struct begin {
     idem_external *ext;
     idem_external_attempt **out;
     char token[IDEM_UUID_STRING_SIZE], downstream[IDEM_UUID_STRING_SIZE];
-    char version[16], retention[24], key_memory[24], claim_wait[16], born_ms[24], horizon[24];
-    const char *values[14];
-    int lengths[14], formats[14];
+    char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
+    char set_claim_wait[IDEM__SET_LOCAL_SIZE]; /* the claim's lock timeout (settings.h) */
+    const char *values[13];
+    int lengths[13], formats[13];
 } begin;
 
 /* The claim's token and downstream key, made once per call, and its parameters. */
@@ -45,7 +47,8 @@ static int make_claim(begin *b)
              (unsigned long long)key_memory_s + b->ext->store->opts.clock_skew_s);
     if (idem_uuid_v7_time_ms(&born_ms, req->operation_id) == 0)
         snprintf(b->born_ms, sizeof(b->born_ms), "%llu", (unsigned long long)born_ms);
-    snprintf(b->claim_wait, sizeof(b->claim_wait), "%u", b->ext->opts.claim_wait_ms);
+    idem__set_local_ms(b->set_claim_wait, sizeof(b->set_claim_wait), "lock_timeout",
+                       b->ext->opts.claim_wait_ms);
     b->values[0] = req->tenant;
     b->values[1] = req->operation_id;
     b->values[2] = req->tool;
@@ -57,9 +60,8 @@ static int make_claim(begin *b)
     b->values[8] = b->key_memory;
     b->values[9] = b->downstream;
     b->values[10] = b->ext->lease_ms;
-    b->values[11] = b->claim_wait;
-    b->values[12] = b->born_ms[0] != '\0' ? b->born_ms : NULL;
-    b->values[13] = b->horizon;
+    b->values[11] = b->born_ms[0] != '\0' ? b->born_ms : NULL;
+    b->values[12] = b->horizon;
     b->lengths[4] = IDEM_FINGERPRINT_SIZE;
     b->formats[4] = 1;
     return 0;
@@ -126,19 +128,21 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
     return rc;
 }
 
-/* One claim: BEGIN, the tenant, the claim (with its short lock wait), COMMIT, in one round
- * trip. *taken
- * is 1 when this call now holds the key; 0 when the key is someone else's to answer for. */
+/* One claim: BEGIN, IDEM__SET_PROPAGATE, the tenant (tenant.h), the claim's short lock wait
+ * (a SET LOCAL statement, settings.h), the claim, COMMIT, in one round trip. *taken is 1
+ * when this call now holds the key; 0 when the key is someone else's to answer for. */
 static int claim(begin *b, idem_conn **conn, int *taken)
 {
-    idem__pipe_cmd cmds[4] = {
+    idem__pipe_cmd cmds[CLAIM_CMDS] = {
         {NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL},
+        {NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL},
         idem__tenant_cmd(&b->c.req->tenant),
+        {NULL, b->set_claim_wait, 0, NULL, NULL, NULL, 0, NULL},
         {&idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL},
         {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL},
     };
     size_t failed_at;
-    int rc = idem__conn_pipeline(*conn, cmds, 4, &failed_at, b->c.err);
+    int rc = idem__conn_pipeline(*conn, cmds, CLAIM_CMDS, &failed_at, b->c.err);
 
     *taken = 0;
     if (rc == 0 && PQntuples(cmds[CLAIM_AT].result) == 1) {
@@ -151,7 +155,7 @@ static int claim(begin *b, idem_conn **conn, int *taken)
         if (failed_at == CLAIM_AT && strcmp(b->c.err->sqlstate, LOCK_NOT_AVAILABLE) == 0)
             rc = busy(b);
     }
-    idem__store_pipe_clear(cmds, 4);
+    idem__store_pipe_clear(cmds, CLAIM_CMDS);
     return rc;
 }
 

@@ -13,7 +13,8 @@
 /* $1 tenant, $2 operation_id. */
 static const char SQL_RECORD[] = "SELECT o.state, o.downstream_key, o.provider_ref, " US(
     "o.lease_expires_at") ","
-                          " coalesce(o.lease_expires_at > now(), false), b.state,"
+                          " (o.lease_expires_at IS NOT NULL AND o.lease_expires_at > now()), "
+                          "b.state,"
                           " CASE WHEN b.state = 'queued' THEN " US(
                               "b.next_attempt_at") " ELSE 0 END"
                                                    " FROM idem.operations o LEFT JOIN idem.outbox "

@@ -15,7 +15,8 @@
  * the record as it was (state, external, lease live) to say why not. */
 static const char SQL_RESOLVE[] =
     "WITH target AS (SELECT o.state, o.attempts IS NOT NULL AS external,"
-    " coalesce(o.lease_expires_at > now(), false) AS live FROM idem.operations o"
+    " (o.lease_expires_at IS NOT NULL AND o.lease_expires_at > now()) AS live FROM idem.operations "
+    "o"
     " WHERE o.tenant = $1 AND o.operation_id = $2),"
     " done AS (UPDATE idem.operations o SET state = $3, response = $4, completed_at = now(),"
     " provider_ref = coalesce($5, o.provider_ref), lease_expires_at = NULL,"

@@ -29,24 +29,24 @@
 /* Claim the key, or take over a pending one whose lease has lapsed (same fingerprint, an
  * external record): $1 tenant, $2 operation_id, $3 tool, $4 payload_version, $5 fingerprint
  * (binary), $6 trace_id, $7 token, $8 retention and $9 key memory in seconds (the tool's
- * windows, fixed here), $10 the downstream key for a new record, $11 lease in ms, $12 how
- * long to wait for another transaction's uncommitted claim of the key (the lock timeout,
- * set first). A new key whose UUIDv7 time ($13 ms; NULL for other IDs) is older than the
- * key memory plus the clock skew allowance ($14 s) on the database's clock is not claimed
+ * windows, fixed here), $10 the downstream key for a new record, $11 lease in ms. How long
+ * it waits for another transaction's uncommitted claim of the key is the lock timeout that
+ * a SET LOCAL in front of it sets (external_begin.c). A new key whose UUIDv7 time ($12 ms;
+ * NULL for other IDs) is older than the key memory plus the clock skew allowance ($13 s)
+ * on the database's clock is not claimed
  * (the lookup then answers expired, as the store's claim does). The lapsed attempt's
  * history row is closed, the new one opened. A row that is not ours to take is locked by
  * ON CONFLICT but returns nothing. */
 const idem__stmt idem__external_stmt_claim = {
     "idem_external_claim",
-    "WITH wait AS (SELECT set_config('lock_timeout', $12, true)),"
-    " claimed AS (INSERT INTO idem.operations AS o (tenant, operation_id, tool,"
+    "WITH claimed AS (INSERT INTO idem.operations AS o (tenant, operation_id, tool,"
     " payload_version, fingerprint, state, trace_id, claim_token, expires_at, forget_at,"
     " downstream_key, attempts, lease_expires_at)"
     " SELECT $1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
     " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8),"
-    " $10, 1, now() + make_interval(secs => $11::float8 / 1000) FROM wait"
-    " WHERE $13::int8 IS NULL"
-    " OR to_timestamp($13::int8 / 1000.0) >= now() - make_interval(secs => $14::int8)"
+    " $10, 1, now() + make_interval(secs => $11::float8 / 1000)"
+    " WHERE $12::int8 IS NULL"
+    " OR to_timestamp($12::int8 / 1000.0) >= now() - make_interval(secs => $13::int8)"
     " OR EXISTS (SELECT FROM idem.operations WHERE tenant = $1 AND operation_id = $2)"
     " ON CONFLICT (tenant, operation_id) DO UPDATE"
     " SET claim_token = EXCLUDED.claim_token,"
@@ -62,7 +62,7 @@ const idem__stmt idem__external_stmt_claim = {
     " SELECT $1, $2, attempts FROM claimed)"
     " SELECT attempts, downstream_key,"
     " (extract(epoch FROM lease_expires_at) * 1000000)::int8 FROM claimed",
-    14};
+    13};
 
 /* After a lost reply to the claim: whether this token holds the key. */
 const idem__stmt idem__external_stmt_mine = {

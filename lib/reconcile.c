@@ -41,11 +41,15 @@ static const char SQL_RECORD[] =
                                         " FROM idem.operations WHERE tenant = $1 AND operation_id "
                                         "= $2";
 
+/* coalesce($5, current_user) as Citus takes it: no COALESCE around a function that is not
+ * immutable. concat() skips NULLs, and the array's element 2 does not exist. */
+#define RESOLVER "concat($5::text, (ARRAY[current_user::text])[1 + ($5 IS NOT NULL)::int])"
+
 /* $1 tenant, $2 operation_id, $3 kind or NULL, $4 note, $5 by or NULL. Returns how many
  * were resolved, and how many match at all (to tell "already resolved" from "none"). */
 static const char SQL_RESOLVE[] =
     "WITH done AS (UPDATE idem.reconciliation_items"
-    " SET resolved_at = now(), resolved_by = coalesce($5, current_user::text), note = $4"
+    " SET resolved_at = now(), resolved_by = " RESOLVER ", note = $4"
     " WHERE tenant = $1 AND operation_id = $2 AND ($3::text IS NULL OR kind = $3)"
     " AND resolved_at IS NULL RETURNING 1)"
     " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM idem.reconciliation_items"
@@ -63,7 +67,8 @@ static const idem__stmt stmt_record = {
     " fingerprint_matches = CASE WHEN EXCLUDED.fingerprint_matches IS NULL"
     " AND EXCLUDED.fingerprint = r.fingerprint THEN r.fingerprint_matches"
     " ELSE EXCLUDED.fingerprint_matches END,"
-    " last_seen = now(), count = r.count + 1, resolved_at = NULL, resolved_by = NULL",
+    " last_seen = EXCLUDED.last_seen, count = r.count + 1, resolved_at = NULL,"
+    " resolved_by = NULL",
     6};
 
 struct idem_reconcile_items {

@@ -36,8 +36,7 @@ static const char declared_sql[] =
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
     " SELECT idem.declared_result((SELECT response FROM ins), (SELECT count(*) FROM effect))";
 
-#define LOCK_TIMEOUT_SQL "SELECT set_config('lock_timeout', $1, true)"
-#define KEY_TAKEN        "IDEM1"
+#define KEY_TAKEN "IDEM1"
 
 struct idem_declared {
     idem__stmt stmt;
@@ -164,34 +163,34 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
     return 0;
 }
 
-/* The pipeline's commands: BEGIN, the lock timeout, the tenant, the statement, COMMIT. */
-#define DECLARED_CMDS 5
-#define DECLARED_AT   3
+/* The pipeline's commands: BEGIN, IDEM__SET_PROPAGATE, the tenant (tenant.h), the lock
+ * timeout (a SET LOCAL statement, settings.h), the statement, COMMIT. */
+#define DECLARED_AT   4
+#define DECLARED_CMDS 6
 static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, int *lengths,
-                          int *formats, const char **lock_timeout)
+                          int *formats)
 {
     size_t n = c->declared->nparams;
-    uint64_t now = idem__now_ms();
 
-    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu",
-             (unsigned long long)(c->deadline_ms > now ? c->deadline_ms - now : 1));
-    *lock_timeout = c->lock_timeout;
+    idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout",
+                       idem__store_lock_timeout_ms(c->deadline_ms));
     for (size_t i = 0; i < 8; i++)
         values[n + i] = c->cp.values[i];
-    values[n + 8] = c->cp.values[10];  /* key memory */
-    values[n + 9] = c->cp.values[11];  /* the UUIDv7's time, or NULL */
-    values[n + 10] = c->cp.values[12]; /* the horizon */
+    values[n + 8] = c->cp.values[8];   /* key memory */
+    values[n + 9] = c->cp.values[9];   /* the UUIDv7's time, or NULL */
+    values[n + 10] = c->cp.values[10]; /* the horizon */
     memset(lengths, 0, (n + OWN_PARAMS) * sizeof(int));
     memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
     lengths[n + 4] = IDEM_FINGERPRINT_SIZE;
     formats[n + 4] = 1;
     cmds[0] =
         (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
-    cmds[1] = (idem__pipe_cmd){NULL, LOCK_TIMEOUT_SQL, 1, lock_timeout, NULL, NULL, 0, NULL};
+    cmds[1] = (idem__pipe_cmd){NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL};
     cmds[2] = idem__tenant_cmd(&c->req->tenant);
+    cmds[3] = (idem__pipe_cmd){NULL, c->set_lock_timeout, 0, NULL, NULL, NULL, 0, NULL};
     cmds[DECLARED_AT] =
         (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
-    cmds[4] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
+    cmds[5] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
 }
 
 /* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
@@ -211,6 +210,14 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     }
     if (failed_at != DECLARED_AT) {
         *out_rc = rc;
+        return STEP_DONE;
+    }
+    /* As in the callback path: a lock or statement timeout is the server being busy. */
+    if (idem__sqlstate_is_timeout(c->err->sqlstate)) {
+        idem__error_context(c->err, "declared effect timed out waiting; retry later with the "
+                                    "same key");
+        c->err->code = IDEM_EUNAVAIL;
+        *out_rc = IDEM_EUNAVAIL;
         return STEP_DONE;
     }
     COUNT(c->store, effect_failures);
@@ -247,7 +254,6 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
     char **owned = calloc(n + 1, sizeof(char *));
     int *lengths = calloc(n + OWN_PARAMS, sizeof(int));
     int *formats = calloc(n + OWN_PARAMS, sizeof(int));
-    const char *lock_timeout = NULL;
     idem__pipe_cmd cmds[DECLARED_CMDS];
     enum step step = STEP_DONE;
     int rc;
@@ -262,7 +268,7 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
         *out_rc = rc;
         goto done;
     }
-    declared_cmds(c, cmds, values, lengths, formats, &lock_timeout);
+    declared_cmds(c, cmds, values, lengths, formats);
     rc = idem__conn_pipeline(conn, cmds, DECLARED_CMDS, &failed_at, c->err);
     if (rc == 0)
         step = declared_done(c, cmds[DECLARED_AT].result, out_rc);

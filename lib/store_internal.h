@@ -9,6 +9,7 @@
 #include "exec.h"
 #include "idem/store.h"
 #include "idem/uuid.h"
+#include "settings.h"
 
 #ifdef IDEM_TESTING
 /* Failures the test suite injects at the COMMIT boundary (test builds only: the
@@ -56,9 +57,9 @@ void idem__store_windows(const idem_store *store, const char *tool, unsigned int
 /* The claim's parameters, kept for the call (they go out inside pipelines). */
 typedef struct claim_params {
     char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
-    const char *values[13];
-    int lengths[13];
-    int formats[13];
+    const char *values[11];
+    int lengths[11];
+    int formats[11];
 } claim_params;
 
 /* What one attempt decided. */
@@ -87,12 +88,13 @@ struct call {
     idem_error *err;
     uint64_t deadline_ms;
     claim_params cp;
-    char lock_timeout[24]; /* what is left of the deadline: the effect's lock timeout */
-    char claim_wait[24];   /* the claim's own lock timeout */
-    int lookup_first;      /* look the key up before claiming it (a retry) */
-    int resume_pending;    /* external begin: a pending row of this fingerprint is left to the
-                              claim, which resumes it if its lease has lapsed */
-    attempt_fn attempt;    /* the callback path's or the declared path's */
+    char set_claim_wait[IDEM__SET_LOCAL_SIZE];   /* SET LOCAL of the claim's lock timeout */
+    char set_lock_timeout[IDEM__SET_LOCAL_SIZE]; /* SET LOCAL of the effect's: what is left of
+                                                    the deadline, less a margin */
+    int lookup_first;                            /* look the key up before claiming it (a retry) */
+    int resume_pending; /* external begin: a pending row of this fingerprint is left to the
+                           claim, which resumes it if its lease has lapsed */
+    attempt_fn attempt; /* the callback path's or the declared path's */
     const idem_declared *declared;
 };
 
@@ -154,12 +156,22 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
 /* ROLLBACK, ignoring the result (store_write.c). */
 void idem__store_rollback(idem_conn *conn);
 
-/* The commands that open an attempt: BEGIN, the tenant (tenant.h), then the claim (at
- * BEGIN_CLAIM). Returns how many it wrote (store_write.c). */
-#define BEGIN_CMDS  3
-#define BEGIN_CLAIM 2
+/* The commands that open an attempt: BEGIN, IDEM__SET_PROPAGATE, the tenant (tenant.h), the
+ * claim's lock timeout, the claim (at BEGIN_CLAIM), the effect's lock timeout. Returns how
+ * many it wrote (store_write.c). */
+#define BEGIN_CMDS  6
+#define BEGIN_CLAIM 4
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50
+/* The effect's lock timeout ends a quarter of what is left of the call's deadline before
+ * it, at least IDEM__LOCK_MARGIN_MS and at most IDEM__LOCK_MARGIN_MAX_MS (when more than
+ * twice the margin is left), so that a lock wait ends on the server, with its SQLSTATE
+ * 55P03 and the connection kept, and the error has time to come back (from a Citus worker
+ * through the coordinator) before the client gives up on the reply. */
+#define IDEM__LOCK_MARGIN_MS     50
+#define IDEM__LOCK_MARGIN_MAX_MS 500
+/* The lock timeout for what is left of a call until @deadline_ms (an idem__now_ms() time). */
+uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms);
 size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds);
 
 /* Fill c->cp, the claim's parameters, once the claim token is made. */

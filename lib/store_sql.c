@@ -20,34 +20,33 @@ const idem__stmt idem__store_stmt_resolve = {
     2};
 
 /* The claim. It waits only briefly on a live attempt's uncommitted claim of the same key
- * (its own lock timeout, $9, is IDEM__CLAIM_WAIT_MS), so that the call answers in_progress
- * at once and gives its connection back; once it has inserted, its RETURNING gives the
- * effect's statements the rest of the call's deadline ($10). Where the key already has a
- * record, it returns that record (fingerprint, state, response) like the lookup, so that
- * a first attempt needs no lookup in front of it; otherwise one row with state 'claimed'.
- * Setting the lock timeouts inside the claim saves a statement per call.
+ * (the SET LOCAL in front of it makes its lock timeout IDEM__CLAIM_WAIT_MS), so that the
+ * call answers in_progress at once and gives its connection back; the SET LOCAL after it
+ * gives the effect's statements the rest of the call's deadline (store_write.c). Where
+ * the key already has a record, it returns that record (fingerprint, state, response) like
+ * the lookup, so that a first attempt needs no lookup in front of it; otherwise one row
+ * with state 'claimed'. Every statement names the tenant: on Citus it runs on one shard.
  *
- * Both deadlines are fixed here from the tool's windows: $8 retention, $11 key memory. A
- * UUIDv7 operation ID's time ($12, milliseconds; NULL for other IDs) older than the key
- * memory plus the clock skew allowance ($13 seconds) on the database's clock claims
+ * Both deadlines are fixed here from the tool's windows: $8 retention, $9 key memory. A
+ * UUIDv7 operation ID's time ($10, milliseconds; NULL for other IDs) older than the key
+ * memory plus the clock skew allowance ($11 seconds) on the database's clock claims
  * nothing: with no record either, the claim returns no row, and the call looks again
  * (where the lookup answers expired). */
 const idem__stmt idem__store_stmt_claim = {
     "idem_store_claim",
-    "WITH wait AS (SELECT set_config('lock_timeout', $9, true)),"
-    " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
+    "WITH ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
     " fingerprint, state, trace_id, claim_token, expires_at, forget_at)"
     " SELECT $1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
-    " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $11::int8)"
-    " FROM wait WHERE $12::int8 IS NULL"
-    " OR to_timestamp($12::int8 / 1000.0) >= now() - make_interval(secs => $13::int8)"
+    " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8)"
+    " WHERE $10::int8 IS NULL"
+    " OR to_timestamp($10::int8 / 1000.0) >= now() - make_interval(secs => $11::int8)"
     " ON CONFLICT (tenant, operation_id) DO NOTHING"
-    " RETURNING set_config('lock_timeout', $10, true))"
+    " RETURNING 1)"
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
     " UNION ALL"
     " SELECT fingerprint, state, response FROM idem.operations"
     " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)",
-    13};
+    11};
 
 const idem__stmt idem__store_stmt_finish = {
     "idem_store_finish",

@@ -47,7 +47,7 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
     } else {
         snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
         tx->claim_busy = idem__store_claim_busy(failed_at, local.sqlstate);
-        if (failed_at <= BEGIN_CLAIM)
+        if (failed_at < BEGIN_CMDS)
             tx->setup_rc = rc;
     }
     idem__store_pipe_clear(cmds, n);

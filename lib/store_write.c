@@ -1,4 +1,5 @@
 #include "clock.h"
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +36,9 @@ void idem__store_claim_params_init(call *c)
     p->values[5] = c->req->trace_id;
     p->values[6] = c->claim;
     p->values[7] = p->retention;
-    p->values[8] = c->claim_wait;
-    p->values[9] = c->lock_timeout;
-    p->values[10] = p->key_memory;
-    p->values[11] = p->born_ms[0] != '\0' ? p->born_ms : NULL;
-    p->values[12] = p->horizon;
+    p->values[8] = p->key_memory;
+    p->values[9] = p->born_ms[0] != '\0' ? p->born_ms : NULL;
+    p->values[10] = p->horizon;
     memset(p->lengths, 0, sizeof(p->lengths));
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
@@ -57,17 +56,37 @@ static idem__pipe_cmd cmd_claim(const call *c)
                             c->cp.lengths,           c->cp.formats, 1, NULL};
 }
 
-size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
+uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms)
 {
     uint64_t now = idem__now_ms();
-    uint64_t left = c->deadline_ms > now ? c->deadline_ms - now : 1;
+    uint64_t left = deadline_ms > now ? deadline_ms - now : 1;
 
-    snprintf(c->lock_timeout, sizeof(c->lock_timeout), "%llu", (unsigned long long)left);
-    snprintf(c->claim_wait, sizeof(c->claim_wait), "%llu",
-             (unsigned long long)(left < IDEM__CLAIM_WAIT_MS ? left : IDEM__CLAIM_WAIT_MS));
+    uint64_t margin = left / 4 < IDEM__LOCK_MARGIN_MS       ? IDEM__LOCK_MARGIN_MS
+                      : left / 4 > IDEM__LOCK_MARGIN_MAX_MS ? IDEM__LOCK_MARGIN_MAX_MS
+                                                            : left / 4;
+
+    return left > 2 * margin ? left - margin : left;
+}
+
+/* The lock timeouts go as SET LOCAL statements of their own (settings.h: on Citus they
+ * reach the worker that holds the key's shard), in the same pipeline: no round trip more. */
+size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
+{
+    uint64_t lock = idem__store_lock_timeout_ms(c->deadline_ms);
+    int rc;
+
+    rc = idem__set_local_ms(c->set_claim_wait, sizeof(c->set_claim_wait), "lock_timeout",
+                            lock < IDEM__CLAIM_WAIT_MS ? lock : IDEM__CLAIM_WAIT_MS);
+    rc |=
+        idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout", lock);
+    assert(rc == 0);
+    (void)rc;
     cmds[0] = cmd_sql(BEGIN_SQL);
-    cmds[1] = idem__tenant_cmd(&c->req->tenant);
+    cmds[1] = cmd_sql(IDEM__SET_PROPAGATE);
+    cmds[2] = idem__tenant_cmd(&c->req->tenant);
+    cmds[3] = cmd_sql(c->set_claim_wait);
     cmds[BEGIN_CLAIM] = cmd_claim(c);
+    cmds[5] = cmd_sql(c->set_lock_timeout);
     return BEGIN_CMDS;
 }
 

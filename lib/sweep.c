@@ -16,12 +16,12 @@
 #include "error.h"
 #include "exec.h"
 #include "idem/sweep.h"
+#include "idem/validate.h"
 #include "log.h"
 
-#define MAX_BATCH    1000000u
-#define MAX_SKEW_S   86400u
-#define MAX_LOCK_MS  3600000u
-#define LOCK_TIMEOUT "55P03"
+#define MAX_BATCH   1000000u
+#define MAX_SKEW_S  86400u
+#define MAX_LOCK_MS 3600000u
 
 /* $1 batch size, $2 default key memory in seconds (rows claimed before forget_at). Only
  * completed and failed records expire: never a pending one, nor an outcome_unknown one. */
@@ -40,6 +40,44 @@ static const char SQL_PURGE[] =
     " WHERE state = 'expired' AND expires_at <= now() - make_interval(secs => $2::int8)"
     " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
     " DELETE FROM idem.operations o USING due WHERE o.ctid = due.ctid";
+
+/* On Citus a multi-shard statement cannot lock rows (FOR UPDATE), and a ctid names a row
+ * only within its shard: the batches go tenant by tenant ($3), each on one shard, where
+ * they run exactly as above. The tenants come from a multi-shard read that locks nothing.
+ * No transaction spans shards: a tenant's batch commits on its own. */
+/* coalesce(forget_at, expires_at + $2 s) in immutable functions only, as Citus wants them
+ * in an UPDATE (timestamptz + interval depends on the time zone): least() skips the NULL,
+ * and where forget_at is set the other side is 5e9 s (158 years, more than any key memory)
+ * later, so forget_at wins. */
+#define FORGET_AT_OR_LATER                                                                         \
+    "least(o.forget_at, to_timestamp(extract(epoch FROM o.expires_at - timestamptz 'epoch')"       \
+    "::float8 + $2::int8 * (o.forget_at IS NULL)::int"                                             \
+    " + 5000000000 * (o.forget_at IS NOT NULL)::int))"
+static const char SQL_EXPIRE_TENANT[] =
+    "WITH due AS (SELECT ctid FROM idem.operations"
+    " WHERE tenant = $3 AND expires_at <= now() AND state IN ('completed', 'failed')"
+    " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
+    " UPDATE idem.operations o SET state = 'expired', response = NULL, trace_id = NULL,"
+    " expired_at = now(),"
+    " expires_at = " FORGET_AT_OR_LATER " FROM due WHERE o.tenant = $3 AND o.ctid = due.ctid";
+static const char SQL_PURGE_TENANT[] =
+    "WITH due AS (SELECT ctid FROM idem.operations"
+    " WHERE tenant = $3 AND state = 'expired'"
+    " AND expires_at <= now() - make_interval(secs => $2::int8)"
+    " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
+    " DELETE FROM idem.operations o USING due WHERE o.tenant = $3 AND o.ctid = due.ctid";
+/* $1 how many tenants, $2 as the batch's, $3 the tenants after this one (each is visited
+ * once per pass, as a pass without Citus ends at its first short batch: rows that live
+ * calls hold wait for the next run). */
+#define DUE_TENANTS(cond)                                                                          \
+    "SELECT DISTINCT tenant FROM idem.operations WHERE tenant > $3 AND " cond                      \
+    " ORDER BY tenant LIMIT $1::int8"
+static const char SQL_DUE_TENANTS_EXPIRE[] = DUE_TENANTS(
+    "expires_at <= now() AND state IN ('completed', 'failed') AND $2::int8 IS NOT NULL");
+static const char SQL_DUE_TENANTS_PURGE[] =
+    DUE_TENANTS("state = 'expired' AND expires_at <= now() - make_interval(secs => $2::int8)");
+static const char SQL_CITUS[] = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')";
+#define TENANTS_AT_ONCE "1000"
 
 /* $1 twice the clock skew allowance. */
 static const char SQL_DUE[] =
@@ -74,6 +112,8 @@ typedef struct sweep {
     idem_error *err;
     uint64_t start_ms;
     char batch[16], key_memory[16], purge_after[16];
+    int by_tenant;      /* Citus: batches tenant by tenant (SQL_EXPIRE_TENANT) */
+    const char *tenant; /* the tenant of the batches now, when by_tenant */
 } sweep;
 
 #define sweep_log(s, ...) idem__log((s)->opts.log, (s)->opts.log_ctx, IDEM_LOG_INFO, __VA_ARGS__)
@@ -191,15 +231,10 @@ static int out_of_budget(const sweep *s)
     return s->opts.max_runtime_ms > 0 && idem__now_ms() - s->start_ms >= s->opts.max_runtime_ms;
 }
 
-/* One batch of @sql; *n gets the rows it changed. */
-static int batch(sweep *s, const char *sql, const char *param2, const char *what,
-                 unsigned long long *n)
+/* A statement's lock timeout is a table lock held too long: IDEM_ETIMEDOUT. Else @rc. */
+static int lock_timed_out(sweep *s, int rc)
 {
-    const char *values[2] = {s->batch, param2};
-    PGresult *res = NULL;
-    int rc = idem__pg_exec(&res, s->conn, sql, 2, values, NULL, NULL, 0, what, s->err);
-
-    if (rc == IDEM_EDB && strcmp(s->err->sqlstate, LOCK_TIMEOUT) == 0) {
+    if (rc != 0 && idem__sqlstate_is_timeout(s->err->sqlstate)) {
         idem__error_context(s->err,
                             "a table lock was held longer than %u ms (a migration?); "
                             "the next run continues",
@@ -207,7 +242,19 @@ static int batch(sweep *s, const char *sql, const char *param2, const char *what
         s->err->code = IDEM_ETIMEDOUT;
         return IDEM_ETIMEDOUT;
     }
-    if (rc != 0)
+    return rc;
+}
+
+/* One batch of @sql; *n gets the rows it changed. */
+static int batch(sweep *s, const char *sql, const char *param2, const char *what,
+                 unsigned long long *n)
+{
+    const char *values[3] = {s->batch, param2, s->tenant};
+    PGresult *res = NULL;
+    int rc = idem__pg_exec(&res, s->conn, sql, s->by_tenant ? 3 : 2, values, NULL, NULL, 0, what,
+                           s->err);
+
+    if ((rc = lock_timed_out(s, rc)) != 0)
         return rc;
     *n = strtoull(PQcmdTuples(res), NULL, 10);
     PQclear(res);
@@ -235,13 +282,65 @@ static int pass(sweep *s, const char *sql, const char *param2, const char *what,
     return 0;
 }
 
+/* pass() tenant by tenant (Citus), for each tenant with rows due, in tenant order. */
+static int pass_by_tenant(sweep *s, int purge, const char *param2, const char *what,
+                          unsigned long long *total, int *done)
+{
+    char after[IDEM_TENANT_MAX + 1] = "";
+    const char *values[3] = {TENANTS_AT_ONCE, param2, after};
+    PGresult *res = NULL;
+    int rc = 0, n = atoi(TENANTS_AT_ONCE), tenant_done = 1;
+
+    *done = 0;
+    while (rc == 0 && n == atoi(TENANTS_AT_ONCE) && tenant_done && !out_of_budget(s)) {
+        rc = idem__pg_exec(&res, s->conn, purge ? SQL_DUE_TENANTS_PURGE : SQL_DUE_TENANTS_EXPIRE, 3,
+                           values, NULL, NULL, 0, "listing tenants with rows due", s->err);
+        n = rc == 0 ? PQntuples(res) : 0;
+        for (int i = 0; rc == 0 && i < n && tenant_done && !out_of_budget(s); i++) {
+            s->tenant = PQgetvalue(res, i, 0);
+            snprintf(after, sizeof(after), "%s", s->tenant);
+            rc = pass(s, purge ? SQL_PURGE_TENANT : SQL_EXPIRE_TENANT, param2, what, total,
+                      &tenant_done);
+        }
+        *done = rc == 0 && tenant_done && n < atoi(TENANTS_AT_ONCE);
+        PQclear(res);
+        res = NULL;
+        s->tenant = NULL;
+    }
+    return rc;
+}
+
+static int sweep_pass(sweep *s, int purge, unsigned long long *total, int *done)
+{
+    const char *param2 = purge ? s->purge_after : s->key_memory;
+    const char *what = purge ? "purged" : "expired";
+
+    if (s->by_tenant)
+        return pass_by_tenant(s, purge, param2, what, total, done);
+    return pass(s, purge ? SQL_PURGE : SQL_EXPIRE, param2, what, total, done);
+}
+
+static int detect_citus(sweep *s)
+{
+    PGresult *res = NULL;
+    int rc = idem__pg_exec(&res, s->conn, SQL_CITUS, 0, NULL, NULL, NULL, 0, "looking for Citus",
+                           s->err);
+
+    if (rc == 0)
+        s->by_tenant = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    return rc;
+}
+
 static int work(sweep *s)
 {
     int expired_all = 0, purged_all = 0;
-    int rc = pass(s, SQL_EXPIRE, s->key_memory, "expired", &s->res.expired, &expired_all);
+    int rc = detect_citus(s);
 
+    if (rc == 0)
+        rc = sweep_pass(s, 0, &s->res.expired, &expired_all);
     if (rc == 0 && expired_all)
-        rc = pass(s, SQL_PURGE, s->purge_after, "purged", &s->res.purged, &purged_all);
+        rc = sweep_pass(s, 1, &s->res.purged, &purged_all);
     s->res.complete = expired_all && purged_all;
     if (rc == 0 && !s->res.complete)
         sweep_log(s, "stopped at the %s limit; the next run continues",

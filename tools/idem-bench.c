@@ -26,7 +26,7 @@ static const char usage[] =
     "usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls|all] "
     "[--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
-    "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO]\n"
+    "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO] [--existing]\n"
     "  --mode      which measurements (default all); not in all: sweep (retention's\n"
     "              sweeper on a backlog of 1 M expired records, beside replays),\n"
     "              external (begin + complete of an external effect beside the local path)\n"
@@ -41,7 +41,13 @@ static const char usage[] =
     "  --dsn       server to use (default: the PG* environment); always direct\n"
     "  --pgbouncer PgBouncer in transaction mode in front of that server, for the pooler\n"
     "              mode's third side (conninfo without dbname; default: $IDEM_PGBOUNCER,\n"
-    "              which tools/with-postgres --pgbouncer sets)\n";
+    "              which tools/with-postgres --pgbouncer sets)\n"
+    "  --existing  measure in the database --dsn names instead of creating one: it must\n"
+    "              hold idem's schema at this version and idem_example.support_tasks; it\n"
+    "              is neither migrated nor dropped. Rows of the tenants bench-* are the\n"
+    "              bench's: it refuses to start when some exist, and deletes them at the\n"
+    "              end (its table bench_hand_ops too, if it made it). Modes create,\n"
+    "              replay, contention, external; on Citus, against the coordinator\n";
 
 static int parse_threads(bench_config *cfg, const char *list)
 {
@@ -104,17 +110,13 @@ static int parse_seconds(double *out, const char *text, double min)
 /* 0, 1 for --help, -1 for a bad command line. */
 static int parse_options(bench_config *cfg, int argc, char **argv)
 {
-    static const struct option longs[] = {{"mode", required_argument, NULL, 'm'},
-                                          {"threads", required_argument, NULL, 't'},
-                                          {"duration", required_argument, NULL, 'd'},
-                                          {"round", required_argument, NULL, 'r'},
-                                          {"large", no_argument, NULL, 'L'},
-                                          {"json", no_argument, NULL, 'j'},
-                                          {"dsn", required_argument, NULL, 'D'},
-                                          {"pool", required_argument, NULL, 'p'},
-                                          {"pgbouncer", required_argument, NULL, 'B'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {
+        {"mode", required_argument, NULL, 'm'},      {"threads", required_argument, NULL, 't'},
+        {"duration", required_argument, NULL, 'd'},  {"round", required_argument, NULL, 'r'},
+        {"large", no_argument, NULL, 'L'},           {"json", no_argument, NULL, 'j'},
+        {"dsn", required_argument, NULL, 'D'},       {"pool", required_argument, NULL, 'p'},
+        {"pgbouncer", required_argument, NULL, 'B'}, {"help", no_argument, NULL, 'h'},
+        {"existing", no_argument, NULL, 'E'},        {NULL, 0, NULL, 0}};
     int c, at = 0, rc = 0;
 
     while (rc == 0 && (c = getopt_long(argc, argv, "", longs, &at)) != -1) {
@@ -147,6 +149,9 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             cfg->pool_cap = atoi(optarg);
             rc = cfg->pool_cap >= 1 && cfg->pool_cap <= BENCH_MAX_THREADS ? 0 : -1;
             break;
+        case 'E':
+            cfg->existing = 1;
+            break;
         case 'h':
             return 1;
         default:
@@ -155,6 +160,13 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
     }
     if (rc < 0 && optarg != NULL)
         fprintf(stderr, "idem-bench: bad value for --%s: %s\n", longs[at].name, optarg);
+    if (rc == 0 && cfg->existing &&
+        (cfg->modes & (BENCH_MODE_GROWTH | BENCH_MODE_SWEEP | BENCH_MODE_POOLER)) != 0) {
+        fprintf(stderr, "idem-bench: --existing measures create, replay, contention and external "
+                        "only (growth, sweep and pooler make databases of their own): give "
+                        "--mode\n");
+        rc = -1;
+    }
     return rc == 0 && optind == argc ? 0 : -1;
 }
 
@@ -177,7 +189,8 @@ int main(int argc, char **argv)
                         0,
                         0,
                         default_pool_cap(),
-                        getenv("IDEM_PGBOUNCER")};
+                        getenv("IDEM_PGBOUNCER"),
+                        0};
     int rc = parse_options(&cfg, argc, argv);
 
     if (rc != 0) {

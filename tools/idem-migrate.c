@@ -27,6 +27,7 @@ enum exit_code {
     EXIT_NO_SCHEMA = 7,
     EXIT_LEDGER = 8,
     EXIT_NOT_APPLIED = 9,
+    EXIT_NOT_DISTRIBUTABLE = 10,
     EXIT_USAGE = 64,
     EXIT_NOINPUT = 66,
 };
@@ -45,6 +46,9 @@ static const char usage_text[] =
     "  baseline  with --to N: record the migrations up to N as applied without running\n"
     "            them, after checking that the objects each creates exist; for a\n"
     "            database whose ledger was dropped or lost rows (exit 8)\n"
+    "  distribute  on a Citus coordinator, after up: distribute every table of schema\n"
+    "            idem with a column tenant (and each --table) by tenant, co-located with\n"
+    "            idem.operations; make the ledger a reference table. Idempotent\n"
     "\n"
     "Options:\n"
     "  --dsn CONNINFO      libpq connection string or postgresql:// URI; without it the\n"
@@ -57,6 +61,8 @@ static const char usage_text[] =
     "  --lock-timeout SEC  up, baseline: wait at most SEC seconds for the migration lock\n"
     "                      (advisory lock 7594306392314963826), which another up or any\n"
     "                      other session may hold (default 60; 0 = do not wait)\n"
+    "  --table SCHEMA.NAME distribute, status: also an application's effect table (it\n"
+    "                      needs a column tenant); repeatable\n"
     "  --json              status: print JSON\n"
     "  -q, --quiet         up, baseline: print errors only\n"
     "  -v, --verbose       also print the server's notices and warnings on stderr, one\n"
@@ -75,7 +81,9 @@ static const char usage_text[] =
     "up holds a session-level lock across transactions: it connects to PostgreSQL\n"
     "directly and refuses a connection through a pooler such as PgBouncer. status,\n"
     "plan and verify only read, and work through one.\n"
-    "\n"
+    "\n";
+
+static const char usage_exits[] =
     "Exit status:\n"
     "   0  success; status: the schema is up to date\n"
     "   1  internal error (out of memory)\n"
@@ -96,9 +104,15 @@ static const char usage_text[] =
     "      verify, up; nothing is run): restore the ledger from a backup, or baseline\n"
     "   9  baseline: a migration up to --to is not applied (an object it creates is\n"
     "      missing) or cannot be checked; nothing was recorded\n"
+    "  10  distribute: the citus extension is not installed in the database, the schema\n"
+    "      is not migrated, or a table is distributed otherwise (the message says what\n"
+    "      to run)\n"
     "  64  usage error\n"
     "  66  --dir unreadable or without migrations, or a misnamed or duplicate\n"
-    "      migration file in it\n";
+    "      migration file in it\n"
+    "\n"
+    "On Citus, status also says whether the schema is distributed, and flags each table\n"
+    "that is not where distribute puts it. Run every command against the coordinator.\n";
 
 typedef struct cli {
     const char *command;
@@ -108,8 +122,10 @@ typedef struct cli {
     int quiet;
     int verbose;
     idem_migrate_options opts;
-    int migration_failed; /* up: a migration reported IDEM_MIGRATE_FAILED */
-    int failed_no_tx;     /* ... and it was a no-transaction file */
+    int migration_failed;   /* up: a migration reported IDEM_MIGRATE_FAILED */
+    int failed_no_tx;       /* ... and it was a no-transaction file */
+    const char *tables[64]; /* --table */
+    size_t ntables;
 } cli;
 
 #define usage_error(...) cli_usage_error("idem-migrate", __VA_ARGS__)
@@ -147,6 +163,13 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 'j':
         c->json = 1;
         return 0;
+    case 'T':
+        if (c->ntables == sizeof(c->tables) / sizeof(c->tables[0]))
+            return usage_error("--table: at most %zu tables", c->ntables);
+        if (arg[0] == '\0')
+            return usage_error("--table: a table name is needed (schema.name)");
+        c->tables[c->ntables++] = arg;
+        return 0;
     case 'q':
         c->quiet = 1;
         return 0;
@@ -162,11 +185,17 @@ static int parse_option(cli *c, int opt, const char *arg)
 static int parse_args(cli *c, int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"dsn", required_argument, NULL, 'd'}, {"dir", required_argument, NULL, 'D'},
-        {"to", required_argument, NULL, 't'},  {"lock-timeout", required_argument, NULL, 'l'},
-        {"json", no_argument, NULL, 'j'},      {"quiet", no_argument, NULL, 'q'},
-        {"verbose", no_argument, NULL, 'v'},   {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},   {NULL, 0, NULL, 0},
+        {"dsn", required_argument, NULL, 'd'},
+        {"dir", required_argument, NULL, 'D'},
+        {"to", required_argument, NULL, 't'},
+        {"lock-timeout", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"table", required_argument, NULL, 'T'},
+        {NULL, 0, NULL, 0},
     };
     int opt, rc;
 
@@ -174,6 +203,7 @@ static int parse_args(cli *c, int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "qvhV", longs, NULL)) != -1) {
         if (opt == 'h') {
             fputs(usage_text, stdout);
+            fputs(usage_exits, stdout);
             return EXIT_OK;
         }
         if (opt == 'V') {
@@ -187,9 +217,10 @@ static int parse_args(cli *c, int argc, char **argv)
             return rc;
     }
     if (optind != argc - 1)
-        return usage_error("%s", optind == argc
-                                     ? "a command is needed (status, plan, up, verify, baseline)"
-                                     : "one command only");
+        return usage_error(
+            "%s", optind == argc
+                      ? "a command is needed (status, plan, up, verify, baseline, distribute)"
+                      : "one command only");
     c->command = argv[optind];
     return -1;
 }
@@ -391,6 +422,8 @@ typedef struct findings {
     counts n;
     int ledger_incomplete;
     char refusal[IDEM_ERROR_MESSAGE_MAX]; /* why up would refuse now, "" when it would not */
+    idem_distribution *distribution;      /* where the tables stand on Citus; NULL without
+                                             the schema */
 } findings;
 
 static int status_exit(const findings *f)
@@ -433,9 +466,31 @@ static json_t *status_json(const idem_migrate_list *list, PGconn *conn, const fi
         (json_int_t)f->n.unknown, "unrecorded", (json_int_t)f->n.unrecorded, "migrations", items);
 }
 
+/* Where the tables stand on Citus (NULL when the schema is not there to look at). */
+static json_t *distribution_json(const idem_distribution *d)
+{
+    json_t *tables = json_array();
+
+    if (d == NULL)
+        return json_null();
+    for (size_t i = 0; tables != NULL && i < idem_distribution_count(d); i++) {
+        const idem_distributed_table *t = idem_distribution_at(d, i);
+
+        json_array_append_new(tables, json_pack("{s:s, s:b, s:s, s:b}", "name", t->name, "tenant",
+                                                t->tenant, "placement",
+                                                idem_table_placement_name(t->placement), "wanted",
+                                                t->wanted));
+    }
+    return json_pack("{s:b, s:b, s:o}", "installed", idem_distribution_citus(d), "distributed",
+                     idem_distribution_complete(d), "tables", tables);
+}
+
 static int print_status_json(const idem_migrate_list *list, PGconn *conn, const findings *f)
 {
     json_t *doc = status_json(list, conn, f);
+
+    if (doc != NULL)
+        json_object_set_new(doc, "citus", distribution_json(f->distribution));
     char *text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 
     json_decref(doc);
@@ -492,6 +547,35 @@ static void print_status_summary(const idem_migrate_list *list, const findings *
         printf("up would refuse: %s\n", f->refusal);
 }
 
+static void print_distribution(const idem_distribution *d)
+{
+    size_t flagged = 0;
+
+    if (d == NULL || !idem_distribution_citus(d)) {
+        if (d != NULL)
+            printf("Citus: not installed in this database (one server; nothing to distribute)\n");
+        return;
+    }
+    for (size_t i = 0; i < idem_distribution_count(d); i++) {
+        const idem_distributed_table *t = idem_distribution_at(d, i);
+
+        if (t->wanted)
+            continue;
+        flagged++;
+        printf("NOT DISTRIBUTED: %s is %s; %s\n", t->name, idem_table_placement_name(t->placement),
+               t->tenant ? "it holds tenant data and belongs distributed by tenant, co-located "
+                           "with idem.operations"
+                         : "it belongs as a reference table");
+    }
+    if (idem_distribution_complete(d))
+        printf("Citus: distributed (%zu tables, by tenant co-located with idem.operations, or "
+               "reference tables)\n",
+               idem_distribution_count(d));
+    else
+        printf("Citus: not distributed (%zu table%s flagged): run idem-migrate distribute\n",
+               flagged, flagged == 1 ? "" : "s");
+}
+
 static int print_status_text(const idem_migrate_list *list, PGconn *conn, const findings *f)
 {
     printf("database \"%s\" on %s:%s, ledger idem.schema_migrations %s\n", PQdb(conn), PQhost(conn),
@@ -501,6 +585,7 @@ static int print_status_text(const idem_migrate_list *list, PGconn *conn, const 
     for (size_t i = 0; i < idem_migrate_list_count(list); i++)
         print_status_row(idem_migrate_list_at(list, i));
     print_status_summary(list, f);
+    print_distribution(f->distribution);
     return status_exit(f);
 }
 
@@ -533,12 +618,18 @@ static int cmd_status(cli *c, PGconn *conn)
         return fail("status", rc, &err, 0);
     f.n = count_states(list);
     f.ledger_incomplete = idem_migrate_list_ledger_incomplete(list);
+    f.distribution = NULL;
     code = up_refusal(f.refusal, sizeof(f.refusal), c, conn, "status");
+    rc = code == 0 ? idem_migrate_distribution(&f.distribution, conn, c->tables, c->ntables, &err)
+                   : 0;
+    if (rc != 0 && rc != IDEM_ESCHEMA)
+        code = fail("status", rc, &err, 0);
     if (code == 0 && c->json)
         code = print_status_json(list, conn, &f);
     else if (code == 0)
         code = print_status_text(list, conn, &f);
     idem_migrate_list_free(list);
+    idem_distribution_free(f.distribution);
     return code;
 }
 
@@ -707,6 +798,37 @@ static int cmd_baseline(cli *c, PGconn *conn)
     return rc != 0 ? fail("baseline", rc, &err, 0) : EXIT_OK;
 }
 
+static int cmd_distribute(cli *c, PGconn *conn)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_distribution *d = NULL;
+    size_t changed = 0;
+    int rc = refuse_pooler(conn);
+
+    if (rc != EXIT_OK)
+        return rc;
+    use_hooks(c);
+    rc = idem_migrate_distribute(&d, conn, c->tables, c->ntables, &c->opts, &err);
+    if (rc != 0) {
+        int code = fail("distribute", rc, &err, 0);
+        return rc == IDEM_ESCHEMA ? EXIT_NOT_DISTRIBUTABLE : code;
+    }
+    for (size_t i = 0; i < idem_distribution_count(d); i++) {
+        const idem_distributed_table *t = idem_distribution_at(d, i);
+
+        changed += t->changed != 0;
+        if (t->changed && !c->quiet)
+            printf("%s: %s\n", t->name,
+                   t->tenant ? "distributed by tenant, co-located with idem.operations"
+                             : "reference table");
+    }
+    if (!c->quiet)
+        printf("distributed: %zu table%s placed now, %zu already in place\n", changed,
+               changed == 1 ? "" : "s", idem_distribution_count(d) - changed);
+    idem_distribution_free(d);
+    return EXIT_OK;
+}
+
 typedef int (*command_fn)(cli *c, PGconn *conn);
 
 static command_fn find_command(const char *name)
@@ -714,11 +836,9 @@ static command_fn find_command(const char *name)
     static const struct {
         const char *name;
         command_fn fn;
-    } commands[] = {{"status", cmd_status},
-                    {"plan", cmd_plan},
-                    {"up", cmd_up},
-                    {"verify", cmd_verify},
-                    {"baseline", cmd_baseline}};
+    } commands[] = {
+        {"status", cmd_status}, {"plan", cmd_plan},         {"up", cmd_up},
+        {"verify", cmd_verify}, {"baseline", cmd_baseline}, {"distribute", cmd_distribute}};
 
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(name, commands[i].name) == 0)
@@ -741,7 +861,8 @@ int main(int argc, char **argv)
         return code;
     command = find_command(c.command);
     if (command == NULL)
-        return usage_error("unknown command '%s' (status, plan, up, verify, baseline)", c.command);
+        return usage_error("unknown command '%s' (status, plan, up, verify, baseline, distribute)",
+                           c.command);
     if (command == cmd_baseline && c.to_version == 0)
         return usage_error("baseline needs --to N: the last version that is really applied");
     conn = connect_db(&c);

@@ -231,6 +231,99 @@ IDEM_API int idem_migrate_latest_version(void);
 /** "applied", "pending", "drifted", "unknown", "unrecorded"; never NULL. */
 IDEM_API const char *idem_migrate_state_name(idem_migration_state state);
 
+/** Where a table stands on a Citus cluster. */
+typedef enum idem_table_placement {
+    IDEM_TABLE_LOCAL = 0,       /**< a plain table (on the coordinator only; every table
+                                     without Citus) */
+    IDEM_TABLE_DISTRIBUTED = 1, /**< hash-distributed by `tenant`, co-located with
+                                     idem.operations */
+    IDEM_TABLE_REFERENCE = 2,   /**< a reference table: a copy on every node */
+    IDEM_TABLE_OTHER = 3,       /**< known to Citus otherwise: distributed by another column,
+                                     not co-located, or a Citus local table */
+} idem_table_placement;
+
+/** One table the distribution step looks after. Read-only; owned by its list. */
+typedef struct idem_distributed_table {
+    char name[136];                 /**< "schema.table", quoted where SQL needs it */
+    int tenant;                     /**< 1 when the table has a column `tenant` */
+    idem_table_placement placement; /**< where it stands now */
+    int wanted;                     /**< 1 when that is where the distribution step puts it:
+                                         a table with `tenant` DISTRIBUTED, the ledger
+                                         idem.schema_migrations (and any other table of schema
+                                         idem without `tenant`) REFERENCE */
+    int changed;                    /**< 1 when idem_migrate_distribute() placed it just now */
+} idem_distributed_table;
+
+/** What idem_migrate_distribution() and idem_migrate_distribute() report. Opaque. */
+typedef struct idem_distribution idem_distribution;
+
+/**
+ * Where idem's tables stand on Citus: every table of schema idem, and the application's
+ * tables named in @p tables, with idem.operations first. Reads only; takes no lock. Works
+ * on plain PostgreSQL too (everything is then ::IDEM_TABLE_LOCAL and
+ * idem_distribution_citus() is 0).
+ *
+ * @param out      caller owns; free with idem_distribution_free(). Untouched on failure.
+ * @param conn     borrowed; connected to the coordinator.
+ * @param tables   NULL, or @p ntables "schema.table" names of the application's effect
+ *                 tables to report as well.
+ * @return 0; IDEM_EINVAL (NULL out or conn, a NULL or empty name, field "tables"; a name
+ *         that is not a table: the message names it); IDEM_ESCHEMA (idem.operations does
+ *         not exist: run idem-migrate up); IDEM_EDB; IDEM_EUNAVAIL; IDEM_ENOMEM.
+ */
+IDEM_API int idem_migrate_distribution(idem_distribution **out, PGconn *conn,
+                                       const char *const *tables, size_t ntables, idem_error *err);
+
+/**
+ * The distribution step, run once by a DBA on the Citus coordinator after
+ * idem_migrate_up() (and again after an upgrade whose migrations add tables): every table
+ * of schema idem with a column `tenant`, and each of @p tables (the application's effect
+ * tables, which must have one), is distributed by `tenant` and co-located with
+ * idem.operations (`create_distributed_table(t, 'tenant', colocate_with =>
+ * 'idem.operations')`, existing rows moved to the shards); the ledger becomes a reference
+ * table. (idem's lock timeouts reach the workers without any setting: each transaction
+ * says `SET LOCAL citus.propagate_set_commands = 'local'` itself.) Holds the migration lock
+ * (::IDEM_MIGRATE_LOCK_KEY) while it works. Idempotent: a table already where it belongs is left
+ * alone, and a second call changes nothing.
+ *
+ * Tables join a co-location group only while it is empty of other work; run it at a quiet
+ * time: distributing a table takes a lock that blocks writes to it while its rows move.
+ *
+ * @param out     as idem_migrate_distribution(), after the step (changed set on what it
+ *                placed). Untouched on failure.
+ * @param opts    NULL for the defaults (lock_timeout_ms and log are used).
+ * @return 0; IDEM_ESCHEMA (the citus extension is not installed in this database, or
+ *         idem.operations does not exist, or a table is distributed otherwise and must be
+ *         undistributed first: the message names it and says what to run; nothing more was
+ *         changed); IDEM_EINVAL (as idem_migrate_distribution(); a table in @p tables
+ *         without a column `tenant`; a connection inside a transaction); IDEM_ELOCKED;
+ *         IDEM_EDB or IDEM_EUNAVAIL (the message names the table; tables placed before it
+ *         stay placed); IDEM_ENOMEM.
+ */
+IDEM_API int idem_migrate_distribute(idem_distribution **out, PGconn *conn,
+                                     const char *const *tables, size_t ntables,
+                                     const idem_migrate_options *opts, idem_error *err);
+
+/** 1 when the citus extension is installed in the database, else 0 (also for NULL). */
+IDEM_API int idem_distribution_citus(const idem_distribution *d);
+
+/** 1 when Citus is installed and every table is where the distribution step puts it
+ *  (`wanted`); else 0 (also for NULL). */
+IDEM_API int idem_distribution_complete(const idem_distribution *d);
+
+/** Number of tables in @p d (0 for NULL). */
+IDEM_API size_t idem_distribution_count(const idem_distribution *d);
+
+/** The @p i-th table (idem.operations first, then by name); borrowed, valid until @p d
+ *  is freed. NULL when @p i is out of range. */
+IDEM_API const idem_distributed_table *idem_distribution_at(const idem_distribution *d, size_t i);
+
+/** "local", "distributed", "reference", "other"; never NULL. */
+IDEM_API const char *idem_table_placement_name(idem_table_placement placement);
+
+/** Free a report. NULL is accepted. */
+IDEM_API void idem_distribution_free(idem_distribution *d);
+
 #ifdef __cplusplus
 }
 #endif

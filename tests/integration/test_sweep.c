@@ -148,7 +148,9 @@ Test(sweep, backlog_of_several_batches_completes_across_batches_and_runs)
     cr_assert_eq(r.expired, 0);
     /* forget_at had passed by more than twice the skew: the same run purges them all. */
     cr_assert_eq(r.purged, 35);
-    cr_assert_eq(r.batches, 5);
+    /* Plain: one empty expiry batch, four purge batches. On Citus the passes go tenant by
+     * tenant, and a pass with no tenant due runs no batch. */
+    cr_assert_eq(r.batches, pgtest_citus_workers() != NULL ? 4 : 5);
     cr_assert_eq(r.complete, 1);
     cr_assert_eq(records_count(check, ""), 0);
 }
@@ -256,8 +258,8 @@ Test(sweep, row_locked_by_a_live_transaction_is_skipped_not_waited_for)
     opts.lock_timeout_ms = 2000;
     records_insert(check, "acme", "l-", 0, 3, "completed", "-1 hour", "+1 day");
     PQclear(pgtest_exec(check, "BEGIN"));
-    PQclear(pgtest_exec(check, "SELECT 1 FROM idem.operations WHERE operation_id = 'l-1'"
-                               " FOR UPDATE"));
+    PQclear(pgtest_exec(check, "SELECT 1 FROM idem.operations WHERE tenant = 'acme'"
+                               " AND operation_id = 'l-1' FOR UPDATE"));
     cr_assert_eq(sweep(&r, &opts), 0, "never waits for a row a live call holds");
     cr_assert_eq(r.expired, 2);
     PQclear(pgtest_exec(check, "COMMIT"));

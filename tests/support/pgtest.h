@@ -9,13 +9,23 @@
  * before its tests run (pgtest_main.c): no test needs to. */
 const char *pgtest_server_problem(void);
 
+/* The workers of the Citus cluster that tools/with-citus started ("host:port,...",
+ * IDEM_CITUS_WORKERS), or NULL on plain PostgreSQL. */
+const char *pgtest_citus_workers(void);
+
+/* Under Citus, idem_migrate_distribute() on the database (with @table, an effect table, or
+ * NULL), failing the test unless everything ends up distributed; nothing otherwise. */
+void pgtest_distribute(const char *conninfo, const char *table);
+
 /* Create an empty database with a unique name for this test; returns its conninfo
- * (malloc'd, caller frees). The database is left behind for the cluster's removal. */
+ * (malloc'd, caller frees). The database is left behind for the cluster's removal. Under
+ * Citus (IDEM_CITUS_WORKERS) it is a Citus database: the extension created on the
+ * coordinator and in a database of the same name on every worker, the workers added. */
 char *pgtest_new_database(const char *tag);
 
 /* pgtest_new_database(tag), then every embedded migration applied through
- * idem_migrate_up(), failing the test on error: a database with idem's schema. Returns its
- * conninfo (malloc'd, caller frees). */
+ * idem_migrate_up(), failing the test on error: a database with idem's schema; under Citus
+ * distributed (pgtest_distribute()). Returns its conninfo (malloc'd, caller frees). */
 char *pgtest_new_migrated_database(const char *tag);
 
 /* Login roles of the tests, members of idem's group roles (migration 0007). The cluster's
@@ -32,11 +42,13 @@ char *pgtest_new_migrated_database(const char *tag);
  * database. Fails the test on error. */
 void pgtest_create_roles(PGconn *conn);
 
-/* @conninfo connecting as @role (malloc'd, caller frees). */
+/* @conninfo connecting as @role (malloc'd, caller frees); under Citus as the superuser
+ * (row-level security does not run there yet). */
 char *pgtest_as(const char *conninfo, const char *role);
 
 /* pgtest_new_migrated_database(tag), then the example tool's own table
- * (idem_example.support_tasks, tools/example), on which PGTEST_APP may write: for tests
+ * (idem_example.support_tasks, tools/example), on which PGTEST_APP may write, under Citus
+ * distributed by tenant: for tests
  * that run the example effect. Returns its conninfo (malloc'd, caller frees). */
 char *pgtest_new_example_database(const char *tag);
 

@@ -131,6 +131,7 @@ typedef struct bench_config {
                               min(N, pool_cap); both sides of a measurement share it */
     const char *pgbouncer; /* the pooler mode's PgBouncer (conninfo without dbname), or
                               NULL/"" for its direct sides only (--pgbouncer) */
+    int existing;          /* --existing: measure in the database dsn names (existing.c) */
 } bench_config;
 
 enum {
@@ -174,6 +175,15 @@ char *bench_conninfo(const char *dsn, const char *dbname);
 /* Create database @name (dropping an old one of that name) and apply idem's migrations. */
 int bench_db_create(PGconn *admin, const char *dsn, const char *name);
 void bench_db_drop(PGconn *admin, const char *name);
+
+/* --existing (existing.c): check that the database @admin is connected to holds idem's
+ * schema at this version and the example's table, and no rows of the bench's tenants;
+ * make bench_hand_ops if missing (distributed by tenant on Citus; *made set). Returns 0 or
+ * -1 (said on stderr). */
+int bench_existing_check(PGconn *admin, int *made);
+/* After a check that passed (@checked): delete the rows of the bench's tenants (bench-*),
+ * and bench_hand_ops if it was made. */
+void bench_existing_clean(PGconn *admin, int made, int checked);
 /* A pool of min(threads, cap) connections, all opened now (cap: bench_config.pool_cap). */
 int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap);
 /* The same, with @pooler as idem_pool_options.pooler. */

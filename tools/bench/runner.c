@@ -124,12 +124,24 @@ int bench_main(const bench_config *cfg)
     }
     PQsetNoticeProcessor(admin, quiet, NULL);
     describe_machine(&res, admin);
-    snprintf(db, sizeof(db), "idem_bench_%ld", (long)getpid());
-    bench_say("database %s", db);
-    rc = bench_db_create(admin, cfg->dsn, db);
-    if (rc == 0)
-        rc = run_modes(&res, cfg, admin, db);
-    bench_db_drop(admin, db);
+    if (cfg->existing) {
+        int made = 0;
+
+        snprintf(db, sizeof(db), "%s", PQdb(admin));
+        bench_say("database %s (existing: not migrated, not dropped)", db);
+        int checked = (rc = bench_existing_check(admin, &made)) == 0;
+
+        if (rc == 0)
+            rc = run_modes(&res, cfg, admin, db);
+        bench_existing_clean(admin, made, checked);
+    } else {
+        snprintf(db, sizeof(db), "idem_bench_%ld", (long)getpid());
+        bench_say("database %s", db);
+        rc = bench_db_create(admin, cfg->dsn, db);
+        if (rc == 0)
+            rc = run_modes(&res, cfg, admin, db);
+        bench_db_drop(admin, db);
+    }
     PQfinish(admin);
     res.total_s = seconds_since(&t0);
     if (rc == 0 && cfg->json)
