@@ -338,3 +338,71 @@ Test(security, app_role_reads_its_own_tenant_through_the_lent_connection_calls)
     idem_operation_free(got);
     PQfinish(app);
 }
+
+/* The file tools/idem-roles.sql of the source tree, read whole (caller frees). */
+static char *roles_script(void)
+{
+    const char *data = getenv("IDEM_TEST_DATA");
+    char path[1024];
+    FILE *f;
+    long size;
+    char *text;
+
+    cr_assert_not_null(data, "IDEM_TEST_DATA is not set (run through meson test)");
+    snprintf(path, sizeof(path), "%s/../../tools/idem-roles.sql", data);
+    cr_assert_not_null(f = fopen(path, "rb"), "%s", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    cr_assert_gt(size = ftell(f), 0);
+    rewind(f);
+    cr_assert_not_null(text = calloc(1, (size_t)size + 1));
+    cr_assert_eq(fread(text, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    return text;
+}
+
+/* The DBA's way: a superuser runs tools/idem-roles.sql (twice: it is idempotent); a
+ * migrator that is neither superuser nor CREATEROLE applies the migrations and owns schema
+ * idem; the application's role then works through the policies, and cannot see the rows
+ * of a tenant it did not set, while the owner itself is subject to them (FORCE). */
+Test(security, a_migrator_that_is_not_a_superuser_owns_the_schema)
+{
+    char *db = pgtest_new_database("mig"), *script = roles_script(), *as_migrator, *as_app;
+    PGconn *admin = pgtest_connect(db), *migrator, *app;
+    idem_error err = IDEM_ERROR_INIT;
+    PGresult *res;
+
+    PQclear(pgtest_exec(admin, script));
+    PQclear(pgtest_exec(admin, script));
+    PQclear(pgtest_exec(admin, "DO $$ BEGIN CREATE ROLE idem_test_migrator LOGIN;"
+                               " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;"
+                               " END $$;"
+                               "DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO"
+                               " idem_test_migrator', current_database()); END $$"));
+    as_migrator = pgtest_as(db, "idem_test_migrator");
+    migrator = pgtest_connect(as_migrator);
+    cr_assert_eq(idem_migrate_up(migrator, 0, NULL, &err), 0, "%s", err.message);
+    res = pgtest_exec(admin, "SELECT nspowner::regrole::text FROM pg_namespace"
+                             " WHERE nspname = 'idem'");
+    cr_assert_str_eq(PQgetvalue(res, 0, 0), "idem_test_migrator");
+    PQclear(res);
+    PQclear(pgtest_exec(admin, "INSERT INTO idem.reconciliation_items (tenant, operation_id,"
+                               " kind, tool, fingerprint) VALUES ('A', 'op-1', 'expired', 't',"
+                               " '\\x00')"));
+    /* The owner is subject to the policies too: no tenant, no row. */
+    cr_assert_eq(pgtest_scalar(migrator, "SELECT count(*) FROM idem.reconciliation_items"), 0);
+    pgtest_create_roles(admin);
+    as_app = pgtest_as(db, PGTEST_APP);
+    app = pgtest_connect(as_app);
+    PQclear(pgtest_exec(app, "BEGIN; SELECT set_config('idem.tenant', 'A', true)"));
+    cr_assert_eq(pgtest_scalar(app, "SELECT count(*) FROM idem.reconciliation_items"), 1);
+    PQclear(pgtest_exec(app, "ROLLBACK; BEGIN; SELECT set_config('idem.tenant', 'B', true)"));
+    cr_assert_eq(pgtest_scalar(app, "SELECT count(*) FROM idem.reconciliation_items"), 0);
+    PQclear(pgtest_exec(app, "ROLLBACK"));
+    PQfinish(app);
+    PQfinish(migrator);
+    PQfinish(admin);
+    free(as_app);
+    free(as_migrator);
+    free(script);
+    free(db);
+}
