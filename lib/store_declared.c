@@ -15,11 +15,14 @@
  * version, fingerprint (binary), trace ID, claim token, retention and key memory in
  * seconds, the UUIDv7 operation ID's time in ms (NULL for other IDs) and the key-memory
  * horizon in seconds (as in the callback path's claim: a key older than it claims nothing,
- * and the lookup that follows answers expired). The record
- * is written completed, with the statement's JSON as its receipt, only if the key is free
- * and the statement returned exactly one row; otherwise idem.declared_result() raises
- * (IDEM1: the key has a record; IDEM2: not one row), so that COMMIT, later in the same
- * pipeline, is never carried out. */
+ * and the lookup that follows answers expired). The record is written completed, with the
+ * statement's JSON as its receipt, if the key is free; the last SELECT returns that receipt
+ * when the statement returned exactly one row and the record was written, and otherwise
+ * calls idem.declared_result(), which raises (IDEM1: the key has a record; IDEM2: not one
+ * row), so that COMMIT, later in the same pipeline, is never carried out. A second row of
+ * the tool's statement meets the first one's record and is skipped; IDEM2 then undoes
+ * both. On the success path the server evaluates one CASE: no function call, and the
+ * tool's rows are counted once. */
 #define OWN_PARAMS 11
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s),"
@@ -30,11 +33,13 @@ static const char declared_sql[] =
     " convert_to(e.receipt::json::text, 'UTF8'), $%zu, $%zu::uuid,"
     " now() + make_interval(secs => $%zu::int8), now(),"
     " now() + make_interval(secs => $%zu::int8)"
-    " FROM effect e WHERE (SELECT count(*) FROM effect) = 1"
-    " AND ($%zu::int8 IS NULL"
-    " OR to_timestamp($%zu::int8 / 1000.0) >= now() - make_interval(secs => $%zu::int8))"
+    " FROM effect e WHERE $%zu::int8 IS NULL"
+    " OR to_timestamp($%zu::int8 / 1000.0) >= now() - make_interval(secs => $%zu::int8)"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
-    " SELECT idem.declared_result((SELECT response FROM ins), (SELECT count(*) FROM effect))";
+    " SELECT CASE WHEN r.n = 1 AND r.response IS NOT NULL THEN r.response"
+    " ELSE idem.declared_result(NULL, r.n) END"
+    " FROM (SELECT (SELECT response FROM ins LIMIT 1) AS response,"
+    " (SELECT count(*) FROM effect) AS n) AS r";
 
 #define KEY_TAKEN "IDEM1"
 
