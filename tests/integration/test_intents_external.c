@@ -18,15 +18,12 @@ static fake_provider *provider;
 
 static void open_all(void)
 {
-    extest_init();
-    provider = fake_provider_new(1);
+    provider = extest_init_provider();
 }
 
 static void close_all(void)
 {
-    idem__fault_reset();
-    fake_provider_free(provider);
-    extest_close();
+    extest_close_provider(provider);
 }
 
 TestSuite(intents_external, .init = open_all, .fini = close_all, .timeout = 120);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec.h"
 #include "extest.h"
 #include "pgtest.h"
 
@@ -40,6 +41,19 @@ void extest_close(void)
     PQfinish(ex.check);
     free(ex.conninfo);
     memset(&ex, 0, sizeof(ex));
+}
+
+fake_provider *extest_init_provider(void)
+{
+    extest_init();
+    return fake_provider_new(1);
+}
+
+void extest_close_provider(fake_provider *p)
+{
+    idem__fault_reset();
+    fake_provider_free(p);
+    extest_close();
 }
 
 idem_request extest_request(const char *tenant, const char *operation_id, const char *args)

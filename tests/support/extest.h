@@ -29,6 +29,11 @@ void extest_open(const char *tag, unsigned int lease_ms, unsigned int pool_size)
 void extest_init(void);
 void extest_close(void);
 
+/* extest_init() and a fake provider with one worker (caller frees it with
+ * extest_close_provider(), which also resets the fault points and closes the fixture). */
+fake_provider *extest_init_provider(void);
+void extest_close_provider(fake_provider *p);
+
 /* A request of tool EXTEST_TOOL, version 1, with @args (JSON text); strings borrowed. */
 idem_request extest_request(const char *tenant, const char *operation_id, const char *args);
 
