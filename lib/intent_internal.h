@@ -61,8 +61,9 @@ int idem__intent_from_row(idem_intent *intent, const PGresult *res, int row, ide
 /* A new intent from row @row (NULL when out of memory). */
 idem_intent *idem__intent_new_from_row(const PGresult *res, int row);
 
-/* Run @n statements (with their parameters; text results) on a connection of @store's
- * pool in one round trip, after the tenant setting when @tenant is not NULL. On 0 the
+/* Run @n (at most 3) statements (with their parameters; text results) on a connection of
+ * @store's pool in one round trip; when @tenant is not NULL, in a transaction of their own
+ * that set the tenant first (idem__tenant_wrap()). On 0 the
  * last command's result is in *out (caller PQclear()s it). A misconfigured deployment
  * gives IDEM_ESCHEMA or IDEM_EPERM with advice. */
 int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem__pipe_cmd *cmds,
