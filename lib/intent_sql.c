@@ -4,8 +4,10 @@
  * judged on the database's clock. */
 #include "intent_internal.h"
 
-/* Microseconds since the Unix epoch of a timestamptz, as int8. */
-#define US(x) "(extract(epoch FROM " x ") * 1000000)::int8"
+/* Microseconds since the Unix epoch of a timestamptz, as int8; through an interval, whose
+ * extract() is immutable (a timestamptz's is stable, which Citus refuses in a distributed
+ * statement's RETURNING). */
+#define US(x) "(extract(epoch FROM " x " - '1970-01-01 00:00:00+00'::timestamptz) * 1000000)::int8"
 
 /* An intent row, in the order of enum intent_col. */
 #define COLS                                                                                       \

@@ -11,15 +11,7 @@
 #include "intenttest.h"
 #include "storetest.h"
 
-/* Row-level security does not run on Citus yet (README, "Scaling out"). */
-static void init(void)
-{
-    if (pgtest_citus_workers() != NULL)
-        cr_skip_test("row-level security does not run on Citus yet");
-    storetest_init();
-}
-
-TestSuite(security, .init = init, .fini = storetest_fini, .timeout = 240);
+TestSuite(security, .init = storetest_init, .fini = storetest_fini, .timeout = 240);
 
 /* Rows of every kind, in tenants A and B: a record made through the store (as the
  * application role), and beside it an attempt, an outbox item and a reconciliation item. */
