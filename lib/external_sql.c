@@ -5,10 +5,12 @@
 #include "external_internal.h"
 
 /* A reconciliation item (tenant, operation_id, kind, tool, fingerprint) is opened, or
- * reopened and counted once more (as reconcile.c records them). */
+ * reopened and counted once more (as reconcile.c records them). last_seen is the new row's
+ * default, now(): Citus refuses a function that is not immutable in DO UPDATE SET. */
 #define ITEM_UPSERT                                                                                \
     " ON CONFLICT (tenant, operation_id, kind) DO UPDATE SET tool = EXCLUDED.tool,"                \
-    " fingerprint = EXCLUDED.fingerprint, fingerprint_matches = true, last_seen = now(),"          \
+    " fingerprint = EXCLUDED.fingerprint, fingerprint_matches = true,"                             \
+    " last_seen = EXCLUDED.last_seen,"                                                             \
     " count = r.count + 1, resolved_at = NULL, resolved_by = NULL"
 
 /* The attempt that held the lease: $1 tenant, $2 operation_id, $3 its token. */

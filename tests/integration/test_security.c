@@ -11,6 +11,11 @@
 #include "intenttest.h"
 #include "storetest.h"
 
+/* A transaction of tenant A's, as README's "Security" says to open one: SET LOCAL behind
+ * Citus's propagation setting, so that on Citus the workers see the tenant too. */
+#define BEGIN_AS_A                                                                                 \
+    "BEGIN; SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL idem.tenant = 'A'"
+
 TestSuite(security, .init = storetest_init, .fini = storetest_fini, .timeout = 240);
 
 /* Rows of every kind, in tenants A and B: a record made through the store (as the
@@ -99,7 +104,7 @@ Test(security, app_role_without_a_tenant_sees_no_row_of_any_tenant_table)
         cr_assert_eq(count_rows(app, t, ""), 0, "%s: no tenant set", t);
     }
     /* A tenant set in an earlier transaction is gone with it. */
-    PQclear(pgtest_exec(app, "BEGIN; SELECT set_config('idem.tenant', 'A', true)"));
+    PQclear(pgtest_exec(app, BEGIN_AS_A));
     cr_assert_eq(pgtest_scalar(app, "SELECT count(*) FROM idem.operations"), 1);
     PQclear(pgtest_exec(app, "COMMIT"));
     cr_assert_eq(pgtest_scalar(app, "SELECT count(*) FROM idem.operations"), 0);
@@ -121,7 +126,7 @@ Test(security, app_role_in_tenant_a_cannot_read_change_or_delete_tenant_b_rows)
         char sql[256];
         PGresult *res;
 
-        PQclear(pgtest_exec(app, "BEGIN; SELECT set_config('idem.tenant', 'A', true)"));
+        PQclear(pgtest_exec(app, BEGIN_AS_A));
         cr_assert_eq(count_rows(app, t, " WHERE tenant = \'A\'"), 1, "%s", t);
         cr_assert_eq(count_rows(app, t, " WHERE tenant = \'B\'"), 0, "%s", t);
         snprintf(sql, sizeof(sql), "UPDATE %s SET tenant = tenant WHERE tenant = 'B'", t);
@@ -147,13 +152,13 @@ Test(security, app_role_cannot_insert_a_row_for_another_tenant)
     seed_two_tenants();
     PGconn *app = connect_as(PGTEST_APP);
 
-    PQclear(pgtest_exec(app, "BEGIN; SELECT set_config('idem.tenant', 'A', true)"));
+    PQclear(pgtest_exec(app, BEGIN_AS_A));
     refused(app,
             "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
             " fingerprint, state, claim_token, expires_at) VALUES ('B', 'op-x', 't', 1,"
             " decode(repeat('00', 32), 'hex'), 'pending', gen_random_uuid(), now())",
             "42501");
-    PQclear(pgtest_exec(app, "BEGIN; SELECT set_config('idem.tenant', 'A', true)"));
+    PQclear(pgtest_exec(app, BEGIN_AS_A));
     refused(app,
             "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool,"
             " fingerprint) VALUES ('B', 'op-x', 'expired', 't', '\\x00')",
