@@ -10,7 +10,7 @@
 #include "idem/uuid.h"
 
 /* The statements (intent_sql.c). Each that names a tenant runs after
- * the tenant's command (tenant.h), in the same pipeline and implicit transaction. */
+ * the tenant's commands (tenant.h), in a transaction of its own in the same pipeline. */
 extern const idem__stmt idem__intent_stmt_approve, idem__intent_stmt_get, idem__intent_stmt_start,
     idem__intent_stmt_mark, idem__intent_stmt_finish, idem__intent_stmt_cancel,
     idem__intent_stmt_recover, idem__intent_stmt_recover_tenant;

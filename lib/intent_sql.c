@@ -1,5 +1,5 @@
 /* The SQL of durable intents, in one place. Every statement that names a tenant runs after
- * the tenant's command (tenant.h) in the same pipeline (one implicit transaction), so that
+ * the tenant's commands (tenant.h), in a transaction of its own in the same pipeline, so that
  * row-level security sees the tenant; recovery across tenants runs without it. Leases are
  * judged on the database's clock. */
 #include "intent_internal.h"
