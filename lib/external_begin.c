@@ -136,7 +136,7 @@ static int claim(begin *b, idem_conn **conn, int *taken)
     idem__pipe_cmd cmds[CLAIM_CMDS] = {
         {NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL},
         {NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL},
-        idem__tenant_cmd(&b->c.req->tenant),
+        idem__tenant_cmd(&b->c.set_tenant, b->c.req->tenant),
         {NULL, b->set_claim_wait, 0, NULL, NULL, NULL, 0, NULL},
         {&idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL},
         {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL},

@@ -190,13 +190,14 @@ static int check_claim(idem_outbox_batch **out, idem_external *ext, const char *
 int idem_outbox_claim(idem_outbox_batch **out, idem_external *ext, const char *tenant,
                       const char *tool, unsigned int limit, idem_error *err)
 {
-    char n[16];
-    const char *values[4] = {tenant, tool, n, NULL};
+    char n[16], token[IDEM_UUID_STRING_SIZE];
+    const char *values[5] = {tenant, tool, n, NULL, token};
     idem_conn *conn = NULL;
     PGresult *res = NULL;
     int rc;
 
-    if ((rc = check_claim(out, ext, tenant, tool, limit, err)) != 0)
+    if ((rc = check_claim(out, ext, tenant, tool, limit, err)) != 0 ||
+        (rc = idem_uuid_v7(token, err)) != 0)
         return rc;
     snprintf(n, sizeof(n), "%u", limit);
     values[3] = ext->lease_ms;

@@ -5,10 +5,12 @@
 #include "external_internal.h"
 
 /* A reconciliation item (tenant, operation_id, kind, tool, fingerprint) is opened, or
- * reopened and counted once more (as reconcile.c records them). */
+ * reopened and counted once more (as reconcile.c records them). last_seen is the new row's
+ * default, now(): Citus refuses a function that is not immutable in DO UPDATE SET. */
 #define ITEM_UPSERT                                                                                \
     " ON CONFLICT (tenant, operation_id, kind) DO UPDATE SET tool = EXCLUDED.tool,"                \
-    " fingerprint = EXCLUDED.fingerprint, fingerprint_matches = true, last_seen = now(),"          \
+    " fingerprint = EXCLUDED.fingerprint, fingerprint_matches = true,"                             \
+    " last_seen = EXCLUDED.last_seen,"                                                             \
     " count = r.count + 1, resolved_at = NULL, resolved_by = NULL"
 
 /* The attempt that held the lease: $1 tenant, $2 operation_id, $3 its token. */
@@ -36,7 +38,8 @@
  * on the database's clock is not claimed
  * (the lookup then answers expired, as the store's claim does). The lapsed attempt's
  * history row is closed, the new one opened. A row that is not ours to take is locked by
- * ON CONFLICT but returns nothing. */
+ * ON CONFLICT but returns nothing. The lease is judged against EXCLUDED.created_at, which
+ * is now() (the column's default): Citus refuses now() itself in ON CONFLICT's WHERE. */
 const idem__stmt idem__external_stmt_claim = {
     "idem_external_claim",
     "WITH claimed AS (INSERT INTO idem.operations AS o (tenant, operation_id, tool,"
@@ -53,7 +56,7 @@ const idem__stmt idem__external_stmt_claim = {
     " lease_expires_at = EXCLUDED.lease_expires_at, attempts = o.attempts + 1"
     " WHERE o.state = 'pending' AND o.attempts IS NOT NULL"
     " AND o.fingerprint = EXCLUDED.fingerprint"
-    " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now())"
+    " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= EXCLUDED.created_at)"
     " RETURNING o.attempts, o.downstream_key, o.lease_expires_at),"
     " lapsed AS (UPDATE idem.external_attempts a"
     " SET ended_at = now(), outcome = 'lease_expired' FROM claimed"
@@ -152,7 +155,9 @@ const idem__stmt idem__external_stmt_extend = {
  * due and not held is locked (skipping those another worker holds); one with attempts left
  * gets a lease, its lapsed attempt closed and its next attempt opened, and is due again when
  * that lease ends (a crashed worker's item comes back); one with none left is exhausted
- * and moved to reconciliation. */
+ * and moved to reconciliation. $5 is a fresh UUIDv7 of the caller's (74 random bits): each item's
+ * claim token is md5($5 || operation_id) as a UUID, immutable, where gen_random_uuid() in the
+ * UPDATE is a volatile function that Citus refuses there. */
 const idem__stmt idem__external_stmt_outbox_claim = {
     "idem_external_outbox_claim",
     "WITH due AS (SELECT b.operation_id, b.max_attempts, o.attempts FROM idem.outbox b"
@@ -161,7 +166,7 @@ const idem__stmt idem__external_stmt_outbox_claim = {
     " AND ($2::text IS NULL OR b.tool = $2) AND o.state = 'pending'"
     " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now())"
     " ORDER BY b.next_attempt_at LIMIT $3::int8 FOR UPDATE OF b, o SKIP LOCKED),"
-    " leased AS (UPDATE idem.operations o SET claim_token = gen_random_uuid(),"
+    " leased AS (UPDATE idem.operations o SET claim_token = md5($5 || o.operation_id)::uuid,"
     " lease_expires_at = now() + make_interval(secs => $4::float8 / 1000),"
     " attempts = o.attempts + 1 FROM due"
     " WHERE o.tenant = $1 AND o.operation_id = due.operation_id"
@@ -189,7 +194,7 @@ const idem__stmt idem__external_stmt_outbox_claim = {
     " encode(l.fingerprint, 'hex'), b.tool, b.payload_version, b.arguments"
     " FROM leased l JOIN idem.outbox b ON b.tenant = $1 AND b.operation_id = l.operation_id"
     " ORDER BY b.next_attempt_at, l.operation_id",
-    4};
+    5};
 
 /* Enqueue from inside an effect: $1 tenant, $2 the item's operation_id, $3 tool, $4
  * payload_version, $5 fingerprint (hex), $6 retention and $11 key memory in seconds (the

@@ -115,26 +115,29 @@ int idem__intent_check_key(const char *tenant, const char *operation_id, idem_er
 int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem__pipe_cmd *cmds,
                      size_t n, idem_error *err)
 {
-    const char *values[1] = {tenant};
-    idem__pipe_cmd all[4];
+    idem__pipe_cmd all[3 + IDEM__TENANT_EXTRA];
+    idem__tenant_sql buf;
     idem_conn *conn = NULL;
-    size_t first = tenant != NULL ? 1 : 0, failed_at = 0;
+    size_t first = 0, last, total = n, failed_at = 0;
     int rc;
 
-    if (n == 0 || n + first > sizeof(all) / sizeof(all[0]))
+    if (n == 0 || n > 3)
         return idem__error_set(err, IDEM_EINVAL, "intent: bad pipeline of %zu commands", n);
-    all[0] = idem__tenant_cmd(&values[0]);
-    memcpy(all + first, cmds, n * sizeof(*cmds));
+    if (tenant != NULL)
+        total = idem__tenant_wrap(all, &buf, tenant, 0, cmds, n, &first);
+    else
+        memcpy(all, cmds, n * sizeof(*cmds));
+    last = first + n - 1;
     if ((rc = idem_pool_acquire(&conn, store->pool, err)) != 0)
         return rc;
     idem__conn_set_deadline(conn, idem__now_ms() + store->opts.deadline_ms);
-    rc = idem__conn_pipeline(conn, all, n + first, &failed_at, err);
+    rc = idem__conn_pipeline(conn, all, total, &failed_at, err);
     idem_pool_release(conn);
     if (rc == 0) {
-        *out = all[n + first - 1].result;
-        all[n + first - 1].result = NULL;
+        *out = all[last].result;
+        all[last].result = NULL;
     }
-    idem__store_pipe_clear(all, n + first);
+    idem__store_pipe_clear(all, total);
     return idem__error_misconfigured(err, rc);
 }
 

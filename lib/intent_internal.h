@@ -10,10 +10,10 @@
 #include "idem/uuid.h"
 
 /* The statements (intent_sql.c). Each that names a tenant runs after
- * the tenant's command (tenant.h), in the same pipeline and implicit transaction. */
+ * the tenant's commands (tenant.h), in a transaction of its own in the same pipeline. */
 extern const idem__stmt idem__intent_stmt_approve, idem__intent_stmt_get, idem__intent_stmt_start,
     idem__intent_stmt_mark, idem__intent_stmt_finish, idem__intent_stmt_cancel,
-    idem__intent_stmt_recover;
+    idem__intent_stmt_recover, idem__intent_stmt_recover_tenant;
 
 /* The columns of an intent row, in this order, as every statement returning one gives
  * them (text). */
@@ -61,8 +61,9 @@ int idem__intent_from_row(idem_intent *intent, const PGresult *res, int row, ide
 /* A new intent from row @row (NULL when out of memory). */
 idem_intent *idem__intent_new_from_row(const PGresult *res, int row);
 
-/* Run @n statements (with their parameters; text results) on a connection of @store's
- * pool in one round trip, after the tenant setting when @tenant is not NULL. On 0 the
+/* Run @n (at most 3) statements (with their parameters; text results) on a connection of
+ * @store's pool in one round trip; when @tenant is not NULL, in a transaction of their own
+ * that set the tenant first (idem__tenant_wrap()). On 0 the
  * last command's result is in *out (caller PQclear()s it). A misconfigured deployment
  * gives IDEM_ESCHEMA or IDEM_EPERM with advice. */
 int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem__pipe_cmd *cmds,

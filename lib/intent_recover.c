@@ -74,7 +74,10 @@ int idem_intent_recover(idem_intent_list **out, idem_store *store, const char *t
         return rc;
     snprintf(lease, sizeof(lease), "%u", opts->lease_s);
     snprintf(max, sizeof(max), "%u", opts->max);
-    rc = idem__intent_run1(&res, store, tenant, &idem__intent_stmt_recover, values, err);
+    rc = idem__intent_run1(&res, store, tenant,
+                           tenant != NULL ? &idem__intent_stmt_recover_tenant
+                                          : &idem__intent_stmt_recover,
+                           values, err);
     if (rc == 0)
         rc = make_list(out, res, token, err);
     PQclear(res);

@@ -1,11 +1,13 @@
 /* The SQL of durable intents, in one place. Every statement that names a tenant runs after
- * the tenant's command (tenant.h) in the same pipeline (one implicit transaction), so that
+ * the tenant's commands (tenant.h), in a transaction of its own in the same pipeline, so that
  * row-level security sees the tenant; recovery across tenants runs without it. Leases are
  * judged on the database's clock. */
 #include "intent_internal.h"
 
-/* Microseconds since the Unix epoch of a timestamptz, as int8. */
-#define US(x) "(extract(epoch FROM " x ") * 1000000)::int8"
+/* Microseconds since the Unix epoch of a timestamptz, as int8; through an interval, whose
+ * extract() is immutable (a timestamptz's is stable, which Citus refuses in a distributed
+ * statement's RETURNING). */
+#define US(x) "(extract(epoch FROM " x " - '1970-01-01 00:00:00+00'::timestamptz) * 1000000)::int8"
 
 /* An intent row, in the order of enum intent_col. */
 #define COLS                                                                                       \
@@ -59,11 +61,13 @@ const idem__stmt idem__intent_stmt_start = {
 /* The effect begins: inside a local effect's own transaction (so that it commits with the
  * effect), or before an external dispatch. $1 tenant, $2 operation_id, $3 the attempt. No
  * row: the intent was cancelled, and the effect must not run. A cancel waiting for this
- * row re-reads it after this commits, and finds the effect begun. */
+ * row re-reads it after this commits, and finds the effect begun. The first start is kept
+ * with least() (which skips a NULL), not coalesce(): Citus refuses now() inside CASE and
+ * COALESCE in a distributed UPDATE. */
 const idem__stmt idem__intent_stmt_mark = {
     "idem_intent_mark",
     "UPDATE idem.intents i SET effect_attempt = $3::int4,"
-    " effect_started_at = coalesce(i.effect_started_at, now()), updated_at = now()"
+    " effect_started_at = least(i.effect_started_at, now()), updated_at = now()"
     " WHERE" KEY " AND i.state <> 'cancelled' RETURNING 1",
     3};
 
@@ -71,20 +75,23 @@ const idem__stmt idem__intent_stmt_mark = {
  * reconcile.c records them). */
 #define ITEM_UPSERT                                                                                \
     " ON CONFLICT (tenant, operation_id, kind) DO UPDATE SET tool = EXCLUDED.tool,"                \
-    " fingerprint = EXCLUDED.fingerprint, fingerprint_matches = true, last_seen = now(),"          \
+    " fingerprint = EXCLUDED.fingerprint, fingerprint_matches = true,"                             \
+    " last_seen = EXCLUDED.last_seen,"                                                             \
     " count = r.count + 1, resolved_at = NULL, resolved_by = NULL"
 
 /* End the execution: $1 tenant, $2 operation_id, $3 the lease token, $4 the new state
  * ('done', 'needs_reconciliation', or 'attempted' to leave it for recovery), $5 the
  * status, $6 the attempt, $7 error text. An unfinished intent moves; a finished one (an
  * execution that replayed) only gives its lease back. The attempt that produced the
- * result is the one whose effect began, when one did. Returns how many intents moved. */
+ * result is the one whose effect began, when one did. Returns how many intents moved.
+ * finished_at keeps now() outside the CASE (Citus refuses it inside). */
 const idem__stmt idem__intent_stmt_finish = {
     "idem_intent_finish",
     "WITH moved AS (UPDATE idem.intents i SET state = $4, result_status = $5,"
     " result_attempt = CASE WHEN $4 = 'attempted' THEN NULL"
     " ELSE coalesce(i.effect_attempt, $6::int4) END,"
-    " last_error = $7, finished_at = CASE WHEN $4 = 'attempted' THEN NULL ELSE now() END,"
+    " last_error = $7,"
+    " finished_at = now() + CASE WHEN $4 = 'attempted' THEN NULL ELSE interval '0' END,"
     " lease_owner = NULL, lease_until = NULL, updated_at = now()"
     " WHERE" KEY " AND i.lease_owner = $3 AND" UNFINISHED " RETURNING i.tool, i.fingerprint),"
     " released AS (UPDATE idem.intents i SET lease_owner = NULL, lease_until = NULL"
@@ -107,16 +114,19 @@ const idem__stmt idem__intent_stmt_cancel = {
 /* Claim unfinished intents with no live lease, oldest first: $1 tenant (NULL: every
  * tenant), $2 the lease token, $3 lease in seconds, $4 how many. Rows that another
  * recovery has locked are skipped; a row whose lease was taken meanwhile is re-read under
- * its lock and left out. */
-const idem__stmt idem__intent_stmt_recover = {
-    "idem_intent_recover",
-    "WITH picked AS (SELECT i.tenant, i.operation_id FROM idem.intents i"
-    " WHERE ($1::text IS NULL OR i.tenant = $1) AND" UNFINISHED " AND" LEASE_FREE
-    " ORDER BY i.approved_at, i.tenant, i.operation_id LIMIT $4::int8"
-    " FOR UPDATE SKIP LOCKED),"
-    " taken AS (UPDATE idem.intents i SET lease_owner = $2,"
-    " lease_until = now() + make_interval(secs => $3::int8), updated_at = now()"
-    " FROM picked p WHERE i.tenant = p.tenant AND i.operation_id = p.operation_id"
-    " RETURNING" COLS ")"
-    " SELECT * FROM taken ORDER BY approved_at_us, tenant, operation_id",
-    4};
+ * its lock and left out. With a tenant the statement says `i.tenant = $1` as such, so
+ * that Citus routes it to the tenant's shard (it refuses FOR UPDATE across shards). */
+#define RECOVER(tenant, also)                                                                      \
+    "WITH picked AS (SELECT i.tenant, i.operation_id FROM idem.intents i"                          \
+    " WHERE " tenant " AND" UNFINISHED " AND" LEASE_FREE                                           \
+    " ORDER BY i.approved_at, i.tenant, i.operation_id LIMIT $4::int8"                             \
+    " FOR UPDATE SKIP LOCKED),"                                                                    \
+    " taken AS (UPDATE idem.intents i SET lease_owner = $2,"                                       \
+    " lease_until = now() + make_interval(secs => $3::int8), updated_at = now()"                   \
+    " FROM picked p WHERE i.tenant = p.tenant AND i.operation_id = p.operation_id" also            \
+    " RETURNING" COLS ")"                                                                          \
+    " SELECT * FROM taken ORDER BY approved_at_us, tenant, operation_id"
+const idem__stmt idem__intent_stmt_recover = {"idem_intent_recover",
+                                              RECOVER("$1::text IS NULL", ""), 4};
+const idem__stmt idem__intent_stmt_recover_tenant = {
+    "idem_intent_recover_tenant", RECOVER("i.tenant = $1", " AND i.tenant = $1"), 4};

@@ -191,7 +191,7 @@ static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, in
     cmds[0] =
         (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
     cmds[1] = (idem__pipe_cmd){NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL};
-    cmds[2] = idem__tenant_cmd(&c->req->tenant);
+    cmds[2] = idem__tenant_cmd(&c->set_tenant, c->req->tenant);
     cmds[3] = (idem__pipe_cmd){NULL, c->set_lock_timeout, 0, NULL, NULL, NULL, 0, NULL};
     cmds[DECLARED_AT] =
         (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};

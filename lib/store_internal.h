@@ -10,6 +10,7 @@
 #include "idem/store.h"
 #include "idem/uuid.h"
 #include "settings.h"
+#include "tenant.h"
 
 #ifdef IDEM_TESTING
 /* Failures the test suite injects at the COMMIT boundary (test builds only: the
@@ -88,6 +89,7 @@ struct call {
     idem_error *err;
     uint64_t deadline_ms;
     claim_params cp;
+    idem__tenant_sql set_tenant;                 /* SET LOCAL of the tenant (tenant.h) */
     char set_claim_wait[IDEM__SET_LOCAL_SIZE];   /* SET LOCAL of the claim's lock timeout */
     char set_lock_timeout[IDEM__SET_LOCAL_SIZE]; /* SET LOCAL of the effect's: what is left of
                                                     the deadline, less a margin */

@@ -83,7 +83,7 @@ size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
     (void)rc;
     cmds[0] = cmd_sql(BEGIN_SQL);
     cmds[1] = cmd_sql(IDEM__SET_PROPAGATE);
-    cmds[2] = idem__tenant_cmd(&c->req->tenant);
+    cmds[2] = idem__tenant_cmd(&c->set_tenant, c->req->tenant);
     cmds[3] = cmd_sql(c->set_claim_wait);
     cmds[BEGIN_CLAIM] = cmd_claim(c);
     cmds[5] = cmd_sql(c->set_lock_timeout);

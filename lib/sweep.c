@@ -41,10 +41,12 @@ static const char SQL_PURGE[] =
     " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
     " DELETE FROM idem.operations o USING due WHERE o.ctid = due.ctid";
 
-/* On Citus a multi-shard statement cannot lock rows (FOR UPDATE), and a ctid names a row
- * only within its shard: the batches go tenant by tenant ($3), each on one shard, where
- * they run exactly as above. The tenants come from a multi-shard read that locks nothing.
- * No transaction spans shards: a tenant's batch commits on its own. */
+/* On Citus a multi-shard statement cannot lock rows (FOR UPDATE): the batches go tenant by
+ * tenant ($3), each on one shard, where they run as above, except that the rows are found
+ * again by their key: a ctid names a row only within its shard, and Citus does not copy
+ * the sweeper's grant on the ctid column to the shards. The tenants come from a
+ * multi-shard read that locks nothing. No transaction spans shards: a tenant's batch
+ * commits on its own. */
 /* coalesce(forget_at, expires_at + $2 s) in immutable functions only, as Citus wants them
  * in an UPDATE (timestamptz + interval depends on the time zone): least() skips the NULL,
  * and where forget_at is set the other side is 5e9 s (158 years, more than any key memory)
@@ -54,18 +56,19 @@ static const char SQL_PURGE[] =
     "::float8 + $2::int8 * (o.forget_at IS NULL)::int"                                             \
     " + 5000000000 * (o.forget_at IS NOT NULL)::int))"
 static const char SQL_EXPIRE_TENANT[] =
-    "WITH due AS (SELECT ctid FROM idem.operations"
+    "WITH due AS (SELECT operation_id FROM idem.operations"
     " WHERE tenant = $3 AND expires_at <= now() AND state IN ('completed', 'failed')"
     " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
     " UPDATE idem.operations o SET state = 'expired', response = NULL, trace_id = NULL,"
     " expired_at = now(),"
-    " expires_at = " FORGET_AT_OR_LATER " FROM due WHERE o.tenant = $3 AND o.ctid = due.ctid";
-static const char SQL_PURGE_TENANT[] =
-    "WITH due AS (SELECT ctid FROM idem.operations"
-    " WHERE tenant = $3 AND state = 'expired'"
-    " AND expires_at <= now() - make_interval(secs => $2::int8)"
-    " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
-    " DELETE FROM idem.operations o USING due WHERE o.tenant = $3 AND o.ctid = due.ctid";
+    " expires_at = " FORGET_AT_OR_LATER " FROM due"
+    " WHERE o.tenant = $3 AND o.operation_id = due.operation_id";
+static const char SQL_PURGE_TENANT[] = "WITH due AS (SELECT operation_id FROM idem.operations"
+                                       " WHERE tenant = $3 AND state = 'expired'"
+                                       " AND expires_at <= now() - make_interval(secs => $2::int8)"
+                                       " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
+                                       " DELETE FROM idem.operations o USING due"
+                                       " WHERE o.tenant = $3 AND o.operation_id = due.operation_id";
 /* $1 how many tenants, $2 as the batch's, $3 the tenants after this one (each is visited
  * once per pass, as a pass without Citus ends at its first short batch: rows that live
  * calls hold wait for the next run). */

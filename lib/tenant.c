@@ -1,38 +1,91 @@
-/* The tenant of a transaction (tenant.h): one statement, sent in front of the statements
- * it governs, in the same pipeline. */
+/* The tenant of a transaction (tenant.h): a SET LOCAL statement behind the propagation
+ * statement, sent in front of the statements it governs, in the same pipeline. */
 #include <assert.h>
-#include <stddef.h>
+#include <string.h>
 
 #include "error.h"
 #include "tenant.h"
 
-const idem__stmt idem__tenant_stmt = {"idem_tenant_set",
-                                      "SELECT set_config('idem.tenant', $1, true)", 1};
-
-idem__pipe_cmd idem__tenant_cmd(const char *const *tenant)
+idem__pipe_cmd idem__tenant_cmd(idem__tenant_sql *buf, const char *tenant)
 {
-    return (idem__pipe_cmd){&idem__tenant_stmt, NULL, 0, tenant, NULL, NULL, 0, NULL};
+    if (idem__set_local(buf->sql, sizeof(buf->sql), "idem.tenant", tenant) != 0) {
+        int rc = idem__set_local(buf->sql, sizeof(buf->sql), "idem.tenant", "");
+
+        assert(rc == 0);
+        (void)rc;
+    }
+    return (idem__pipe_cmd){NULL, buf->sql, 0, NULL, NULL, NULL, 0, NULL};
+}
+
+static idem__pipe_cmd text_cmd(const char *sql)
+{
+    return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
+}
+
+size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tenant_sql *buf, const char *tenant, int in_tx,
+                         const idem__pipe_cmd *cmds, size_t n, size_t *first)
+{
+    size_t at = 0;
+
+    if (!in_tx)
+        all[at++] = text_cmd("BEGIN");
+    all[at++] = text_cmd(IDEM__SET_PROPAGATE);
+    all[at++] = idem__tenant_cmd(buf, tenant);
+    *first = at;
+    memcpy(all + at, cmds, n * sizeof(*cmds));
+    at += n;
+    /* END is COMMIT by another name; the fault points (exec.h) that match "COMMIT" stay
+     * those of the transactions the store and external effects open themselves. */
+    if (!in_tx)
+        all[at++] = text_cmd("END");
+    return at;
+}
+
+static int in_transaction(PGconn *pg)
+{
+    PGTransactionStatusType st = PQtransactionStatus(pg);
+
+    return st == PQTRANS_INTRANS || st == PQTRANS_INERROR;
+}
+
+static void clear_all(idem__pipe_cmd *cmds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        PQclear(cmds[i].result);
+        cmds[i].result = NULL;
+    }
 }
 
 int idem__tenant_exec(PGresult **out, idem_conn *conn, const char *tenant, const idem__stmt *stmt,
                       const char *const *values, const int *lengths, const int *formats,
                       int result_format, idem_error *err)
 {
-    idem__pipe_cmd cmds[2] = {
-        idem__tenant_cmd(&tenant),
-        {stmt, NULL, 0, values, lengths, formats, result_format, NULL},
-    };
-    size_t failed_at;
+    idem__pipe_cmd one = {stmt, NULL, 0, values, lengths, formats, result_format, NULL};
+    idem__pipe_cmd all[1 + IDEM__TENANT_EXTRA];
+    idem__tenant_sql buf;
+    int in_tx = in_transaction(idem_conn_pg(conn));
+    size_t first, failed_at, n = idem__tenant_wrap(all, &buf, tenant, in_tx, &one, 1, &first);
+    PGresult *res = NULL;
     int rc;
 
     assert(out != NULL && stmt != NULL);
-    rc = idem__conn_pipeline(conn, cmds, 2, &failed_at, err);
-    PQclear(cmds[0].result);
-    if (rc == 0)
-        *out = cmds[1].result;
-    else
-        PQclear(cmds[1].result);
+    rc = idem__conn_pipeline(conn, all, n, &failed_at, err);
+    if (rc == 0) {
+        *out = all[first].result;
+        all[first].result = NULL;
+    } else if (!in_tx && !idem__conn_failed(conn) && in_transaction(idem_conn_pg(conn)) &&
+               idem__conn_exec(&res, conn, "ROLLBACK", NULL) == 0) {
+        PQclear(res);
+    }
+    clear_all(all, n);
     return rc;
+}
+
+static int ok(const PGresult *res)
+{
+    ExecStatusType st = PQresultStatus(res);
+
+    return res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
 }
 
 /* The first result of the next command of a pipeline (NULL if none came); the rest of that
@@ -48,13 +101,6 @@ static PGresult *command_result(PGconn *conn)
     return first;
 }
 
-static int ok(const PGresult *res)
-{
-    ExecStatusType st = PQresultStatus(res);
-
-    return res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
-}
-
 /* Read up to the pipeline's Sync, and leave pipeline mode. */
 static void finish_pipeline(PGconn *conn, PGresult *last)
 {
@@ -66,37 +112,70 @@ static void finish_pipeline(PGconn *conn, PGresult *last)
     PQexitPipelineMode(conn);
 }
 
-int idem__tenant_pg_exec(PGresult **out, PGconn *conn, const char *tenant, const char *sql,
-                         int nparams, const char *const *values, const int *lengths,
-                         const int *formats, int result_format, const char *what, idem_error *err)
+static int send_all(PGconn *conn, const idem__pipe_cmd *cmds, size_t n)
 {
-    const char *tenant_values[1] = {tenant};
-    PGresult *set = NULL, *res = NULL;
-    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (PQsendQueryParams(conn, cmds[i].sql, cmds[i].nparams, NULL, cmds[i].values,
+                              cmds[i].lengths, cmds[i].formats, cmds[i].result_format) != 1)
+            return -1;
+    }
+    return PQpipelineSync(conn) == 1 ? 0 : -1;
+}
 
-    assert(out != NULL && conn != NULL && sql != NULL);
+/* Collect each command's result until the first that failed; on failure err has its words. */
+static int collect_all(PGconn *conn, idem__pipe_cmd *cmds, size_t n, const char *what,
+                       idem_error *err)
+{
+    PGresult *res = NULL;
+
+    for (size_t i = 0; i < n; i++) {
+        res = command_result(conn);
+        if (!ok(res)) {
+            int rc = idem__error_pg(err, conn, res, "%s", what);
+
+            finish_pipeline(conn, res);
+            return rc;
+        }
+        cmds[i].result = res;
+    }
+    finish_pipeline(conn, PQgetResult(conn));
+    return 0;
+}
+
+static int pg_pipeline(PGconn *conn, idem__pipe_cmd *cmds, size_t n, const char *what,
+                       idem_error *err)
+{
+    int rc;
+
     if (PQenterPipelineMode(conn) != 1)
         return idem__error_pg(err, conn, NULL, "%s", what);
-    if (PQsendQueryParams(conn, idem__tenant_stmt.sql, 1, NULL, tenant_values, NULL, NULL, 0) !=
-            1 ||
-        PQsendQueryParams(conn, sql, nparams, NULL, values, lengths, formats, result_format) != 1 ||
-        PQpipelineSync(conn) != 1) {
+    if (send_all(conn, cmds, n) != 0) {
         rc = idem__error_pg(err, conn, NULL, "%s", what);
         PQexitPipelineMode(conn);
         return rc;
     }
-    set = command_result(conn);
-    res = set != NULL && PQresultStatus(set) != PGRES_PIPELINE_SYNC ? command_result(conn) : NULL;
-    if (!ok(set))
-        rc = idem__error_misconfigured(err, idem__error_pg(err, conn, set, "%s", what));
-    else if (!ok(res))
-        rc = idem__error_misconfigured(err, idem__error_pg(err, conn, res, "%s", what));
-    finish_pipeline(conn, PQgetResult(conn));
-    PQclear(set);
-    if (rc != 0) {
-        PQclear(res);
-        return rc;
+    return collect_all(conn, cmds, n, what, err);
+}
+
+int idem__tenant_pg_exec(PGresult **out, PGconn *conn, const char *tenant, const char *sql,
+                         int nparams, const char *const *values, const int *lengths,
+                         const int *formats, int result_format, const char *what, idem_error *err)
+{
+    idem__pipe_cmd one = {NULL, sql, nparams, values, lengths, formats, result_format, NULL};
+    idem__pipe_cmd all[1 + IDEM__TENANT_EXTRA];
+    idem__tenant_sql buf;
+    int in_tx = in_transaction(conn);
+    size_t first, n = idem__tenant_wrap(all, &buf, tenant, in_tx, &one, 1, &first);
+    int rc;
+
+    assert(out != NULL && conn != NULL && sql != NULL);
+    rc = pg_pipeline(conn, all, n, what, err);
+    if (rc == 0) {
+        *out = all[first].result;
+        all[first].result = NULL;
+    } else if (!in_tx && in_transaction(conn)) {
+        PQclear(PQexec(conn, "ROLLBACK"));
     }
-    *out = res;
-    return 0;
+    clear_all(all, n);
+    return rc == 0 ? 0 : idem__error_misconfigured(err, rc);
 }

@@ -1,38 +1,61 @@
 /* The tenant of a transaction, as row-level security reads it (migration 0007): every
  * table of idem's that holds tenant data admits only the rows whose tenant equals
  * current_setting('idem.tenant'). Every statement the library sends on the application's
- * behalf is preceded, in the same pipeline (no extra round trip), by the one command
- * below, which sets it with set_config(..., true): local to the transaction, gone at its
- * end, so that a pooled session never carries one call's tenant into the next.
+ * behalf runs in a transaction that has set it with `SET LOCAL idem.tenant = '<tenant>'`
+ * behind IDEM__SET_PROPAGATE (settings.h), in the same pipeline (no extra round trip):
+ * local to the transaction, gone at its end, so that a pooled session never carries one
+ * call's tenant into the next; and on Citus the SET LOCAL reaches the workers that the
+ * transaction's statements run on, where set_config() would stay on the coordinator.
+ *
+ * SET LOCAL needs a transaction block (outside one PostgreSQL ignores it with a WARNING),
+ * so a statement sent outside a transaction travels as [BEGIN; IDEM__SET_PROPAGATE; the
+ * tenant; the statement; END (COMMIT)], one pipeline, one round trip.
  *
  * This file is the one place that decides how the setting is sent. */
 #ifndef IDEM_LIB_TENANT_H
 #define IDEM_LIB_TENANT_H
 
 #include <libpq-fe.h>
+#include <stddef.h>
 
 #include "exec.h"
 #include "idem/common.h"
+#include "settings.h"
 
-/* The statement: $1 the tenant. */
-extern const idem__stmt idem__tenant_stmt;
+/* Room for the tenant's statement; the caller owns it, and it must stay valid until the
+ * pipeline ran. */
+typedef struct idem__tenant_sql {
+    char sql[IDEM__SET_LOCAL_SIZE];
+} idem__tenant_sql;
 
-/* A pipeline command that sets the transaction's tenant to *tenant. Put it after BEGIN and
- * before the first statement that touches idem's tables; outside a transaction, in front of
- * the statement, in the same pipeline (PostgreSQL runs a pipeline up to its Sync as one
- * implicit transaction). @tenant is borrowed: it must stay valid until the pipeline ran. */
-idem__pipe_cmd idem__tenant_cmd(const char *const *tenant);
+/* A pipeline command that sets the transaction's tenant to @tenant (a valid tenant,
+ * idem_validate_tenant()), written into @buf. Put it after BEGIN and IDEM__SET_PROPAGATE,
+ * before the first statement that touches idem's tables. A tenant that does not fit
+ * (never a valid one) sets the tenant '', which no row has. */
+idem__pipe_cmd idem__tenant_cmd(idem__tenant_sql *buf, const char *tenant);
 
-/* idem__conn_exec_prepared() of @stmt behind the tenant's command, in one pipeline: one
- * round trip. Same contract; *out is @stmt's result. */
+/* The most commands idem__tenant_wrap() adds around the caller's. */
+#define IDEM__TENANT_EXTRA 4
+
+/* Lay out in @all (room for @n + IDEM__TENANT_EXTRA commands) the pipeline that runs @cmds
+ * (copied) as @tenant: outside a transaction (@in_tx 0) BEGIN, IDEM__SET_PROPAGATE, the
+ * tenant, the commands, END (COMMIT); inside the caller's transaction IDEM__SET_PROPAGATE, the
+ * tenant, the commands (the setting then lasts until that transaction ends). Returns the
+ * number of commands; *first is the index of the first of @cmds in @all. */
+size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tenant_sql *buf, const char *tenant, int in_tx,
+                         const idem__pipe_cmd *cmds, size_t n, size_t *first);
+
+/* idem__conn_exec_prepared() of @stmt as @tenant (idem__tenant_wrap()), in one pipeline: one
+ * round trip. Same contract; *out is @stmt's result. A transaction it opened and could not
+ * commit is rolled back. */
 int idem__tenant_exec(PGresult **out, idem_conn *conn, const char *tenant, const idem__stmt *stmt,
                       const char *const *values, const int *lengths, const int *formats,
                       int result_format, idem_error *err);
 
-/* idem__pg_exec() of @sql behind the tenant's command, on a connection the caller lent us,
- * in one pipeline of libpq's (one round trip). Inside the caller's own transaction the
- * setting lasts until that transaction ends; outside one, the two statements are one
- * implicit transaction. Same contract as idem__pg_exec(). */
+/* idem__pg_exec() of @sql as @tenant (idem__tenant_wrap()) on a connection the caller lent
+ * us, in one pipeline of libpq's (one round trip). Inside the caller's own transaction the
+ * setting lasts until that transaction ends; outside one, the statement gets a transaction
+ * of its own, rolled back if it fails. Same contract as idem__pg_exec(). */
 int idem__tenant_pg_exec(PGresult **out, PGconn *conn, const char *tenant, const char *sql,
                          int nparams, const char *const *values, const int *lengths,
                          const int *formats, int result_format, const char *what, idem_error *err);

@@ -469,10 +469,11 @@ static json_t *status_json(const idem_migrate_list *list, PGconn *conn, const fi
 /* Where the tables stand on Citus (NULL when the schema is not there to look at). */
 static json_t *distribution_json(const idem_distribution *d)
 {
-    json_t *tables = json_array();
+    json_t *tables = NULL;
 
     if (d == NULL)
         return json_null();
+    tables = json_array();
     for (size_t i = 0; tables != NULL && i < idem_distribution_count(d); i++) {
         const idem_distributed_table *t = idem_distribution_at(d, i);
 

@@ -217,17 +217,19 @@ static void *cancel_now(void *arg)
     return NULL;
 }
 
-/* Start the cancel and wait until it waits for the effect's lock on the intent. */
+/* Start the cancel and wait until it waits for the effect's lock on the intent: on Citus
+ * it waits on the worker that holds the intent's shard, which citus_stat_activity shows. */
+#define CANCEL_WAITING(view)                                                                       \
+    "SELECT count(*) FROM " view " WHERE wait_event_type = 'Lock'"                                 \
+    " AND datname = current_database() AND query LIKE '%state = ''cancelled''%'"
 static void start_cancel(struct racer *r)
 {
+    const char *waiting = pgtest_citus_workers() != NULL ? CANCEL_WAITING("citus_stat_activity")
+                                                         : CANCEL_WAITING("pg_stat_activity");
+
     r->started = 1;
     cr_assert_eq(pthread_create(&r->thread, NULL, cancel_now, r), 0);
-    while (
-        pgtest_scalar(
-            fx.check,
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type ="
-            " 'Lock' AND datname = current_database() AND query LIKE '%state = ''cancelled''%'") ==
-        0)
+    while (pgtest_scalar(fx.check, waiting) == 0)
         pgtest_sleep_ms(5);
 }
 

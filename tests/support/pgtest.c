@@ -199,12 +199,7 @@ char *pgtest_as(const char *conninfo, const char *role)
     char *s = malloc(len);
 
     cr_assert_not_null(s);
-    /* On Citus the tenant's setting does not reach the workers yet (README, "Scaling out"):
-     * there the tests run as the superuser, whom the policies do not apply to. */
-    if (pgtest_citus_workers() != NULL)
-        snprintf(s, len, "%s", conninfo);
-    else
-        snprintf(s, len, "%s user=%s", conninfo, role);
+    snprintf(s, len, "%s user=%s", conninfo, role);
     return s;
 }
 
