@@ -455,3 +455,8 @@ int idem__pg_exec(PGresult **out, PGconn *conn, const char *sql, int nparams,
     PQclear(res);
     return rc;
 }
+
+int idem__conn_citus(const idem_conn *conn)
+{
+    return conn != NULL && conn->citus;
+}

@@ -100,6 +100,10 @@ void idem__fault_reset(void);
 /* Whether the connection failed (it is marked to be closed on release). NULL is. */
 int idem__conn_failed(const idem_conn *conn);
 
+/* Whether the connection's database has the citus extension (looked up when the pool
+ * opened it): the tenant's setting then travels as SET LOCAL in a transaction (tenant.h). */
+int idem__conn_citus(const idem_conn *conn);
+
 /* Forget that statements were prepared on this connection (after DISCARD ALL, say). */
 void idem__conn_forget_prepared(idem_conn *conn);
 

@@ -123,13 +123,13 @@ int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem
 
     if (n == 0 || n > 3)
         return idem__error_set(err, IDEM_EINVAL, "intent: bad pipeline of %zu commands", n);
+    if ((rc = idem_pool_acquire(&conn, store->pool, err)) != 0)
+        return rc;
     if (tenant != NULL)
-        total = idem__tenant_wrap(all, &buf, tenant, 0, cmds, n, &first);
+        total = idem__tenant_wrap(all, &buf, tenant, idem__tenant_form_for(conn), cmds, n, &first);
     else
         memcpy(all, cmds, n * sizeof(*cmds));
     last = first + n - 1;
-    if ((rc = idem_pool_acquire(&conn, store->pool, err)) != 0)
-        return rc;
     idem__conn_set_deadline(conn, idem__now_ms() + store->opts.deadline_ms);
     rc = idem__conn_pipeline(conn, all, total, &failed_at, err);
     idem_pool_release(conn);

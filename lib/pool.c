@@ -284,6 +284,25 @@ static int explain_refused_options(const idem_pool *pool, int rc, idem_error *er
                                     "carries statement_timeout_ms; set idem_pool_options.pooler");
 }
 
+/* Whether @conn's database has the citus extension (tenant.h): one round trip, once per
+ * connection, within @timeout_ms (10 s when 0). A failure counts as no; a connection that
+ * broke is marked and closed at its first use. */
+static int has_citus(idem_conn *conn, unsigned int timeout_ms)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    PGresult *res = NULL;
+    int yes;
+
+    idem__conn_set_deadline(conn, idem__now_ms() + (timeout_ms > 0 ? timeout_ms : 10000));
+    yes =
+        idem__conn_exec(&res, conn, "SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus'",
+                        &err) == 0 &&
+        PQntuples(res) == 1;
+    PQclear(res);
+    idem__conn_set_deadline(conn, 0);
+    return yes;
+}
+
 /* Open a connection in a slot the caller reserved (counted in size and nopening),
  * outside the lock; on failure the slot goes to the next waiter or is given up. */
 int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, idem_error *err)
@@ -322,6 +341,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     conn->idle_since_ms = now;
     conn->unnamed = pool->unnamed;
     conn->local_timeout = pool->local_timeout[0] != '\0' ? pool->local_timeout : NULL;
+    conn->citus = has_citus(conn, pool->opts.connect_timeout_ms);
     *out = conn;
     return 0;
 }

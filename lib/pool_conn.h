@@ -33,6 +33,7 @@ struct idem_conn {
                                   set by idem__conn_set_deadline(), cleared on release */
     long long wait_until_ms;   /* the statement in progress waits until then (exec.c) */
     int discard;               /* close on release */
+    int citus;                 /* the database has the citus extension (pool.c) */
     int close_reason;          /* set when it is closed, for the log */
 };
 

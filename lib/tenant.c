@@ -22,15 +22,26 @@ static idem__pipe_cmd text_cmd(const char *sql)
     return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
 }
 
-size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tenant_sql *buf, const char *tenant, int in_tx,
-                         const idem__pipe_cmd *cmds, size_t n, size_t *first)
+/* The plain form's statement: $1 the tenant. */
+static const idem__stmt tenant_set = {"idem_tenant_set",
+                                      "SELECT set_config('idem.tenant', $1, true)", 1};
+
+size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tenant_sql *buf, const char *tenant,
+                         enum idem__tenant_form form, const idem__pipe_cmd *cmds, size_t n,
+                         size_t *first)
 {
+    int in_tx = form != IDEM__TENANT_OWN_TX;
     size_t at = 0;
 
-    if (!in_tx)
-        all[at++] = text_cmd("BEGIN");
-    all[at++] = text_cmd(IDEM__SET_PROPAGATE);
-    all[at++] = idem__tenant_cmd(buf, tenant);
+    if (form == IDEM__TENANT_IMPLICIT) {
+        buf->tenant = tenant;
+        all[at++] = (idem__pipe_cmd){&tenant_set, NULL, 0, &buf->tenant, NULL, NULL, 0, NULL};
+    } else {
+        if (!in_tx)
+            all[at++] = text_cmd("BEGIN");
+        all[at++] = text_cmd(IDEM__SET_PROPAGATE);
+        all[at++] = idem__tenant_cmd(buf, tenant);
+    }
     *first = at;
     memcpy(all + at, cmds, n * sizeof(*cmds));
     at += n;
@@ -48,6 +59,13 @@ static int in_transaction(PGconn *pg)
     return st == PQTRANS_INTRANS || st == PQTRANS_INERROR;
 }
 
+enum idem__tenant_form idem__tenant_form_for(idem_conn *conn)
+{
+    if (in_transaction(idem_conn_pg(conn)))
+        return IDEM__TENANT_IN_TX;
+    return idem__conn_citus(conn) ? IDEM__TENANT_OWN_TX : IDEM__TENANT_IMPLICIT;
+}
+
 static void clear_all(idem__pipe_cmd *cmds, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -63,8 +81,8 @@ int idem__tenant_exec(PGresult **out, idem_conn *conn, const char *tenant, const
     idem__pipe_cmd one = {stmt, NULL, 0, values, lengths, formats, result_format, NULL};
     idem__pipe_cmd all[1 + IDEM__TENANT_EXTRA];
     idem__tenant_sql buf;
-    int in_tx = in_transaction(idem_conn_pg(conn));
-    size_t first, failed_at, n = idem__tenant_wrap(all, &buf, tenant, in_tx, &one, 1, &first);
+    enum idem__tenant_form form = idem__tenant_form_for(conn);
+    size_t first, failed_at, n = idem__tenant_wrap(all, &buf, tenant, form, &one, 1, &first);
     PGresult *res = NULL;
     int rc;
 
@@ -73,7 +91,8 @@ int idem__tenant_exec(PGresult **out, idem_conn *conn, const char *tenant, const
     if (rc == 0) {
         *out = all[first].result;
         all[first].result = NULL;
-    } else if (!in_tx && !idem__conn_failed(conn) && in_transaction(idem_conn_pg(conn)) &&
+    } else if (form == IDEM__TENANT_OWN_TX && !idem__conn_failed(conn) &&
+               in_transaction(idem_conn_pg(conn)) &&
                idem__conn_exec(&res, conn, "ROLLBACK", NULL) == 0) {
         PQclear(res);
     }
@@ -165,7 +184,9 @@ int idem__tenant_pg_exec(PGresult **out, PGconn *conn, const char *tenant, const
     idem__pipe_cmd all[1 + IDEM__TENANT_EXTRA];
     idem__tenant_sql buf;
     int in_tx = in_transaction(conn);
-    size_t first, n = idem__tenant_wrap(all, &buf, tenant, in_tx, &one, 1, &first);
+    size_t first,
+        n = idem__tenant_wrap(all, &buf, tenant, in_tx ? IDEM__TENANT_IN_TX : IDEM__TENANT_OWN_TX,
+                              &one, 1, &first);
     int rc;
 
     assert(out != NULL && conn != NULL && sql != NULL);

@@ -8,8 +8,12 @@
  * transaction's statements run on, where set_config() would stay on the coordinator.
  *
  * SET LOCAL needs a transaction block (outside one PostgreSQL ignores it with a WARNING),
- * so a statement sent outside a transaction travels as [BEGIN; IDEM__SET_PROPAGATE; the
- * tenant; the statement; END (COMMIT)], one pipeline, one round trip.
+ * so on Citus a statement sent outside a transaction travels as [BEGIN;
+ * IDEM__SET_PROPAGATE; the tenant; the statement; END (COMMIT)], one pipeline, one round
+ * trip. On plain PostgreSQL (a pooled connection whose database has no citus extension,
+ * found when it was opened) such a statement travels as [set_config('idem.tenant', $1,
+ * true); the statement] under one Sync, which PostgreSQL runs as one implicit transaction:
+ * the same isolation for two statements' work instead of five.
  *
  * This file is the one place that decides how the setting is sent. */
 #ifndef IDEM_LIB_TENANT_H
@@ -26,7 +30,20 @@
  * pipeline ran. */
 typedef struct idem__tenant_sql {
     char sql[IDEM__SET_LOCAL_SIZE];
+    const char *tenant; /* set_config()'s parameter (IDEM__TENANT_IMPLICIT) */
 } idem__tenant_sql;
+
+/* How idem__tenant_wrap() sends the setting. */
+enum idem__tenant_form {
+    IDEM__TENANT_OWN_TX,   /* BEGIN, IDEM__SET_PROPAGATE, SET LOCAL, the commands, END */
+    IDEM__TENANT_IN_TX,    /* IDEM__SET_PROPAGATE, SET LOCAL, the commands: in the caller's
+                              transaction */
+    IDEM__TENANT_IMPLICIT, /* set_config(), the commands: one implicit transaction, on a
+                              database without Citus */
+};
+
+/* The form for statements about to be sent on @conn. */
+enum idem__tenant_form idem__tenant_form_for(idem_conn *conn);
 
 /* A pipeline command that sets the transaction's tenant to @tenant (a valid tenant,
  * idem_validate_tenant()), written into @buf. Put it after BEGIN and IDEM__SET_PROPAGATE,
@@ -38,12 +55,12 @@ idem__pipe_cmd idem__tenant_cmd(idem__tenant_sql *buf, const char *tenant);
 #define IDEM__TENANT_EXTRA 4
 
 /* Lay out in @all (room for @n + IDEM__TENANT_EXTRA commands) the pipeline that runs @cmds
- * (copied) as @tenant: outside a transaction (@in_tx 0) BEGIN, IDEM__SET_PROPAGATE, the
- * tenant, the commands, END (COMMIT); inside the caller's transaction IDEM__SET_PROPAGATE, the
- * tenant, the commands (the setting then lasts until that transaction ends). Returns the
- * number of commands; *first is the index of the first of @cmds in @all. */
-size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tenant_sql *buf, const char *tenant, int in_tx,
-                         const idem__pipe_cmd *cmds, size_t n, size_t *first);
+ * (copied) as @tenant in @form (inside the caller's transaction the setting lasts until
+ * that transaction ends). Returns the number of commands; *first is the index of the first
+ * of @cmds in @all. */
+size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tenant_sql *buf, const char *tenant,
+                         enum idem__tenant_form form, const idem__pipe_cmd *cmds, size_t n,
+                         size_t *first);
 
 /* idem__conn_exec_prepared() of @stmt as @tenant (idem__tenant_wrap()), in one pipeline: one
  * round trip. Same contract; *out is @stmt's result. A transaction it opened and could not
