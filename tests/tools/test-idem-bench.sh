@@ -90,6 +90,19 @@ for m in (new, replay):
     assert len(m["ratios"]) == 1 and "RLS on / RLS off" in m["ratios"][0]["ratio"], m
 ' "$out" || fail "the report of a short rls run: $out"
 
+# The replay mode: idem's replays beside the bare read, and the bare read behind the
+# tenant's setting (what row-level security's setting costs a lookup).
+out=$("$bench" --mode replay --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
+status=$?
+[ "$status" = 0 ] || fail "a short replay run: exit $status"
+python3 -c '
+import json, sys
+(m,) = json.loads(sys.argv[1])["results"]
+assert m["mode"] == "replay" and len(m["sides"]) == 4, m
+assert all(s["errors"] == 0 and s["ops"] > 0 for s in m["sides"]), m
+assert any("tenant setting" in r["ratio"] for r in m["ratios"]), m["ratios"]
+' "$out" || fail "the report of a short replay run: $out"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1

@@ -70,7 +70,52 @@ static PGresult *read_row(PGconn *pg, const char *const *values)
     return PQexecPrepared(pg, read_name, 2, values, NULL, NULL, 1);
 }
 
-static int bare_read(bench_worker *w)
+static const char tenant_name[] = "idem_bench_tenant";
+static const char tenant_sql[] = "SELECT set_config('idem.tenant', $1, true)";
+
+/* The read behind the tenant's setting, prepared too, in one pipeline under one Sync, as
+ * the library sends a lookup on plain PostgreSQL (lib/tenant.h): with the bare read, what
+ * that setting costs. The read's result, or NULL. */
+static PGresult *pipelined_read(PGconn *pg, const char *const *values)
+{
+    PGresult *set, *res, *r;
+
+    if (PQenterPipelineMode(pg) != 1)
+        return NULL;
+    PQsendQueryPrepared(pg, tenant_name, 1, values, NULL, NULL, 0);
+    PQsendQueryPrepared(pg, read_name, 2, values, NULL, NULL, 1);
+    PQpipelineSync(pg);
+    set = PQgetResult(pg);
+    while ((r = PQgetResult(pg)) != NULL)
+        PQclear(r);
+    res = PQgetResult(pg);
+    while ((r = PQgetResult(pg)) != NULL)
+        PQclear(r);
+    PQclear(PQgetResult(pg)); /* the Sync */
+    PQexitPipelineMode(pg);
+    if (PQresultStatus(set) != PGRES_TUPLES_OK) {
+        PQclear(res);
+        res = set;
+    } else {
+        PQclear(set);
+    }
+    return res;
+}
+
+static PGresult *read_row_as_tenant(PGconn *pg, const char *const *values)
+{
+    PGresult *res = pipelined_read(pg, values);
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+    if (state == NULL || strcmp(state, "26000") != 0)
+        return res;
+    PQclear(res);
+    PQclear(PQprepare(pg, tenant_name, tenant_sql, 1, NULL));
+    PQclear(PQprepare(pg, read_name, read_sql, 2, NULL));
+    return pipelined_read(pg, values);
+}
+
+static int read_with(bench_worker *w, PGresult *(*read)(PGconn *, const char *const *))
 {
     const side_ctx *c = w->side->ctx;
     char op[24];
@@ -84,7 +129,7 @@ static int bare_read(bench_worker *w)
     bench_loaded_key(op, sizeof(op), bench_random(w, c->nkeys));
     if (idem_pool_acquire(&conn, c->pool, &err) != 0)
         return bench_fail(w, "acquire: %s", err.message);
-    res = read_row(idem_conn_pg(conn), values);
+    res = read(idem_conn_pg(conn), values);
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
         copy = malloc((size_t)PQgetlength(res, 0, 0) + 1);
     if (copy != NULL) {
@@ -96,6 +141,16 @@ static int bare_read(bench_worker *w)
     PQclear(res);
     idem_pool_release(conn);
     return rc;
+}
+
+static int bare_read(bench_worker *w)
+{
+    return read_with(w, read_row);
+}
+
+static int bare_read_as_tenant(bench_worker *w)
+{
+    return read_with(w, read_row_as_tenant);
 }
 
 /* ---- measurements -------------------------------------------------------------------- */
@@ -127,10 +182,12 @@ static bench_plan plan_for(const bench_config *cfg, const bench_side *sides, int
 static int replay_at(bench_results *res, const bench_config *cfg, const char *conninfo, int threads)
 {
     side_ctx c = {NULL, NULL, "bench-replay", REPLAY_KEYS};
-    const bench_side sides[3] = {{"idem (retry)", idem_replay, &c},
-                                 {"bare primary-key SELECT", bare_read, &c},
-                                 {"idem (marked first attempt)", idem_replay_first, &c}};
-    bench_plan plan = plan_for(cfg, sides, 3, threads);
+    const bench_side sides[4] = {
+        {"idem (retry)", idem_replay, &c},
+        {"bare primary-key SELECT", bare_read, &c},
+        {"idem (marked first attempt)", idem_replay_first, &c},
+        {"bare SELECT behind the tenant setting", bare_read_as_tenant, &c}};
+    bench_plan plan = plan_for(cfg, sides, 4, threads);
     bench_measure *m = bench_results_add(res, "replay", threads,
                                          "random existing keys among 10 k records; bare = a"
                                          " prepared primary-key SELECT of the stored receipt");
@@ -145,6 +202,8 @@ static int replay_at(bench_results *res, const bench_config *cfg, const char *co
     close_side(&c);
     bench_ratio_throughput(m, 0, 1, "idem (retry) / bare primary-key SELECT", 0.9);
     bench_ratio_throughput(m, 2, 1, "idem (marked first attempt) / bare primary-key SELECT", 0);
+    /* The tenant's setting for row-level security (lib/tenant.h), on the least a lookup does. */
+    bench_ratio_throughput(m, 3, 1, "bare behind the tenant setting / bare", 0.95);
     return rc;
 }
 
