@@ -11,6 +11,7 @@
 #include "error.h"
 #include "log.h"
 #include "pool_conn.h"
+#include "settings.h"
 #include "pool_internal.h"
 
 enum close_reason { CLOSE_BROKEN = 1, CLOSE_LIFETIME, CLOSE_IDLE, CLOSE_HEALTH, CLOSE_ENDED };
@@ -294,10 +295,8 @@ static int has_citus(idem_conn *conn, unsigned int timeout_ms)
     int yes;
 
     idem__conn_set_deadline(conn, idem__now_ms() + (timeout_ms > 0 ? timeout_ms : 10000));
-    yes =
-        idem__conn_exec(&res, conn, "SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus'",
-                        &err) == 0 &&
-        PQntuples(res) == 1;
+    yes = idem__conn_exec(&res, conn, IDEM__SQL_HAS_CITUS, &err) == 0 && PQntuples(res) == 1 &&
+          PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
     idem__conn_set_deadline(conn, 0);
     return yes;

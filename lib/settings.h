@@ -18,6 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Whether the database has the citus extension: one row, one boolean column ('t' or 'f').
+ * The pool asks it once per connection (tenant.h), the sweeper once per run. */
+#define IDEM__SQL_HAS_CITUS                                                                        \
+    "SELECT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus')"
+
 /* The first statement after BEGIN in every transaction that sends SET LOCAL statements. */
 #define IDEM__SET_PROPAGATE "SET LOCAL citus.propagate_set_commands = 'local'"
 

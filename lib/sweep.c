@@ -18,6 +18,7 @@
 #include "idem/sweep.h"
 #include "idem/validate.h"
 #include "log.h"
+#include "settings.h"
 
 #define MAX_BATCH   1000000u
 #define MAX_SKEW_S  86400u
@@ -79,7 +80,6 @@ static const char SQL_DUE_TENANTS_EXPIRE[] = DUE_TENANTS(
     "expires_at <= now() AND state IN ('completed', 'failed') AND $2::int8 IS NOT NULL");
 static const char SQL_DUE_TENANTS_PURGE[] =
     DUE_TENANTS("state = 'expired' AND expires_at <= now() - make_interval(secs => $2::int8)");
-static const char SQL_CITUS[] = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')";
 #define TENANTS_AT_ONCE "1000"
 
 /* $1 twice the clock skew allowance. */
@@ -326,8 +326,8 @@ static int sweep_pass(sweep *s, int purge, unsigned long long *total, int *done)
 static int detect_citus(sweep *s)
 {
     PGresult *res = NULL;
-    int rc = idem__pg_exec(&res, s->conn, SQL_CITUS, 0, NULL, NULL, NULL, 0, "looking for Citus",
-                           s->err);
+    int rc = idem__pg_exec(&res, s->conn, IDEM__SQL_HAS_CITUS, 0, NULL, NULL, NULL, 0,
+                           "looking for Citus", s->err);
 
     if (rc == 0)
         s->by_tenant = PQgetvalue(res, 0, 0)[0] == 't';
