@@ -310,6 +310,26 @@ expect notices_verbose_shows_connect_warning contains '^idem-migrate: WARNING:  
 expect notices_verbose_shows_notice contains '^idem-migrate: NOTICE:  schema "idem" already exists, skipping$'
 expect notices_verbose_every_line_prefixed test "$(grep -vc '^idem-migrate: ' <<<"$out")" = 0
 
+# The distribution step on plain PostgreSQL: refused (exit 10), naming the fix; nothing
+# changes; status says there is nothing to distribute and lists every tenant table.
+db=$(newdb citus)
+check distribute_up 0 "$tool" --dsn "dbname=$db" -q up
+check distribute_without_citus 10 "$tool" --dsn "dbname=$db" distribute
+expect distribute_names_the_fix contains "CREATE EXTENSION citus"
+check distribute_bad_table 2 "$tool" --dsn "dbname=$db" distribute --table nodot
+expect distribute_bad_table_named contains '"nodot"'
+check distribute_status_json 0 "$tool" --dsn "dbname=$db" status --json
+expect distribute_status_json_says_local python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])["citus"]
+assert c["installed"] is False and c["distributed"] is False, c
+tenant = {t["name"] for t in c["tables"] if t["tenant"]}
+assert {"idem.operations", "idem.intents", "idem.outbox"} <= tenant, tenant
+assert all(t["placement"] == "local" for t in c["tables"]), c
+' "$out"
+check distribute_status 0 "$tool" --dsn "dbname=$db" status
+expect distribute_status_says_not_installed contains "Citus: not installed"
+
 # A password in the DSN never appears in any output, text or JSON, whatever fails.
 for dsn in 'postgresql://u:s3cr3tpw@[::1/db' 'host=/nonexistent user=u password=s3cr3tpw dbname=x' \
     "postgresql://u:s3cr3tpw@/nonexistentdb?host=${PGHOST:-/tmp}"; do
