@@ -138,6 +138,7 @@ static int exec_text(PGresult **out, idem_conn *conn, const char *sql, int npara
     idem__exec_io_start(conn);
     if (idem__exec_fault_take(sql) != 0)
         idem__exec_drop_socket(conn);
+    idem__exec_trace_add(1);
     sent = nparams < 0 ? PQsendQuery(conn->pg, sql)
                        : PQsendQueryParams(conn->pg, sql, nparams, NULL, values, NULL, NULL, 0);
     rc = idem__exec_reply(&res, conn, sent, what, err);
@@ -207,6 +208,7 @@ static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
     int rc;
 
     server_name(name, sizeof(name), stmt);
+    idem__exec_trace_add(0);
     rc = idem__exec_reply(&res, conn, PQsendPrepare(conn->pg, name, stmt->sql, stmt->nparams, NULL),
                           stmt->name, err);
     if (rc == 0 && has_sqlstate(res, "42P05")) {
@@ -255,6 +257,7 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
     if (rc == 0) {
         if (idem__exec_fault_take(stmt->name) != 0)
             idem__exec_drop_socket(conn);
+        idem__exec_trace_add(1);
         rc = idem__exec_reply(&res, conn,
                               send_stmt(conn, stmt, values, lengths, formats, result_format),
                               stmt->name, err);
@@ -349,6 +352,7 @@ static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *fai
 
     if (fault == IDEM__FAULT_DROP_BEFORE_SEND)
         idem__exec_drop_socket(conn);
+    idem__exec_trace_add(n);
     if (PQenterPipelineMode(conn->pg) != 1)
         return idem__error_pg(err, conn->pg, NULL, "pipeline");
     for (size_t i = 0; i < n && rc == 0; i++) {

@@ -95,6 +95,10 @@ enum idem__fault_point {
 void idem__fault_inject(const char *match, enum idem__fault_point point, unsigned int count);
 /* Remove every fault not yet taken. */
 void idem__fault_reset(void);
+/* What the calling thread sent since it last asked (or started): round trips (a pipeline, a
+ * single statement, a PREPARE, each waited on before the next) and the statements they
+ * carried (a PREPARE carries none). Both counters restart at 0. */
+void idem__exec_trace_take(unsigned long *round_trips, unsigned long *statements);
 #endif
 
 /* Whether the connection failed (it is marked to be closed on release). NULL is. */

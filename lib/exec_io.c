@@ -42,6 +42,21 @@ void idem__fault_reset(void)
     pthread_mutex_unlock(&fault_lock);
 }
 
+static _Thread_local unsigned long trace_round_trips, trace_statements;
+
+void idem__exec_trace_add(unsigned long statements)
+{
+    trace_round_trips++;
+    trace_statements += statements;
+}
+
+void idem__exec_trace_take(unsigned long *round_trips, unsigned long *statements)
+{
+    *round_trips = trace_round_trips;
+    *statements = trace_statements;
+    trace_round_trips = trace_statements = 0;
+}
+
 /* The fault that applies to a command named @name, taken (counted down); 0 for none. */
 int idem__exec_fault_take(const char *name)
 {

@@ -17,9 +17,13 @@ const char *idem__exec_cmd_name(const idem__pipe_cmd *cmd);
 int idem__exec_fault_take(const char *name);
 /* The fault a batch of commands draws: the first that one of them draws. */
 int idem__exec_fault_for(const idem__pipe_cmd *cmds, size_t n);
+/* Count one round trip carrying @statements statements (0 for a PREPARE) for this thread's
+ * trace (exec.h, idem__exec_trace_take()). */
+void idem__exec_trace_add(unsigned long statements);
 #else
 #define idem__exec_fault_take(name)   0
 #define idem__exec_fault_for(cmds, n) 0
+#define idem__exec_trace_add(n)       ((void)0)
 #endif
 
 /* The connection dies here: the server sees its socket close; marked for discard. */

@@ -168,17 +168,23 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
     return 0;
 }
 
-/* The pipeline's commands: BEGIN, IDEM__SET_PROPAGATE, the tenant (tenant.h), the lock
- * timeout (a SET LOCAL statement, settings.h), the statement, COMMIT. */
-#define DECLARED_AT   4
-#define DECLARED_CMDS 6
-static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, int *lengths,
-                          int *formats)
-{
-    size_t n = c->declared->nparams;
+/* The settings of a declared effect's transaction on plain PostgreSQL, one statement:
+ * $1 the tenant, $2 the lock timeout ('120ms'). */
+static const idem__stmt settings_stmt = {
+    "idem_store_settings",
+    "SELECT set_config('idem.tenant', $1, true), set_config('lock_timeout', $2, true)", 2};
 
-    idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout",
-                       idem__store_lock_timeout_ms(c->deadline_ms));
+/* The pipeline's commands, in the form tenant.h chooses for @conn: BEGIN, the settings
+ * (on plain PostgreSQL one statement; on Citus IDEM__SET_PROPAGATE, the tenant and the
+ * lock timeout as SET LOCAL statements, settings.h), the statement, COMMIT. Returns how
+ * many; *at is the statement's index. */
+#define DECLARED_CMDS 6
+static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, const char **values,
+                            int *lengths, int *formats, size_t *at)
+{
+    size_t n = c->declared->nparams, k = 0;
+    uint64_t lock = idem__store_lock_timeout_ms(c->deadline_ms);
+
     for (size_t i = 0; i < 8; i++)
         values[n + i] = c->cp.values[i];
     values[n + 8] = c->cp.values[8];   /* key memory */
@@ -188,18 +194,30 @@ static void declared_cmds(call *c, idem__pipe_cmd *cmds, const char **values, in
     memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
     lengths[n + 4] = IDEM_FINGERPRINT_SIZE;
     formats[n + 4] = 1;
-    cmds[0] =
+    cmds[k++] =
         (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
-    cmds[1] = (idem__pipe_cmd){NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL};
-    cmds[2] = idem__tenant_cmd(&c->set_tenant, c->req->tenant);
-    cmds[3] = (idem__pipe_cmd){NULL, c->set_lock_timeout, 0, NULL, NULL, NULL, 0, NULL};
-    cmds[DECLARED_AT] =
-        (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
-    cmds[5] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
+    if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
+        snprintf(c->cp.lock_timeout, sizeof(c->cp.lock_timeout), "%llums",
+                 (unsigned long long)lock);
+        c->cp.values[11] = c->req->tenant;
+        c->cp.values[12] = c->cp.lock_timeout;
+        cmds[k++] = (idem__pipe_cmd){&settings_stmt, NULL, 0, c->cp.values + 11, NULL, NULL, 0,
+                                     NULL};
+    } else {
+        idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout", lock);
+        cmds[k++] = (idem__pipe_cmd){NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL};
+        cmds[k++] = idem__tenant_cmd(&c->set_tenant, c->req->tenant);
+        cmds[k++] = (idem__pipe_cmd){NULL, c->set_lock_timeout, 0, NULL, NULL, NULL, 0, NULL};
+    }
+    *at = k;
+    cmds[k++] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
+    cmds[k++] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
+    return k;
 }
 
 /* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
-static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, int *out_rc)
+static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, size_t at,
+                                  int *out_rc)
 {
     if (rc == IDEM_EUNAVAIL || idem__conn_failed(conn)) {
         idem_conn_discard(conn);
@@ -208,12 +226,12 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     idem__store_rollback(conn);
     if (idem__sqlstate_is_retryable(c->err->sqlstate))
         return STEP_BACKOFF;
-    if (failed_at == DECLARED_AT && strcmp(c->err->sqlstate, KEY_TAKEN) == 0) {
+    if (failed_at == at && strcmp(c->err->sqlstate, KEY_TAKEN) == 0) {
         COUNT(c->store, claim_races);
         c->lookup_first = 1;
         return STEP_AGAIN; /* the lookup answers from the record */
     }
-    if (failed_at != DECLARED_AT) {
+    if (failed_at != at) {
         *out_rc = rc;
         return STEP_DONE;
     }
@@ -254,7 +272,7 @@ static enum step declared_done(call *c, const PGresult *res, int *out_rc)
 
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
 {
-    size_t n = c->declared->nparams, failed_at;
+    size_t n = c->declared->nparams, failed_at, at = 0, ncmds = 0;
     const char **values = calloc(n + OWN_PARAMS, sizeof(char *));
     char **owned = calloc(n + 1, sizeof(char *));
     int *lengths = calloc(n + OWN_PARAMS, sizeof(int));
@@ -273,13 +291,13 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
         *out_rc = rc;
         goto done;
     }
-    declared_cmds(c, cmds, values, lengths, formats);
-    rc = idem__conn_pipeline(conn, cmds, DECLARED_CMDS, &failed_at, c->err);
+    ncmds = declared_cmds(c, conn, cmds, values, lengths, formats, &at);
+    rc = idem__conn_pipeline(conn, cmds, ncmds, &failed_at, c->err);
     if (rc == 0)
-        step = declared_done(c, cmds[DECLARED_AT].result, out_rc);
+        step = declared_done(c, cmds[at].result, out_rc);
     else
-        step = declared_failure(c, conn, rc, failed_at, out_rc);
-    idem__store_pipe_clear(cmds, DECLARED_CMDS);
+        step = declared_failure(c, conn, rc, failed_at, at, out_rc);
+    idem__store_pipe_clear(cmds, ncmds);
 done:
     for (size_t i = 0; owned != NULL && i < n; i++)
         free(owned[i]);

@@ -29,6 +29,8 @@ void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigne
 #endif
 
 /* The store's statements (store_sql.c). */
+extern const idem__stmt idem__store_stmt_lookup_as, idem__store_stmt_resolve_as,
+    idem__store_stmt_claim_as;
 extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
     idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get;
 
@@ -58,9 +60,10 @@ void idem__store_windows(const idem_store *store, const char *tool, unsigned int
 /* The claim's parameters, kept for the call (they go out inside pipelines). */
 typedef struct claim_params {
     char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
-    const char *values[11];
-    int lengths[11];
-    int formats[11];
+    char claim_wait[24], lock_timeout[24]; /* the lock timeouts as set_config() values */
+    const char *values[13];
+    int lengths[13];
+    int formats[13];
 } claim_params;
 
 /* What one attempt decided. */
@@ -96,6 +99,7 @@ struct call {
     int lookup_first;                            /* look the key up before claiming it (a retry) */
     int resume_pending; /* external begin: a pending row of this fingerprint is left to the
                            claim, which resumes it if its lease has lapsed */
+    size_t claim_at;    /* where the claim is in the pipeline that opens an attempt */
     attempt_fn attempt; /* the callback path's or the declared path's */
     const idem_declared *declared;
 };
@@ -158,11 +162,14 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
 /* ROLLBACK, ignoring the result (store_write.c). */
 void idem__store_rollback(idem_conn *conn);
 
-/* The commands that open an attempt: BEGIN, IDEM__SET_PROPAGATE, the tenant (tenant.h), the
- * claim's lock timeout, the claim (at BEGIN_CLAIM), the effect's lock timeout. Returns how
- * many it wrote (store_write.c). */
-#define BEGIN_CMDS  6
-#define BEGIN_CLAIM 4
+/* The commands that open an attempt, in the form tenant.h chooses for @conn: on plain
+ * PostgreSQL BEGIN and the claim that sets the tenant and its lock timeouts itself
+ * (stmt_claim_as); on Citus BEGIN, IDEM__SET_PROPAGATE, the tenant, the claim's lock
+ * timeout, the claim, the effect's lock timeout (SET LOCAL statements that reach the
+ * workers). Sets c->claim_at; returns how many it wrote, at most BEGIN_CMDS
+ * (store_write.c). */
+#define BEGIN_CMDS 6
+size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds);
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50
 /* The effect's lock timeout ends a quarter of what is left of the call's deadline before
@@ -174,14 +181,13 @@ void idem__store_rollback(idem_conn *conn);
 #define IDEM__LOCK_MARGIN_MAX_MS 500
 /* The lock timeout for what is left of a call until @deadline_ms (an idem__now_ms() time). */
 uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms);
-size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds);
 
 /* Fill c->cp, the claim's parameters, once the claim token is made. */
 void idem__store_claim_params_init(call *c);
 
 /* Whether a begin pipeline's failure at @failed_at (with @sqlstate) is the claim's lock
  * wait running out: another live attempt holds the key. */
-int idem__store_claim_busy(size_t failed_at, const char *sqlstate);
+int idem__store_claim_busy(const call *c, size_t failed_at, const char *sqlstate);
 
 /* PQclear each command's result. */
 void idem__store_pipe_clear(idem__pipe_cmd *cmds, size_t n);

@@ -12,12 +12,23 @@ const idem__stmt idem__store_stmt_lookup = {
     " LEFT JOIN idem.operations o ON o.tenant = $1 AND o.operation_id = $2",
     2};
 
+/* The lookup that sets the tenant itself (tenant.h, idem__tenant_exec_either()): on plain
+ * PostgreSQL one statement instead of [set_config; lookup]. */
+#define SETS_TENANT " FROM (SELECT set_config('idem.tenant', $1, true) AS tenant) AS one"     \
+                    " LEFT JOIN idem.operations o ON o.tenant = one.tenant AND o.operation_id = $2"
+const idem__stmt idem__store_stmt_lookup_as = {
+    "idem_store_lookup_as", "SELECT o.fingerprint, o.state, o.response, now()" SETS_TENANT, 2};
+
 /* After a lost COMMIT reply: the same, and whose claim the row is. */
 const idem__stmt idem__store_stmt_resolve = {
     "idem_store_resolve",
     "SELECT o.fingerprint, o.state, o.response, now(), o.claim_token::text FROM (SELECT) AS one"
     " LEFT JOIN idem.operations o ON o.tenant = $1 AND o.operation_id = $2",
     2};
+
+const idem__stmt idem__store_stmt_resolve_as = {
+    "idem_store_resolve_as",
+    "SELECT o.fingerprint, o.state, o.response, now(), o.claim_token::text" SETS_TENANT, 2};
 
 /* The claim. It waits only briefly on a live attempt's uncommitted claim of the same key
  * (the SET LOCAL in front of it makes its lock timeout IDEM__CLAIM_WAIT_MS), so that the
@@ -32,21 +43,43 @@ const idem__stmt idem__store_stmt_resolve = {
  * memory plus the clock skew allowance ($11 seconds) on the database's clock claims
  * nothing: with no record either, the claim returns no row, and the call looks again
  * (where the lookup answers expired). */
+#define CLAIM_INSERT                                                                               \
+    "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"     \
+    " state, trace_id, claim_token, expires_at, forget_at)"
+#define CLAIM_VALUES                                                                               \
+    " $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"                                              \
+    " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8)"
+#define CLAIM_FRESH                                                                                \
+    " ($10::int8 IS NULL"                                                                          \
+    " OR to_timestamp($10::int8 / 1000.0) >= now() - make_interval(secs => $11::int8))"
+#define CLAIM_ON_CONFLICT " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1)"
+#define CLAIM_TAKEN                                                                                \
+    " UNION ALL"                                                                                   \
+    " SELECT fingerprint, state, response FROM idem.operations"                                    \
+    " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)"
+
 const idem__stmt idem__store_stmt_claim = {
     "idem_store_claim",
-    "WITH ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
-    " fingerprint, state, trace_id, claim_token, expires_at, forget_at)"
-    " SELECT $1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
-    " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8)"
-    " WHERE $10::int8 IS NULL"
-    " OR to_timestamp($10::int8 / 1000.0) >= now() - make_interval(secs => $11::int8)"
-    " ON CONFLICT (tenant, operation_id) DO NOTHING"
-    " RETURNING 1)"
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
-    " UNION ALL"
-    " SELECT fingerprint, state, response FROM idem.operations"
-    " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)",
+    "WITH ins AS (" CLAIM_INSERT " SELECT $1," CLAIM_VALUES " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins" CLAIM_TAKEN,
     11};
+
+/* The claim that sets the tenant and its lock timeouts itself, on plain PostgreSQL
+ * (store_write.c): the same statement, and $12 the claim's lock timeout, $13 the effect's
+ * (set_config() values: '50ms'). The settings row is read first, as the only source of the
+ * row the INSERT writes, so that the tenant and the claim's wait are set before the INSERT
+ * checks the row against the tenant's policy or waits on the key; the effect's timeout is
+ * set once the INSERT has returned the claimed row. (A key beyond the horizon writes no
+ * row; its record, if it has one, is read under the tenant all the same.) */
+const idem__stmt idem__store_stmt_claim_as = {
+    "idem_store_claim_as",
+    "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
+    " set_config('lock_timeout', $12, true) AS claim_wait," CLAIM_FRESH " AS fresh),"
+    " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES " FROM settings s WHERE s.fresh"
+    CLAIM_ON_CONFLICT
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
+    " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN,
+    13};
 
 const idem__stmt idem__store_stmt_finish = {
     "idem_store_finish",

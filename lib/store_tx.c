@@ -24,17 +24,18 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
 {
     idem__pipe_cmd cmds[BEGIN_CMDS + 1];
     idem_error local = IDEM_ERROR_INIT;
-    size_t n = idem__store_begin_cmds(tx->c, cmds), failed_at;
+    size_t n = idem__store_begin_cmds(tx->c, tx->conn, cmds), n_begin = n, failed_at;
+    size_t claim_at = tx->c->claim_at;
     int rc;
 
     cmds[n++] = (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};
     rc = idem__conn_pipeline(tx->conn, cmds, n, &failed_at, &local);
     tx->begun = 1;
     /* A claim that found a record means the key is taken, whatever came after it. */
-    if (cmds[BEGIN_CLAIM].result != NULL && !idem__store_claimed(cmds[BEGIN_CLAIM].result)) {
+    if (cmds[claim_at].result != NULL && !idem__store_claimed(cmds[claim_at].result)) {
         tx->claim_lost = 1;
-        tx->taken = cmds[BEGIN_CLAIM].result;
-        cmds[BEGIN_CLAIM].result = NULL;
+        tx->taken = cmds[claim_at].result;
+        cmds[claim_at].result = NULL;
         rc = idem__error_set(&local, IDEM_EBUSY,
                              "the key already has a record; this attempt is void");
     } else if (rc == 0) {
@@ -46,8 +47,8 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
         }
     } else {
         snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
-        tx->claim_busy = idem__store_claim_busy(failed_at, local.sqlstate);
-        if (failed_at < BEGIN_CMDS)
+        tx->claim_busy = idem__store_claim_busy(tx->c, failed_at, local.sqlstate);
+        if (failed_at < n_begin)
             tx->setup_rc = rc;
     }
     idem__store_pipe_clear(cmds, n);

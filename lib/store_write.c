@@ -9,9 +9,9 @@
 #include "store_internal.h"
 #include "tenant.h"
 
-/* The write path costs two round trips after the lookup: BEGIN, the tenant, the claim and
- * the effect's first statement travel in one pipeline; the finishing UPDATE and COMMIT in
- * another. */
+/* The write path costs two round trips (after a lookup only for a retry): BEGIN, the
+ * claim with its settings and the effect's first statement travel in one pipeline; the
+ * finishing UPDATE and COMMIT in another. */
 #define BEGIN_SQL "BEGIN ISOLATION LEVEL SERIALIZABLE"
 
 void idem__store_claim_params_init(call *c)
@@ -50,10 +50,9 @@ static idem__pipe_cmd cmd_sql(const char *sql)
     return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
 }
 
-static idem__pipe_cmd cmd_claim(const call *c)
+static idem__pipe_cmd cmd_claim(const call *c, const idem__stmt *stmt)
 {
-    return (idem__pipe_cmd){&idem__store_stmt_claim, NULL,          0, c->cp.values,
-                            c->cp.lengths,           c->cp.formats, 1, NULL};
+    return (idem__pipe_cmd){stmt, NULL, 0, c->cp.values, c->cp.lengths, c->cp.formats, 1, NULL};
 }
 
 uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms)
@@ -68,24 +67,37 @@ uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms)
     return left > 2 * margin ? left - margin : left;
 }
 
-/* The lock timeouts go as SET LOCAL statements of their own (settings.h: on Citus they
- * reach the worker that holds the key's shard), in the same pipeline: no round trip more. */
-size_t idem__store_begin_cmds(call *c, idem__pipe_cmd *cmds)
+/* On plain PostgreSQL the claim sets the tenant and both lock timeouts itself
+ * (stmt_claim_as): BEGIN and the claim. Elsewhere (Citus) the lock timeouts go as SET
+ * LOCAL statements of their own (settings.h: they reach the worker that holds the key's
+ * shard), and so does the tenant (tenant.h), in the same pipeline: no round trip more. */
+size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
 {
     uint64_t lock = idem__store_lock_timeout_ms(c->deadline_ms);
+    uint64_t wait = lock < IDEM__CLAIM_WAIT_MS ? lock : IDEM__CLAIM_WAIT_MS;
+    claim_params *p = &c->cp;
     int rc;
 
-    rc = idem__set_local_ms(c->set_claim_wait, sizeof(c->set_claim_wait), "lock_timeout",
-                            lock < IDEM__CLAIM_WAIT_MS ? lock : IDEM__CLAIM_WAIT_MS);
+    cmds[0] = cmd_sql(BEGIN_SQL);
+    if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
+        snprintf(p->claim_wait, sizeof(p->claim_wait), "%llums", (unsigned long long)wait);
+        snprintf(p->lock_timeout, sizeof(p->lock_timeout), "%llums", (unsigned long long)lock);
+        p->values[11] = p->claim_wait;
+        p->values[12] = p->lock_timeout;
+        c->claim_at = 1;
+        cmds[1] = cmd_claim(c, &idem__store_stmt_claim_as);
+        return 2;
+    }
+    rc = idem__set_local_ms(c->set_claim_wait, sizeof(c->set_claim_wait), "lock_timeout", wait);
     rc |=
         idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout", lock);
     assert(rc == 0);
     (void)rc;
-    cmds[0] = cmd_sql(BEGIN_SQL);
     cmds[1] = cmd_sql(IDEM__SET_PROPAGATE);
     cmds[2] = idem__tenant_cmd(&c->set_tenant, c->req->tenant);
     cmds[3] = cmd_sql(c->set_claim_wait);
-    cmds[BEGIN_CLAIM] = cmd_claim(c);
+    c->claim_at = 4;
+    cmds[4] = cmd_claim(c, &idem__store_stmt_claim);
     cmds[5] = cmd_sql(c->set_lock_timeout);
     return BEGIN_CMDS;
 }
@@ -189,9 +201,9 @@ static void unclaim(call *c, idem_conn *conn)
         PQclear(res);
 }
 
-int idem__store_claim_busy(size_t failed_at, const char *sqlstate)
+int idem__store_claim_busy(const call *c, size_t failed_at, const char *sqlstate)
 {
-    return failed_at == BEGIN_CLAIM && strcmp(sqlstate, "55P03") == 0;
+    return failed_at == c->claim_at && strcmp(sqlstate, "55P03") == 0;
 }
 
 /* Another attempt holds the key right now: answer in_progress and let the connection go. */
@@ -286,16 +298,16 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     int rc;
 
     if (!tx->begun)
-        n = idem__store_begin_cmds(c, cmds);
+        n = idem__store_begin_cmds(c, conn, cmds);
     finish_at = n;
     cmds[n++] = cmd_finish(&fp, c, receipt, len, failed);
     cmds[n++] = cmd_sql("COMMIT");
     rc = idem__conn_pipeline(conn, cmds, n, &failed_at, c->err);
-    if (rc != 0 && !tx->begun && idem__store_claim_busy(failed_at, c->err->sqlstate))
+    if (rc != 0 && !tx->begun && idem__store_claim_busy(c, failed_at, c->err->sqlstate))
         step = busy(c, conn, out_rc);
     else
         step = after_commit(c, conn, tx, &cmds[finish_at],
-                            tx->begun ? NULL : cmds[BEGIN_CLAIM].result, rc, out_rc);
+                            tx->begun ? NULL : cmds[c->claim_at].result, rc, out_rc);
     idem__store_pipe_clear(cmds, n);
     return step;
 }

@@ -69,6 +69,19 @@ int idem__tenant_exec(PGresult **out, idem_conn *conn, const char *tenant, const
                       const char *const *values, const int *lengths, const int *formats,
                       int result_format, idem_error *err);
 
+/* The same for a statement that has a second form, @sets_tenant: the same statement with
+ * the same parameters, $1 the tenant, that sets the tenant itself before it reads a row
+ * (set_config('idem.tenant', $1, true) in a subquery that the rest joins to by tenant, so
+ * that the join's other side is read after it). In IDEM__TENANT_IMPLICIT form that one
+ * statement is sent alone, one statement where [set_config; @stmt] are two; in the other
+ * forms @stmt is wrapped as above. Should the server ever read the row first, it reads it
+ * under no tenant and finds nothing: the caller must treat "no row" as a miss it can
+ * afford (the store's lookup does: the claim that follows finds the record). */
+int idem__tenant_exec_either(PGresult **out, idem_conn *conn, const char *tenant,
+                             const idem__stmt *stmt, const idem__stmt *sets_tenant,
+                             const char *const *values, const int *lengths, const int *formats,
+                             int result_format, idem_error *err);
+
 /* idem__pg_exec() of @sql as @tenant (idem__tenant_wrap()) on a connection the caller lent
  * us, in one pipeline of libpq's (one round trip). Inside the caller's own transaction the
  * setting lasts until that transaction ends; outside one, the statement gets a transaction

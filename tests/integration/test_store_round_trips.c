@@ -1,0 +1,149 @@
+/* What each kind of call sends to the server: round trips and statements, counted by the
+ * execution layer's trace (exec.h, test builds). The create path's promise (README,
+ * Performance): a new key marked as a first attempt costs 2 round trips and 5 statements
+ * with an effect of one statement, 1 round trip with a declared effect; a retry that
+ * replays costs 1 round trip of 1 statement. The counts are those of plain PostgreSQL,
+ * connected as the application role (row-level security on): on Citus the tenant and
+ * the lock timeouts travel as SET LOCAL statements of their own (more statements, the
+ * same round trips). Every case runs once on a key of its own before it is counted, so
+ * that the statements are prepared on the pool's one connection. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "exec.h"
+#include "pgtest.h"
+#include "storetest.h"
+#include "support_tasks.h"
+
+static idem_declared *create_task;
+
+static void round_trips_init(void)
+{
+    static const char *const params[] = {"$tenant", "subject", "$operation_id"};
+    idem_error err = IDEM_ERROR_INIT;
+
+    storetest_init();
+    cr_assert_eq(idem_declared_new(&create_task,
+                                   "INSERT INTO idem_example.support_tasks"
+                                   " (tenant, subject, operation_id) VALUES ($1, $2, $3)"
+                                   " RETURNING '{\"task_id\" : ' || task_id::text || '}'",
+                                   params, 3, &err),
+                 0, "%s", err.message);
+    storetest_open_as(NULL, 1, PGTEST_APP);
+}
+
+static void round_trips_fini(void)
+{
+    idem_declared_free(create_task);
+    create_task = NULL;
+    storetest_fini();
+}
+
+TestSuite(round_trips, .init = round_trips_init, .fini = round_trips_fini, .timeout = 120);
+
+#define ARGS "{\"subject\":\"printer on fire\"}"
+
+enum how { CALLBACK, NO_STATEMENT, DECLARED };
+
+static int no_statement(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                        idem_error *err)
+{
+    (void)tx, (void)arguments, (void)ctx, (void)err;
+    *response = json_pack("{s:s}", "status", "noted");
+    return IDEM_EFFECT_OK;
+}
+
+static idem_status call(enum how how, const char *op, unsigned int attempt)
+{
+    idem_request req = storetest_request("acme", op, ARGS);
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_status status;
+    int rc;
+
+    req.attempt = attempt;
+    if (how == DECLARED)
+        rc = idem_store_execute_declared(&out, fx.store, &req, create_task, &err);
+    else
+        rc = idem_store_execute(&out, fx.store, &req,
+                                how == CALLBACK ? example_create_support_task : no_statement,
+                                NULL, &err);
+    cr_assert_eq(rc, 0, "%s: %s", op, err.message);
+    status = out.status;
+    idem_outcome_clear(&out);
+    return status;
+}
+
+typedef struct sent {
+    unsigned long round_trips, statements;
+} sent;
+
+/* Run the call (after a first run on "<op>-warm"), returning what it sent. */
+static sent counted(enum how how, const char *op, unsigned int attempt, idem_status want)
+{
+    char warm[64];
+    sent s;
+
+    snprintf(warm, sizeof(warm), "%s-warm", op);
+    call(how, warm, 1);
+    if (attempt != 1)
+        call(how, warm, attempt);
+    idem__exec_trace_take(&s.round_trips, &s.statements);
+    cr_assert_eq(call(how, op, attempt), want, "%s", op);
+    idem__exec_trace_take(&s.round_trips, &s.statements);
+    return s;
+}
+
+static int on_citus(void)
+{
+    return pgtest_citus_workers() != NULL;
+}
+
+static void expect(sent s, unsigned long round_trips, unsigned long statements, const char *what)
+{
+    cr_expect_eq(s.round_trips, round_trips, "%s: %lu round trips, expected %lu", what,
+                 s.round_trips, round_trips);
+    if (!on_citus())
+        cr_expect_eq(s.statements, statements, "%s: %lu statements, expected %lu", what,
+                     s.statements, statements);
+}
+
+Test(round_trips, a_new_key_with_a_one_statement_effect_costs_two_round_trips_of_five_statements)
+{
+    /* [BEGIN, the claim, the effect's INSERT] [the finishing UPDATE, COMMIT] */
+    expect(counted(CALLBACK, "rt-callback", 1, IDEM_STATUS_CREATED), 2, 5, "callback create");
+    cr_assert_eq(storetest_tasks(), 2);
+}
+
+Test(round_trips, a_new_key_whose_effect_sends_nothing_costs_one_round_trip)
+{
+    /* [BEGIN, the claim, the finishing UPDATE, COMMIT] */
+    expect(counted(NO_STATEMENT, "rt-nothing", 1, IDEM_STATUS_CREATED), 1, 4, "no statement");
+}
+
+Test(round_trips, a_new_key_with_a_declared_effect_costs_one_round_trip)
+{
+    /* [BEGIN, the settings, the statement, COMMIT] */
+    expect(counted(DECLARED, "rt-declared", 1, IDEM_STATUS_CREATED), 1, 4, "declared create");
+    cr_assert_eq(storetest_tasks(), 2);
+}
+
+Test(round_trips, a_retry_replays_in_one_statement)
+{
+    /* [the lookup, which sets the tenant itself] */
+    call(CALLBACK, "rt-replay", 1);
+    expect(counted(CALLBACK, "rt-replay", 2, IDEM_STATUS_REPLAYED), 1, 1, "callback replay");
+    call(DECLARED, "rt-replay-declared", 1);
+    expect(counted(DECLARED, "rt-replay-declared", 2, IDEM_STATUS_REPLAYED), 1, 1,
+           "declared replay");
+    cr_assert_eq(storetest_tasks(), 4, "replays ran no effect");
+}
+
+Test(round_trips, a_first_attempt_on_a_key_that_exists_replays_from_the_claim)
+{
+    /* [BEGIN, the claim, the effect's INSERT, void] [ROLLBACK] */
+    call(CALLBACK, "rt-first", 1);
+    expect(counted(CALLBACK, "rt-first", 1, IDEM_STATUS_REPLAYED), 2, 4, "first-attempt replay");
+    cr_assert_eq(storetest_tasks(), 2, "the void attempt's INSERT was rolled back");
+}
