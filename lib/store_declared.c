@@ -201,8 +201,8 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
                  (unsigned long long)lock);
         c->cp.values[11] = c->req->tenant;
         c->cp.values[12] = c->cp.lock_timeout;
-        cmds[k++] = (idem__pipe_cmd){&settings_stmt, NULL, 0, c->cp.values + 11, NULL, NULL, 0,
-                                     NULL};
+        cmds[k++] =
+            (idem__pipe_cmd){&settings_stmt, NULL, 0, c->cp.values + 11, NULL, NULL, 0, NULL};
     } else {
         idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout", lock);
         cmds[k++] = (idem__pipe_cmd){NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL};

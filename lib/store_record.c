@@ -164,7 +164,7 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
     int mine, decided = 1;
 
     const idem__stmt *as = stmt == &idem__store_stmt_resolve ? &idem__store_stmt_resolve_as
-                                                              : &idem__store_stmt_lookup_as;
+                                                             : &idem__store_stmt_lookup_as;
     int erc = idem__tenant_exec_either(&res, conn, c->req->tenant, stmt, as, values, NULL, NULL, 1,
                                        c->err);
     if (erc != 0)

@@ -14,8 +14,9 @@ const idem__stmt idem__store_stmt_lookup = {
 
 /* The lookup that sets the tenant itself (tenant.h, idem__tenant_exec_either()): on plain
  * PostgreSQL one statement instead of [set_config; lookup]. */
-#define SETS_TENANT " FROM (SELECT set_config('idem.tenant', $1, true) AS tenant) AS one"     \
-                    " LEFT JOIN idem.operations o ON o.tenant = one.tenant AND o.operation_id = $2"
+#define SETS_TENANT                                                                                \
+    " FROM (SELECT set_config('idem.tenant', $1, true) AS tenant) AS one"                          \
+    " LEFT JOIN idem.operations o ON o.tenant = one.tenant AND o.operation_id = $2"
 const idem__stmt idem__store_stmt_lookup_as = {
     "idem_store_lookup_as", "SELECT o.fingerprint, o.state, o.response, now()" SETS_TENANT, 2};
 
@@ -44,7 +45,7 @@ const idem__stmt idem__store_stmt_resolve_as = {
  * nothing: with no record either, the claim returns no row, and the call looks again
  * (where the lookup answers expired). */
 #define CLAIM_INSERT                                                                               \
-    "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"     \
+    "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"       \
     " state, trace_id, claim_token, expires_at, forget_at)"
 #define CLAIM_VALUES                                                                               \
     " $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"                                              \
@@ -75,8 +76,8 @@ const idem__stmt idem__store_stmt_claim_as = {
     "idem_store_claim_as",
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
     " set_config('lock_timeout', $12, true) AS claim_wait," CLAIM_FRESH " AS fresh),"
-    " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES " FROM settings s WHERE s.fresh"
-    CLAIM_ON_CONFLICT
+    " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES
+    " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
     " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN,
     13};

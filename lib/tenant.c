@@ -82,8 +82,7 @@ int idem__tenant_exec_either(PGresult **out, idem_conn *conn, const char *tenant
     if (sets_tenant != NULL && idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT)
         return idem__conn_exec_prepared(out, conn, sets_tenant, values, lengths, formats,
                                         result_format, err);
-    return idem__tenant_exec(out, conn, tenant, stmt, values, lengths, formats, result_format,
-                             err);
+    return idem__tenant_exec(out, conn, tenant, stmt, values, lengths, formats, result_format, err);
 }
 
 int idem__tenant_exec(PGresult **out, idem_conn *conn, const char *tenant, const idem__stmt *stmt,

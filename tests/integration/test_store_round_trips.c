@@ -67,8 +67,8 @@ static idem_status call(enum how how, const char *op, unsigned int attempt)
         rc = idem_store_execute_declared(&out, fx.store, &req, create_task, &err);
     else
         rc = idem_store_execute(&out, fx.store, &req,
-                                how == CALLBACK ? example_create_support_task : no_statement,
-                                NULL, &err);
+                                how == CALLBACK ? example_create_support_task : no_statement, NULL,
+                                &err);
     cr_assert_eq(rc, 0, "%s: %s", op, err.message);
     status = out.status;
     idem_outcome_clear(&out);
