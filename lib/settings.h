@@ -1,13 +1,15 @@
 /* Transaction-local settings as SET LOCAL statements (settings.c).
  *
- * Every setting idem gives one transaction (the lock timeouts of the store and of external
- * effects) is sent as its own `SET LOCAL name = 'value'` statement in the transaction's
- * pipeline, not through set_config(): on Citus a SET LOCAL on the coordinator reaches the
- * workers that the transaction's statements run on once the transaction has said
- * IDEM__SET_PROPAGATE first, while set_config() changes the coordinator's session only. On
- * plain PostgreSQL, citus.propagate_set_commands is a custom setting that nothing reads,
- * and the rest does what set_config() did. SET takes no parameters, so the value is
- * formatted into the text, quoted.
+ * On a database with Citus every setting idem gives one transaction (the tenant, the lock
+ * timeouts of the store and of external effects) is sent as its own `SET LOCAL name =
+ * 'value'` statement in the transaction's pipeline, not through set_config(): a SET LOCAL
+ * on the coordinator reaches the workers that the transaction's statements run on once the
+ * transaction has said IDEM__SET_PROPAGATE first, while set_config() changes the
+ * coordinator's session only. On plain PostgreSQL citus.propagate_set_commands is a custom
+ * setting that nothing reads, and the store's create path sets the same values with
+ * set_config(..., true) inside its own statements instead (tenant.h): fewer statements,
+ * the same effect. SET takes no parameters, so the value is formatted into the text,
+ * quoted.
  *
  * Setting it per transaction, not on the database (ALTER DATABASE ... SET), keeps it off
  * the application's own sessions: there, with Citus 13, a SET LOCAL followed by DDL in one

@@ -1,21 +1,27 @@
 /* The tenant of a transaction, as row-level security reads it (migration 0007): every
  * table of idem's that holds tenant data admits only the rows whose tenant equals
  * current_setting('idem.tenant'). Every statement the library sends on the application's
- * behalf runs in a transaction that has set it with `SET LOCAL idem.tenant = '<tenant>'`
- * behind IDEM__SET_PROPAGATE (settings.h), in the same pipeline (no extra round trip):
- * local to the transaction, gone at its end, so that a pooled session never carries one
- * call's tenant into the next; and on Citus the SET LOCAL reaches the workers that the
- * transaction's statements run on, where set_config() would stay on the coordinator.
+ * behalf runs in a transaction that has set it, local to the transaction (gone at its
+ * end, so that a pooled session never carries one call's tenant into the next), in the
+ * same round trip as the statement.
  *
- * SET LOCAL needs a transaction block (outside one PostgreSQL ignores it with a WARNING),
- * so on Citus a statement sent outside a transaction travels as [BEGIN;
- * IDEM__SET_PROPAGATE; the tenant; the statement; END (COMMIT)], one pipeline, one round
- * trip. On plain PostgreSQL (a pooled connection whose database has no citus extension,
- * found when it was opened) such a statement travels as [set_config('idem.tenant', $1,
- * true); the statement] under one Sync, which PostgreSQL runs as one implicit transaction:
- * the same isolation for two statements' work instead of five.
+ * On Citus it is `SET LOCAL idem.tenant = '<tenant>'` behind IDEM__SET_PROPAGATE
+ * (settings.h), which reaches the workers that the transaction's statements run on, where
+ * set_config() would stay on the coordinator. SET LOCAL needs a transaction block
+ * (outside one PostgreSQL ignores it with a WARNING), so a statement sent outside a
+ * transaction travels as [BEGIN; IDEM__SET_PROPAGATE; the tenant; the statement; END
+ * (COMMIT)], one pipeline.
  *
- * This file is the one place that decides how the setting is sent. */
+ * On plain PostgreSQL (a pooled connection whose database has no citus extension, found
+ * when it was opened) it is set_config('idem.tenant', $1, true): a statement outside a
+ * transaction travels as [set_config; the statement] under one Sync, one implicit
+ * transaction, or, where the statement has a form that sets the tenant itself
+ * (idem__tenant_exec_either(): the store's lookup), as that one statement. The store's
+ * create path does the same inside its transaction (store_write.c: the claim sets the
+ * tenant; store_declared.c: one settings statement).
+ *
+ * This file decides the form (idem__tenant_form_for()); the statements that set the
+ * tenant themselves are the store's. */
 #ifndef IDEM_LIB_TENANT_H
 #define IDEM_LIB_TENANT_H
 
