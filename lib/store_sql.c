@@ -58,6 +58,11 @@ const idem__stmt idem__store_stmt_resolve_as = {
     " UNION ALL"                                                                                   \
     " SELECT fingerprint, state, response FROM idem.operations"                                    \
     " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)"
+/* ... and the attempt, void, made read-only: the effect's first statement, behind the claim
+ * in the same pipeline, fails at once (25006) instead of writing rows to be rolled back
+ * (or using up an identity value). */
+#define CLAIM_TAKEN_READ_ONLY                                                                      \
+    CLAIM_TAKEN " AND set_config('transaction_read_only', 'on', true) = 'on'"
 
 const idem__stmt idem__store_stmt_claim = {
     "idem_store_claim",
@@ -79,7 +84,7 @@ const idem__stmt idem__store_stmt_claim_as = {
     " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES
     " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
-    " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN,
+    " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY,
     13};
 
 const idem__stmt idem__store_stmt_finish = {

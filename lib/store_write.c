@@ -271,6 +271,10 @@ static enum step answer_taken(call *c, idem_conn *conn, idem_tx *tx, const PGres
 static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const idem__pipe_cmd *finish,
                               const PGresult *claim, int rc, int *out_rc)
 {
+    /* The claim in this pipeline found the key taken: the attempt is void (read-only on
+     * plain PostgreSQL, so the finishing UPDATE failed; elsewhere it changed nothing). */
+    if (claim != NULL && !idem__store_claimed(claim))
+        return answer_taken(c, conn, tx, claim, rc != 0, out_rc);
     if (rc == 0) {
         if (strcmp(PQcmdTuples(finish->result), "1") == 0) {
             *out_rc = 0;

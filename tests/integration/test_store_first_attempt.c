@@ -112,6 +112,27 @@ Test(first_attempt, a_new_key_is_created_and_a_first_attempt_on_it_again_replays
     idem_outcome_clear(&b);
 }
 
+/* The claim that finds a record makes the void attempt read-only (plain PostgreSQL): the
+ * effect's INSERT behind it fails before it draws an identity value. */
+Test(first_attempt, a_first_attempt_on_a_key_that_exists_writes_nothing_and_draws_no_identity)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+
+    open_store("first_void");
+    cr_assert_eq(call_with(&out, "op-v1", "{\"text\":\"one\"}", 1, note_effect, NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(call_with(&out, "op-v1", "{\"text\":\"one\"}", 1, note_effect, NULL), 0);
+        cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    }
+    cr_assert_eq(call_with(&out, "op-v2", "{\"text\":\"two\"}", 1, note_effect, NULL), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(notes(), 2);
+    if (pgtest_citus_workers() == NULL)
+        cr_assert_eq(pgtest_scalar(check, "SELECT note_id FROM notes WHERE operation_id = 'op-v2'"),
+                     2, "the three void attempts drew no identity value");
+    idem_outcome_clear(&out);
+}
+
 Test(first_attempt, changed_arguments_conflict_and_write_nothing)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
