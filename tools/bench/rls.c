@@ -6,8 +6,9 @@
  * RLS off  the same role on a second database whose idem tables have row-level security
  *          disabled (ALTER TABLE ... DISABLE ROW LEVEL SECURITY): the policies' own cost
  *
- * Both sides send the library's tenant setting (one statement in the same pipeline); the
- * operation is a new key (a first attempt) or a replay of an existing key (a retry).
+ * Both sides set the tenant as the library does (in the claim and in the lookup, on plain
+ * PostgreSQL); the operation is a new key (a first attempt) or a replay of an existing key
+ * (a retry).
  * The login role idem_bench_app is created when missing (the --dsn role must be a
  * superuser or have CREATEROLE) and stays in the cluster; it connects with the --dsn's
  * other settings, so the server must let it in as it lets that role (trust or peer).
