@@ -12,7 +12,8 @@
 #include "tenant.h"
 
 /* The statements (external_sql.c). */
-extern const idem__stmt idem__external_stmt_claim, idem__external_stmt_mine,
+extern const idem__stmt idem__external_stmt_claim, idem__external_stmt_forget,
+    idem__external_stmt_lapse, idem__external_stmt_start, idem__external_stmt_mine,
     idem__external_stmt_finish, idem__external_stmt_unknown, idem__external_stmt_release,
     idem__external_stmt_extend, idem__external_stmt_held, idem__external_stmt_outbox_claim;
 /* Run through idem_tx_exec() inside an effect's transaction: SQL text, text parameters. */

@@ -23,49 +23,78 @@
  * attempt reports late. */
 #define OWN_ROW " AND (a.ended_at IS NULL OR a.outcome = 'lease_expired')"
 
-/* Retention counts from when the outcome is known, as it does for a local effect. */
+/* Retention counts from when the outcome is known, as it does for a local effect. The
+ * arithmetic is on UTC timestamps, whose operators are immutable: Citus refuses a stable
+ * function (timestamptz + interval) over columns in an UPDATE. */
 #define WINDOWS_FROM_NOW                                                                           \
-    " expires_at = now() + (o.expires_at - o.created_at),"                                         \
-    " forget_at = now() + (o.forget_at - o.created_at)"
+    " expires_at = (now() AT TIME ZONE 'UTC' + (o.expires_at - o.created_at)) AT TIME ZONE 'UTC'," \
+    " forget_at = (now() AT TIME ZONE 'UTC' + (o.forget_at - o.created_at)) AT TIME ZONE 'UTC'"
 
-/* Claim the key, or take over a pending one whose lease has lapsed (same fingerprint, an
+/* Microseconds since the epoch of timestamptz column C, with immutable operators only: Citus
+ * allows no other functions in the RETURNING of a statement it routes to a shard. */
+#define EPOCH_US(c)                                                                                \
+    " (extract(epoch FROM " c " - '1970-01-01 00:00:00+00'::timestamptz) * 1000000)::int8"
+
+/* The claim is four statements of one transaction, each of which Citus routes to the key's
+ * shard (a statement that joined them with CTEs or INSERT ... SELECT would be planned on the
+ * coordinator, which writes the shards with COPY, refused under row-level security):
+ * claim, forget, lapse, start. The key is taken when the claim returns a row and forget
+ * deletes none.
+ *
+ * Claim the key, or take over a pending one whose lease has lapsed (same fingerprint, an
  * external record): $1 tenant, $2 operation_id, $3 tool, $4 payload_version, $5 fingerprint
  * (binary), $6 trace_id, $7 token, $8 retention and $9 key memory in seconds (the tool's
  * windows, fixed here), $10 the downstream key for a new record, $11 lease in ms. How long
  * it waits for another transaction's uncommitted claim of the key is the lock timeout that
- * a SET LOCAL in front of it sets (external_begin.c). A new key whose UUIDv7 time ($12 ms;
- * NULL for other IDs) is older than the key memory plus the clock skew allowance ($13 s)
- * on the database's clock is not claimed
- * (the lookup then answers expired, as the store's claim does). The lapsed attempt's
- * history row is closed, the new one opened. A row that is not ours to take is locked by
- * ON CONFLICT but returns nothing. The lease is judged against EXCLUDED.created_at, which
- * is now() (the column's default): Citus refuses now() itself in ON CONFLICT's WHERE. */
+ * a SET LOCAL in front of it sets (external_begin.c). A row that is not ours to take is
+ * locked by ON CONFLICT but returns nothing. The lease is judged against
+ * EXCLUDED.created_at, which is now() (the column's default): Citus refuses now() itself in
+ * ON CONFLICT's WHERE. A new record keeps $10, a record taken over its own downstream key. */
 const idem__stmt idem__external_stmt_claim = {
     "idem_external_claim",
-    "WITH claimed AS (INSERT INTO idem.operations AS o (tenant, operation_id, tool,"
-    " payload_version, fingerprint, state, trace_id, claim_token, expires_at, forget_at,"
-    " downstream_key, attempts, lease_expires_at)"
-    " SELECT $1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
+    "INSERT INTO idem.operations AS o (tenant, operation_id, tool, payload_version,"
+    " fingerprint, state, trace_id, claim_token, expires_at, forget_at, downstream_key,"
+    " attempts, lease_expires_at)"
+    " VALUES ($1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
     " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8),"
-    " $10, 1, now() + make_interval(secs => $11::float8 / 1000)"
-    " WHERE $12::int8 IS NULL"
-    " OR to_timestamp($12::int8 / 1000.0) >= now() - make_interval(secs => $13::int8)"
-    " OR EXISTS (SELECT FROM idem.operations WHERE tenant = $1 AND operation_id = $2)"
+    " $10, 1, now() + make_interval(secs => $11::float8 / 1000))"
     " ON CONFLICT (tenant, operation_id) DO UPDATE"
     " SET claim_token = EXCLUDED.claim_token,"
     " lease_expires_at = EXCLUDED.lease_expires_at, attempts = o.attempts + 1"
     " WHERE o.state = 'pending' AND o.attempts IS NOT NULL"
     " AND o.fingerprint = EXCLUDED.fingerprint"
     " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= EXCLUDED.created_at)"
-    " RETURNING o.attempts, o.downstream_key, o.lease_expires_at),"
-    " lapsed AS (UPDATE idem.external_attempts a"
-    " SET ended_at = now(), outcome = 'lease_expired' FROM claimed"
-    " WHERE a.tenant = $1 AND a.operation_id = $2 AND a.ended_at IS NULL),"
-    " started AS (INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
-    " SELECT $1, $2, attempts FROM claimed)"
-    " SELECT attempts, downstream_key,"
-    " (extract(epoch FROM lease_expires_at) * 1000000)::int8 FROM claimed",
-    13};
+    " RETURNING o.attempts, o.downstream_key," EPOCH_US("o.lease_expires_at"),
+    11};
+
+/* A key that had no record is not claimed when its UUIDv7 time ($4 ms; NULL for other IDs)
+ * is older than the key memory plus the clock skew allowance ($5 s) on the database's
+ * clock: the record the claim has just made (it alone has the downstream key $3) is deleted
+ * again, and the lookup then answers expired, as the store's claim does. A record taken over
+ * is kept whatever the key's age. $1 tenant, $2 operation_id. */
+const idem__stmt idem__external_stmt_forget = {
+    "idem_external_forget",
+    "DELETE FROM idem.operations WHERE tenant = $1 AND operation_id = $2"
+    " AND downstream_key = $3"
+    " AND to_timestamp($4::int8 / 1000.0) < now() - make_interval(secs => $5::int8)",
+    5};
+
+/* Once the key is this attempt's (claim token $3): the lapsed attempt's history row is
+ * closed, then this attempt's opened. */
+const idem__stmt idem__external_stmt_lapse = {
+    "idem_external_lapse",
+    "UPDATE idem.external_attempts a SET ended_at = now(), outcome = 'lease_expired'"
+    " WHERE a.tenant = $1 AND a.operation_id = $2 AND a.ended_at IS NULL"
+    " AND EXISTS (SELECT FROM idem.operations o"
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.claim_token = $3::uuid)",
+    3};
+
+const idem__stmt idem__external_stmt_start = {
+    "idem_external_start",
+    "INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
+    " SELECT tenant, operation_id, attempts FROM idem.operations"
+    " WHERE tenant = $1 AND operation_id = $2 AND claim_token = $3::uuid",
+    3};
 
 /* After a lost reply to the claim: whether this token holds the key. */
 const idem__stmt idem__external_stmt_mine = {
@@ -148,7 +177,7 @@ const idem__stmt idem__external_stmt_extend = {
     "idem_external_extend",
     "UPDATE idem.operations o"
     " SET lease_expires_at = now() + make_interval(secs => $4::float8 / 1000)"
-    " WHERE" HOLDER " RETURNING (extract(epoch FROM o.lease_expires_at) * 1000000)::int8",
+    " WHERE" HOLDER " RETURNING" EPOCH_US("o.lease_expires_at"),
     4};
 
 /* Claim due outbox items: $1 tenant, $2 tool or NULL, $3 limit, $4 lease in ms. Each item
