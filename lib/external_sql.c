@@ -23,13 +23,6 @@
  * attempt reports late. */
 #define OWN_ROW " AND (a.ended_at IS NULL OR a.outcome = 'lease_expired')"
 
-/* Retention counts from when the outcome is known, as it does for a local effect. The
- * arithmetic is on UTC timestamps, whose operators are immutable: Citus refuses a stable
- * function (timestamptz + interval) over columns in an UPDATE. */
-#define WINDOWS_FROM_NOW                                                                           \
-    " expires_at = (now() AT TIME ZONE 'UTC' + (o.expires_at - o.created_at)) AT TIME ZONE 'UTC'," \
-    " forget_at = (now() AT TIME ZONE 'UTC' + (o.forget_at - o.created_at)) AT TIME ZONE 'UTC'"
-
 /* Microseconds since the epoch of timestamptz column C, with immutable operators only: Citus
  * allows no other functions in the RETURNING of a statement it routes to a shard. */
 #define EPOCH_US(c)                                                                                \
@@ -118,7 +111,7 @@ const idem__stmt idem__external_stmt_held = {
 const idem__stmt idem__external_stmt_finish = {
     "idem_external_finish",
     "WITH done AS (UPDATE idem.operations o SET state = $4, response = $5,"
-    " completed_at = now(), provider_ref = $6, lease_expires_at = NULL," WINDOWS_FROM_NOW
+    " completed_at = now(), provider_ref = $6, lease_expires_at = NULL," IDEM__WINDOWS_FROM_NOW
     " WHERE" HOLDER " RETURNING 1),"
     " reported AS (UPDATE idem.external_attempts a"
     " SET ended_at = now(), outcome = $4, provider_ref = $6, error = $8"
@@ -186,7 +179,10 @@ const idem__stmt idem__external_stmt_extend = {
  * that lease ends (a crashed worker's item comes back); one with none left is exhausted
  * and moved to reconciliation. $5 is a fresh UUIDv7 of the caller's (74 random bits): each item's
  * claim token is md5($5 || operation_id) as a UUID, immutable, where gen_random_uuid() in the
- * UPDATE is a volatile function that Citus refuses there. */
+ * UPDATE is a volatile function that Citus refuses there. Citus plans this statement step by
+ * step through the coordinator (its CTEs insert rows selected from other CTEs); each step
+ * runs on the tenant's shard, and both INSERTs have ON CONFLICT, which Citus carries out on
+ * the shard rather than by COPY (refused under row-level security). */
 const idem__stmt idem__external_stmt_outbox_claim = {
     "idem_external_outbox_claim",
     "WITH due AS (SELECT b.operation_id, b.max_attempts, o.attempts FROM idem.outbox b"
@@ -214,7 +210,8 @@ const idem__stmt idem__external_stmt_outbox_claim = {
     " SET ended_at = now(), outcome = 'lease_expired' FROM due"
     " WHERE a.tenant = $1 AND a.operation_id = due.operation_id AND a.ended_at IS NULL),"
     " started AS (INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
-    " SELECT $1, operation_id, attempts FROM leased),"
+    " SELECT $1, operation_id, attempts FROM leased"
+    " ON CONFLICT (tenant, operation_id, attempt) DO NOTHING),"
     " rescheduled AS (UPDATE idem.outbox b SET next_attempt_at = l.lease_expires_at,"
     " updated_at = now() FROM leased l"
     " WHERE b.tenant = $1 AND b.operation_id = l.operation_id)"
@@ -228,13 +225,15 @@ const idem__stmt idem__external_stmt_outbox_claim = {
 /* Enqueue from inside an effect: $1 tenant, $2 the item's operation_id, $3 tool, $4
  * payload_version, $5 fingerprint (hex), $6 retention and $11 key memory in seconds (the
  * item's tool's windows), $7 downstream key, $8 the enqueuing operation's ID, $9 canonical
- * arguments, $10 max_attempts. */
+ * arguments, $10 max_attempts. Both INSERTs have VALUES, so that Citus routes each to the
+ * tenant's shard (an INSERT ... SELECT from the CTE would be written through the coordinator
+ * with COPY, which row-level security refuses); if the record's INSERT fails, so does the
+ * statement. */
 const char idem__external_sql_enqueue[] =
     "WITH op AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
     " fingerprint, state, claim_token, expires_at, forget_at, downstream_key, attempts)"
     " VALUES ($1, $2, $3, $4::int4, decode($5, 'hex'), 'pending', gen_random_uuid(),"
     " now() + make_interval(secs => $6::int8), now() + make_interval(secs => $11::int8),"
-    " $7, 0) RETURNING tenant, operation_id)"
+    " $7, 0) RETURNING 1)"
     " INSERT INTO idem.outbox (tenant, operation_id, parent_operation_id, tool, payload_version,"
-    " arguments, max_attempts) SELECT tenant, operation_id, $8, $3, $4::int4, $9, $10::int4"
-    " FROM op";
+    " arguments, max_attempts) VALUES ($1, $2, $8, $3, $4::int4, $9, $10::int4)";
