@@ -48,6 +48,7 @@ Test(example, two_first_setups_at_once_take_turns_and_both_succeed)
     PGconn *holder = pgtest_connect(ci);
     pid_t pids[2];
     int status;
+    long waiting;
 
     /* Both children must find the lock taken, so that they really start together. */
     PQclear(pgtest_exec(holder, "SELECT pg_advisory_lock(" SETUP_LOCK ")"));
@@ -57,14 +58,16 @@ Test(example, two_first_setups_at_once_take_turns_and_both_succeed)
         if (pids[i] == 0)
             child_setup(ci);
     }
-    for (int i = 0; i < 500 && pgtest_scalar(holder, "SELECT count(*) FROM pg_locks WHERE"
-                                                     " locktype = 'advisory' AND NOT granted") < 2;
+    /* Up to 30 s: on a loaded machine (the suite on Citus) a child takes seconds to connect. */
+    for (int i = 0; i < 3000 && pgtest_scalar(holder, "SELECT count(*) FROM pg_locks WHERE"
+                                                      " locktype = 'advisory' AND NOT granted") < 2;
          i++)
         pgtest_sleep_ms(10);
-    cr_assert_eq(pgtest_scalar(holder, "SELECT count(*) FROM pg_locks WHERE"
-                                       " locktype = 'advisory' AND NOT granted"),
-                 2, "both setups wait for the lock");
+    waiting = pgtest_scalar(holder, "SELECT count(*) FROM pg_locks WHERE"
+                                    " locktype = 'advisory' AND NOT granted");
+    /* Let the children go before asserting, so that a failure does not leave them waiting. */
     PQclear(pgtest_exec(holder, "SELECT pg_advisory_unlock(" SETUP_LOCK ")"));
+    cr_assert_eq(waiting, 2, "both setups wait for the lock");
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status %d", i, status);
