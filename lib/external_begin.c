@@ -13,8 +13,10 @@
 #define MAX_TRIES 4
 
 #define BEGIN_SQL          "BEGIN ISOLATION LEVEL READ COMMITTED"
-#define CLAIM_AT           4
-#define CLAIM_CMDS         6
+#define CLAIM_AT           4 /* then forget, lapse, start (external_sql.c) */
+#define FORGET_AT          5
+#define COMMIT_AT          8
+#define CLAIM_CMDS         9
 #define LOCK_NOT_AVAILABLE "55P03"
 
 typedef struct begin {
@@ -24,8 +26,10 @@ typedef struct begin {
     char token[IDEM_UUID_STRING_SIZE], downstream[IDEM_UUID_STRING_SIZE];
     char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
     char set_claim_wait[IDEM__SET_LOCAL_SIZE]; /* the claim's lock timeout (settings.h) */
-    const char *values[13];
-    int lengths[13], formats[13];
+    const char *values[11];
+    int lengths[11], formats[11];
+    const char *forget[5]; /* tenant, operation_id, downstream key, born_ms, horizon */
+    const char *mine[3];   /* tenant, operation_id, token */
 } begin;
 
 /* The claim's token and downstream key, made once per call, and its parameters. */
@@ -60,10 +64,14 @@ static int make_claim(begin *b)
     b->values[8] = b->key_memory;
     b->values[9] = b->downstream;
     b->values[10] = b->ext->lease_ms;
-    b->values[11] = b->born_ms[0] != '\0' ? b->born_ms : NULL;
-    b->values[12] = b->horizon;
     b->lengths[4] = IDEM_FINGERPRINT_SIZE;
     b->formats[4] = 1;
+    b->forget[0] = b->mine[0] = req->tenant;
+    b->forget[1] = b->mine[1] = req->operation_id;
+    b->forget[2] = b->downstream;
+    b->forget[3] = b->born_ms[0] != '\0' ? b->born_ms : NULL;
+    b->forget[4] = b->horizon;
+    b->mine[2] = b->token;
     return 0;
 }
 
@@ -128,9 +136,17 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
     return rc;
 }
 
+/* The claim returned the record and forget did not delete it (external_sql.c). */
+static int claimed(const idem__pipe_cmd *cmds)
+{
+    return PQntuples(cmds[CLAIM_AT].result) == 1 &&
+           strcmp(PQcmdTuples(cmds[FORGET_AT].result), "0") == 0;
+}
+
 /* One claim: BEGIN, IDEM__SET_PROPAGATE, the tenant (tenant.h), the claim's short lock wait
- * (a SET LOCAL statement, settings.h), the claim, COMMIT, in one round trip. *taken is 1
- * when this call now holds the key; 0 when the key is someone else's to answer for. */
+ * (a SET LOCAL statement, settings.h), the claim's four statements, COMMIT, in one round
+ * trip. *taken is 1 when this call now holds the key; 0 when the key is someone else's to
+ * answer for. */
 static int claim(begin *b, idem_conn **conn, int *taken)
 {
     idem__pipe_cmd cmds[CLAIM_CMDS] = {
@@ -139,20 +155,24 @@ static int claim(begin *b, idem_conn **conn, int *taken)
         idem__tenant_cmd(&b->c.set_tenant, b->c.req->tenant),
         {NULL, b->set_claim_wait, 0, NULL, NULL, NULL, 0, NULL},
         {&idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL},
+        {&idem__external_stmt_forget, NULL, 0, b->forget, NULL, NULL, 0, NULL},
+        {&idem__external_stmt_lapse, NULL, 0, b->mine, NULL, NULL, 0, NULL},
+        {&idem__external_stmt_start, NULL, 0, b->mine, NULL, NULL, 0, NULL},
         {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL},
     };
     size_t failed_at;
     int rc = idem__conn_pipeline(*conn, cmds, CLAIM_CMDS, &failed_at, b->c.err);
 
     *taken = 0;
-    if (rc == 0 && PQntuples(cmds[CLAIM_AT].result) == 1) {
+    if (rc == 0 && claimed(cmds)) {
         *taken = 1;
         rc = take(b, cmds[CLAIM_AT].result);
     } else if (rc != 0 && (rc == IDEM_EUNAVAIL || idem__conn_failed(*conn))) {
         rc = resolve(b, conn, taken);
     } else if (rc != 0) {
         rollback(*conn);
-        if (failed_at == CLAIM_AT && strcmp(b->c.err->sqlstate, LOCK_NOT_AVAILABLE) == 0)
+        if (failed_at >= CLAIM_AT && failed_at < COMMIT_AT &&
+            strcmp(b->c.err->sqlstate, LOCK_NOT_AVAILABLE) == 0)
             rc = busy(b);
     }
     idem__store_pipe_clear(cmds, CLAIM_CMDS);

@@ -12,11 +12,19 @@
 #include "tenant.h"
 
 /* The statements (external_sql.c). */
-extern const idem__stmt idem__external_stmt_claim, idem__external_stmt_mine,
+extern const idem__stmt idem__external_stmt_claim, idem__external_stmt_forget,
+    idem__external_stmt_lapse, idem__external_stmt_start, idem__external_stmt_mine,
     idem__external_stmt_finish, idem__external_stmt_unknown, idem__external_stmt_release,
     idem__external_stmt_extend, idem__external_stmt_held, idem__external_stmt_outbox_claim;
 /* Run through idem_tx_exec() inside an effect's transaction: SQL text, text parameters. */
 extern const char idem__external_sql_enqueue[];
+
+/* Retention counts from when the outcome is known, as it does for a local effect (record o). The
+ * arithmetic is on UTC timestamps, whose operators are immutable: Citus refuses a stable
+ * function (timestamptz + interval) over columns in an UPDATE. */
+#define IDEM__WINDOWS_FROM_NOW                                                                     \
+    " expires_at = (now() AT TIME ZONE 'UTC' + (o.expires_at - o.created_at)) AT TIME ZONE 'UTC'," \
+    " forget_at = (now() AT TIME ZONE 'UTC' + (o.forget_at - o.created_at)) AT TIME ZONE 'UTC'"
 
 /* Kinds of reconciliation item that external effects open. */
 #define IDEM__RECONCILE_OUTCOME_UNKNOWN "outcome_unknown"

@@ -19,9 +19,7 @@ static const char SQL_RESOLVE[] =
     "o"
     " WHERE o.tenant = $1 AND o.operation_id = $2),"
     " done AS (UPDATE idem.operations o SET state = $3, response = $4, completed_at = now(),"
-    " provider_ref = coalesce($5, o.provider_ref), lease_expires_at = NULL,"
-    " expires_at = now() + (o.expires_at - o.created_at),"
-    " forget_at = now() + (o.forget_at - o.created_at)"
+    " provider_ref = coalesce($5, o.provider_ref), lease_expires_at = NULL," IDEM__WINDOWS_FROM_NOW
     " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.attempts IS NOT NULL"
     " AND (o.state = 'outcome_unknown' OR (o.state = 'pending'"
     " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now()))) RETURNING 1),"

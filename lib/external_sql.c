@@ -23,49 +23,71 @@
  * attempt reports late. */
 #define OWN_ROW " AND (a.ended_at IS NULL OR a.outcome = 'lease_expired')"
 
-/* Retention counts from when the outcome is known, as it does for a local effect. */
-#define WINDOWS_FROM_NOW                                                                           \
-    " expires_at = now() + (o.expires_at - o.created_at),"                                         \
-    " forget_at = now() + (o.forget_at - o.created_at)"
+/* Microseconds since the epoch of timestamptz column C, with immutable operators only: Citus
+ * allows no other functions in the RETURNING of a statement it routes to a shard. */
+#define EPOCH_US(c)                                                                                \
+    " (extract(epoch FROM " c " - '1970-01-01 00:00:00+00'::timestamptz) * 1000000)::int8"
 
-/* Claim the key, or take over a pending one whose lease has lapsed (same fingerprint, an
+/* The claim is four statements of one transaction, each of which Citus routes to the key's
+ * shard (a statement that joined them with CTEs or INSERT ... SELECT would be planned on the
+ * coordinator, which writes the shards with COPY, refused under row-level security):
+ * claim, forget, lapse, start. The key is taken when the claim returns a row and forget
+ * deletes none.
+ *
+ * Claim the key, or take over a pending one whose lease has lapsed (same fingerprint, an
  * external record): $1 tenant, $2 operation_id, $3 tool, $4 payload_version, $5 fingerprint
  * (binary), $6 trace_id, $7 token, $8 retention and $9 key memory in seconds (the tool's
  * windows, fixed here), $10 the downstream key for a new record, $11 lease in ms. How long
  * it waits for another transaction's uncommitted claim of the key is the lock timeout that
- * a SET LOCAL in front of it sets (external_begin.c). A new key whose UUIDv7 time ($12 ms;
- * NULL for other IDs) is older than the key memory plus the clock skew allowance ($13 s)
- * on the database's clock is not claimed
- * (the lookup then answers expired, as the store's claim does). The lapsed attempt's
- * history row is closed, the new one opened. A row that is not ours to take is locked by
- * ON CONFLICT but returns nothing. The lease is judged against EXCLUDED.created_at, which
- * is now() (the column's default): Citus refuses now() itself in ON CONFLICT's WHERE. */
+ * a SET LOCAL in front of it sets (external_begin.c). A row that is not ours to take is
+ * locked by ON CONFLICT but returns nothing. The lease is judged against
+ * EXCLUDED.created_at, which is now() (the column's default): Citus refuses now() itself in
+ * ON CONFLICT's WHERE. A new record keeps $10, a record taken over its own downstream key. */
 const idem__stmt idem__external_stmt_claim = {
     "idem_external_claim",
-    "WITH claimed AS (INSERT INTO idem.operations AS o (tenant, operation_id, tool,"
-    " payload_version, fingerprint, state, trace_id, claim_token, expires_at, forget_at,"
-    " downstream_key, attempts, lease_expires_at)"
-    " SELECT $1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
+    "INSERT INTO idem.operations AS o (tenant, operation_id, tool, payload_version,"
+    " fingerprint, state, trace_id, claim_token, expires_at, forget_at, downstream_key,"
+    " attempts, lease_expires_at)"
+    " VALUES ($1, $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"
     " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8),"
-    " $10, 1, now() + make_interval(secs => $11::float8 / 1000)"
-    " WHERE $12::int8 IS NULL"
-    " OR to_timestamp($12::int8 / 1000.0) >= now() - make_interval(secs => $13::int8)"
-    " OR EXISTS (SELECT FROM idem.operations WHERE tenant = $1 AND operation_id = $2)"
+    " $10, 1, now() + make_interval(secs => $11::float8 / 1000))"
     " ON CONFLICT (tenant, operation_id) DO UPDATE"
     " SET claim_token = EXCLUDED.claim_token,"
     " lease_expires_at = EXCLUDED.lease_expires_at, attempts = o.attempts + 1"
     " WHERE o.state = 'pending' AND o.attempts IS NOT NULL"
     " AND o.fingerprint = EXCLUDED.fingerprint"
     " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= EXCLUDED.created_at)"
-    " RETURNING o.attempts, o.downstream_key, o.lease_expires_at),"
-    " lapsed AS (UPDATE idem.external_attempts a"
-    " SET ended_at = now(), outcome = 'lease_expired' FROM claimed"
-    " WHERE a.tenant = $1 AND a.operation_id = $2 AND a.ended_at IS NULL),"
-    " started AS (INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
-    " SELECT $1, $2, attempts FROM claimed)"
-    " SELECT attempts, downstream_key,"
-    " (extract(epoch FROM lease_expires_at) * 1000000)::int8 FROM claimed",
-    13};
+    " RETURNING o.attempts, o.downstream_key," EPOCH_US("o.lease_expires_at"),
+    11};
+
+/* A key that had no record is not claimed when its UUIDv7 time ($4 ms; NULL for other IDs)
+ * is older than the key memory plus the clock skew allowance ($5 s) on the database's
+ * clock: the record the claim has just made (it alone has the downstream key $3) is deleted
+ * again, and the lookup then answers expired, as the store's claim does. A record taken over
+ * is kept whatever the key's age. $1 tenant, $2 operation_id. */
+const idem__stmt idem__external_stmt_forget = {
+    "idem_external_forget",
+    "DELETE FROM idem.operations WHERE tenant = $1 AND operation_id = $2"
+    " AND downstream_key = $3"
+    " AND to_timestamp($4::int8 / 1000.0) < now() - make_interval(secs => $5::int8)",
+    5};
+
+/* Once the key is this attempt's (claim token $3): the lapsed attempt's history row is
+ * closed, then this attempt's opened. */
+const idem__stmt idem__external_stmt_lapse = {
+    "idem_external_lapse",
+    "UPDATE idem.external_attempts a SET ended_at = now(), outcome = 'lease_expired'"
+    " WHERE a.tenant = $1 AND a.operation_id = $2 AND a.ended_at IS NULL"
+    " AND EXISTS (SELECT FROM idem.operations o"
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.claim_token = $3::uuid)",
+    3};
+
+const idem__stmt idem__external_stmt_start = {
+    "idem_external_start",
+    "INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
+    " SELECT tenant, operation_id, attempts FROM idem.operations"
+    " WHERE tenant = $1 AND operation_id = $2 AND claim_token = $3::uuid",
+    3};
 
 /* After a lost reply to the claim: whether this token holds the key. */
 const idem__stmt idem__external_stmt_mine = {
@@ -89,7 +111,7 @@ const idem__stmt idem__external_stmt_held = {
 const idem__stmt idem__external_stmt_finish = {
     "idem_external_finish",
     "WITH done AS (UPDATE idem.operations o SET state = $4, response = $5,"
-    " completed_at = now(), provider_ref = $6, lease_expires_at = NULL," WINDOWS_FROM_NOW
+    " completed_at = now(), provider_ref = $6, lease_expires_at = NULL," IDEM__WINDOWS_FROM_NOW
     " WHERE" HOLDER " RETURNING 1),"
     " reported AS (UPDATE idem.external_attempts a"
     " SET ended_at = now(), outcome = $4, provider_ref = $6, error = $8"
@@ -148,7 +170,7 @@ const idem__stmt idem__external_stmt_extend = {
     "idem_external_extend",
     "UPDATE idem.operations o"
     " SET lease_expires_at = now() + make_interval(secs => $4::float8 / 1000)"
-    " WHERE" HOLDER " RETURNING (extract(epoch FROM o.lease_expires_at) * 1000000)::int8",
+    " WHERE" HOLDER " RETURNING" EPOCH_US("o.lease_expires_at"),
     4};
 
 /* Claim due outbox items: $1 tenant, $2 tool or NULL, $3 limit, $4 lease in ms. Each item
@@ -157,7 +179,10 @@ const idem__stmt idem__external_stmt_extend = {
  * that lease ends (a crashed worker's item comes back); one with none left is exhausted
  * and moved to reconciliation. $5 is a fresh UUIDv7 of the caller's (74 random bits): each item's
  * claim token is md5($5 || operation_id) as a UUID, immutable, where gen_random_uuid() in the
- * UPDATE is a volatile function that Citus refuses there. */
+ * UPDATE is a volatile function that Citus refuses there. Citus plans this statement step by
+ * step through the coordinator (its CTEs insert rows selected from other CTEs); each step
+ * runs on the tenant's shard, and both INSERTs have ON CONFLICT, which Citus carries out on
+ * the shard rather than by COPY (refused under row-level security). */
 const idem__stmt idem__external_stmt_outbox_claim = {
     "idem_external_outbox_claim",
     "WITH due AS (SELECT b.operation_id, b.max_attempts, o.attempts FROM idem.outbox b"
@@ -185,7 +210,8 @@ const idem__stmt idem__external_stmt_outbox_claim = {
     " SET ended_at = now(), outcome = 'lease_expired' FROM due"
     " WHERE a.tenant = $1 AND a.operation_id = due.operation_id AND a.ended_at IS NULL),"
     " started AS (INSERT INTO idem.external_attempts (tenant, operation_id, attempt)"
-    " SELECT $1, operation_id, attempts FROM leased),"
+    " SELECT $1, operation_id, attempts FROM leased"
+    " ON CONFLICT (tenant, operation_id, attempt) DO NOTHING),"
     " rescheduled AS (UPDATE idem.outbox b SET next_attempt_at = l.lease_expires_at,"
     " updated_at = now() FROM leased l"
     " WHERE b.tenant = $1 AND b.operation_id = l.operation_id)"
@@ -199,13 +225,15 @@ const idem__stmt idem__external_stmt_outbox_claim = {
 /* Enqueue from inside an effect: $1 tenant, $2 the item's operation_id, $3 tool, $4
  * payload_version, $5 fingerprint (hex), $6 retention and $11 key memory in seconds (the
  * item's tool's windows), $7 downstream key, $8 the enqueuing operation's ID, $9 canonical
- * arguments, $10 max_attempts. */
+ * arguments, $10 max_attempts. Both INSERTs have VALUES, so that Citus routes each to the
+ * tenant's shard (an INSERT ... SELECT from the CTE would be written through the coordinator
+ * with COPY, which row-level security refuses); if the record's INSERT fails, so does the
+ * statement. */
 const char idem__external_sql_enqueue[] =
     "WITH op AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
     " fingerprint, state, claim_token, expires_at, forget_at, downstream_key, attempts)"
     " VALUES ($1, $2, $3, $4::int4, decode($5, 'hex'), 'pending', gen_random_uuid(),"
     " now() + make_interval(secs => $6::int8), now() + make_interval(secs => $11::int8),"
-    " $7, 0) RETURNING tenant, operation_id)"
+    " $7, 0) RETURNING 1)"
     " INSERT INTO idem.outbox (tenant, operation_id, parent_operation_id, tool, payload_version,"
-    " arguments, max_attempts) SELECT tenant, operation_id, $8, $3, $4::int4, $9, $10::int4"
-    " FROM op";
+    " arguments, max_attempts) VALUES ($1, $2, $8, $3, $4::int4, $9, $10::int4)";

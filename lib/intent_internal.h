@@ -13,7 +13,7 @@
  * the tenant's commands (tenant.h), in a transaction of its own in the same pipeline. */
 extern const idem__stmt idem__intent_stmt_approve, idem__intent_stmt_get, idem__intent_stmt_start,
     idem__intent_stmt_mark, idem__intent_stmt_finish, idem__intent_stmt_cancel,
-    idem__intent_stmt_recover, idem__intent_stmt_recover_tenant;
+    idem__intent_stmt_recover, idem__intent_stmt_recover_tenant, idem__intent_stmt_recover_due;
 
 /* The columns of an intent row, in this order, as every statement returning one gives
  * them (text). */

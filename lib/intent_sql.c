@@ -130,3 +130,12 @@ const idem__stmt idem__intent_stmt_recover = {"idem_intent_recover",
                                               RECOVER("$1::text IS NULL", ""), 4};
 const idem__stmt idem__intent_stmt_recover_tenant = {
     "idem_intent_recover_tenant", RECOVER("i.tenant = $1", " AND i.tenant = $1"), 4};
+
+/* On Citus, recovery across tenants starts here: the tenants of the $1 oldest intents that
+ * recovery would claim, one row per intent, read across the shards without locking them;
+ * each tenant's are then claimed with idem__intent_stmt_recover_tenant. */
+const idem__stmt idem__intent_stmt_recover_due = {
+    "idem_intent_recover_due",
+    "SELECT i.tenant FROM idem.intents i WHERE" UNFINISHED " AND" LEASE_FREE
+    " ORDER BY i.approved_at, i.tenant, i.operation_id LIMIT $1::int8",
+    1};

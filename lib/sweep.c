@@ -298,6 +298,7 @@ static int pass_by_tenant(sweep *s, int purge, const char *param2, const char *w
     while (rc == 0 && n == atoi(TENANTS_AT_ONCE) && tenant_done && !out_of_budget(s)) {
         rc = idem__pg_exec(&res, s->conn, purge ? SQL_DUE_TENANTS_PURGE : SQL_DUE_TENANTS_EXPIRE, 3,
                            values, NULL, NULL, 0, "listing tenants with rows due", s->err);
+        rc = lock_timed_out(s, rc); /* the coordinator's lock, waited for in the listing */
         n = rc == 0 ? PQntuples(res) : 0;
         for (int i = 0; rc == 0 && i < n && tenant_done && !out_of_budget(s); i++) {
             s->tenant = PQgetvalue(res, i, 0);

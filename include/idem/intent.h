@@ -252,7 +252,11 @@ typedef struct idem_intent_list idem_intent_list;
 /**
  * Claim unfinished intents (`approved` or `attempted`, no live lease), oldest approval
  * first, and lease them to the caller in one statement (`FOR UPDATE SKIP LOCKED`): two
- * workers recovering at once get disjoint lists. Execute each with idem_intent_execute()
+ * workers recovering at once get disjoint lists. On a database with the citus extension,
+ * recovery across tenants (@p tenant NULL) first reads which tenants the oldest intents
+ * belong to, without locking them (Citus refuses row locks across shards), then claims each
+ * tenant's on its shard the same way; if a later tenant's claim fails, the intents already
+ * claimed stay leased until their lease lapses. Execute each with idem_intent_execute()
  * or idem_intent_execute_external() (the lease is the list's, and executing keeps it); an
  * intent not executed is free again when its lease lapses.
  * @param out     caller owns; free with idem_intent_list_free(). Possibly empty. Untouched

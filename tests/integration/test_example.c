@@ -10,6 +10,10 @@
 
 /* The lock the setup takes, "idemexam" in ASCII. */
 #define SETUP_LOCK "7594306392181727597"
+/* How many sessions wait for an advisory lock of the current database. */
+#define WAITING_SQL                                                                                \
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"                    \
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 
 Test(example, setup_again_keeps_the_table_and_its_rows)
 {
@@ -48,6 +52,7 @@ Test(example, two_first_setups_at_once_take_turns_and_both_succeed)
     PGconn *holder = pgtest_connect(ci);
     pid_t pids[2];
     int status;
+    long waiting;
 
     /* Both children must find the lock taken, so that they really start together. */
     PQclear(pgtest_exec(holder, "SELECT pg_advisory_lock(" SETUP_LOCK ")"));
@@ -57,14 +62,14 @@ Test(example, two_first_setups_at_once_take_turns_and_both_succeed)
         if (pids[i] == 0)
             child_setup(ci);
     }
-    for (int i = 0; i < 500 && pgtest_scalar(holder, "SELECT count(*) FROM pg_locks WHERE"
-                                                     " locktype = 'advisory' AND NOT granted") < 2;
-         i++)
+    /* Up to 30 s on a loaded machine. Only this database's locks: other tests' processes wait
+     * on advisory locks of their own (on Citus, to make their databases one at a time). */
+    for (int i = 0; i < 3000 && pgtest_scalar(holder, WAITING_SQL) < 2; i++)
         pgtest_sleep_ms(10);
-    cr_assert_eq(pgtest_scalar(holder, "SELECT count(*) FROM pg_locks WHERE"
-                                       " locktype = 'advisory' AND NOT granted"),
-                 2, "both setups wait for the lock");
+    waiting = pgtest_scalar(holder, WAITING_SQL);
+    /* Let the children go before asserting, so that a failure does not leave them waiting. */
     PQclear(pgtest_exec(holder, "SELECT pg_advisory_unlock(" SETUP_LOCK ")"));
+    cr_assert_eq(waiting, 2, "both setups wait for the lock");
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status %d", i, status);

@@ -189,7 +189,10 @@ Test(lease, after_an_unknown_result_a_provider_that_ignores_keys_is_never_called
     cr_assert_eq(extest_dispatch(&out, a, careless), IDEM_EUNKNOWN);
     for (int i = 0; i < 5; i++)
         cr_assert_eq(answer("op-1"), IDEM_STATUS_OUTCOME_UNKNOWN);
-    extest_exec("UPDATE idem.operations SET created_at = created_at - interval '1 day'");
+    /* UTC arithmetic: Citus refuses timestamptz - interval (stable) over a column. */
+    extest_exec(
+        "UPDATE idem.operations"
+        " SET created_at = (created_at AT TIME ZONE 'UTC' - interval '1 day') AT TIME ZONE 'UTC'");
     cr_assert_eq(answer("op-1"), IDEM_STATUS_OUTCOME_UNKNOWN, "however long after");
     cr_assert_eq(fake_provider_requests(careless), 1, "no silent second call");
     cr_assert_eq(fake_provider_acts(careless), 1);
@@ -293,4 +296,81 @@ Test(lease, release_gives_the_key_to_the_next_caller_at_once)
                  1);
     idem_external_attempt_free(a);
     idem_external_attempt_free(b);
+}
+
+/* A UUIDv7 operation ID made @offset_s seconds from now on the database's clock. */
+static void uuid_at(char out[IDEM_UUID_STRING_SIZE], long offset_s)
+{
+    char sql[128], hex[13];
+
+    snprintf(sql, sizeof(sql), "SELECT (extract(epoch FROM now()) * 1000)::int8 + %ld::int8 * 1000",
+             offset_s);
+    cr_assert_eq(idem_uuid_v7(out, NULL), 0);
+    snprintf(hex, sizeof(hex), "%012llx", (long long)extest_scalar(sql));
+    memcpy(out, hex, 8);
+    memcpy(out + 9, hex + 8, 4);
+}
+
+/* An external path over the fixture's pool whose keys are remembered for a minute (and the
+ * default five minutes of clock skew): a key made a day ago is past its memory there. */
+static void open_forgetful(idem_store **store, idem_external **ext)
+{
+    idem_store_options sopts = IDEM_STORE_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    sopts.retention_s = 60;
+    sopts.key_memory_s = 60;
+    cr_assert_eq(idem_store_new(store, ex.pool, &sopts, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_external_new(ext, *store, NULL, &err), 0, "%s", err.message);
+}
+
+Test(lease, a_new_key_past_its_memory_is_not_claimed_and_nothing_is_written)
+{
+    idem_store *store = NULL;
+    idem_external *forgetful = NULL;
+    idem_external_attempt *a = NULL;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char op[IDEM_UUID_STRING_SIZE];
+    idem_request req;
+
+    open_forgetful(&store, &forgetful);
+    uuid_at(op, -86400);
+    req = extest_request("acme", op, ARGS);
+    cr_assert_eq(idem_external_begin(&a, &out, forgetful, &req, &err), IDEM_EEXPIRED, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EXPIRED);
+    cr_assert_null(a);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.operations"), 0);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.external_attempts"), 0);
+    idem_outcome_clear(&out);
+    idem_external_free(forgetful);
+    idem_store_free(store);
+}
+
+Test(lease, a_lapsed_lease_is_taken_over_whatever_the_key_s_age)
+{
+    idem_store *store = NULL;
+    idem_external *forgetful = NULL;
+    idem_external_attempt *a = NULL, *b = NULL;
+    char op[IDEM_UUID_STRING_SIZE];
+
+    open_forgetful(&store, &forgetful);
+    uuid_at(op, -86400);
+    a = lease_of(ex.ext, op); /* a day is within the default key memory */
+    extest_lapse("acme", op);
+    b = lease_of(forgetful, op);
+    cr_assert_eq(idem_external_attempt_number(b), 2);
+    cr_assert_str_eq(idem_external_attempt_downstream_key(b),
+                     idem_external_attempt_downstream_key(a), "the same downstream key");
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.external_attempts"
+                               " WHERE attempt = 1 AND outcome = 'lease_expired'"),
+                 1);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.external_attempts"
+                               " WHERE attempt = 2 AND ended_at IS NULL"),
+                 1);
+    idem_external_attempt_free(a);
+    idem_external_attempt_free(b);
+    idem_external_free(forgetful);
+    idem_store_free(store);
 }
