@@ -30,10 +30,9 @@ void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigne
 
 /* The store's statements (store_sql.c). */
 extern const idem__stmt idem__store_stmt_lookup_as, idem__store_stmt_resolve_as,
-    idem__store_stmt_claim_as, idem__store_stmt_claim_insert, idem__store_stmt_claim_forget,
-    idem__store_stmt_claim_read;
-extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_finish,
-    idem__store_stmt_unclaim, idem__store_stmt_get;
+    idem__store_stmt_claim_as;
+extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
+    idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get;
 
 /* One tool's windows, the store's own copy (sorted by tool for bsearch). */
 typedef struct tool_window {
@@ -65,7 +64,6 @@ typedef struct claim_params {
     const char *values[13];
     int lengths[13];
     int formats[13];
-    const char *key_values[5]; /* tenant, operation ID, claim token, UUIDv7 time, horizon */
 } claim_params;
 
 /* What one attempt decided. */
@@ -102,7 +100,6 @@ struct call {
     int resume_pending; /* external begin: a pending row of this fingerprint is left to the
                            claim, which resumes it if its lease has lapsed */
     size_t claim_at;    /* where the claim is in the pipeline that opens an attempt */
-    size_t claimed_at;  /* where its answer is (claimed, the record, or none) */
     attempt_fn attempt; /* the callback path's or the declared path's */
     const idem_declared *declared;
 };
@@ -168,11 +165,10 @@ void idem__store_rollback(idem_conn *conn);
 /* The commands that open an attempt, in the form tenant.h chooses for @conn: on plain
  * PostgreSQL BEGIN and the claim that sets the tenant and its lock timeouts itself
  * (stmt_claim_as); on Citus BEGIN, IDEM__SET_PROPAGATE, the tenant, the claim's lock
- * timeout, the claim as three routed statements (insert, forget, read), the effect's lock
- * timeout (SET LOCAL statements that reach the workers). Sets c->claim_at (the statement
- * that waits on the key) and c->claimed_at (the one that answers); returns how many it
- * wrote, at most BEGIN_CMDS (store_write.c). */
-#define BEGIN_CMDS 8
+ * timeout, the claim, the effect's lock timeout (SET LOCAL statements that reach the
+ * workers). Sets c->claim_at; returns how many it wrote, at most BEGIN_CMDS
+ * (store_write.c). */
+#define BEGIN_CMDS 6
 size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds);
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50

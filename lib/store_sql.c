@@ -32,19 +32,18 @@ const idem__stmt idem__store_stmt_resolve_as = {
     "SELECT o.fingerprint, o.state, o.response, now(), o.claim_token::text" SETS_TENANT, 2};
 
 /* The claim. It waits only briefly on a live attempt's uncommitted claim of the same key
- * (its lock timeout is IDEM__CLAIM_WAIT_MS), so that the call answers in_progress at once
- * and gives its connection back; after it the effect's statements get the rest of the
- * call's deadline (store_write.c). Where the key already has a record, it returns that
- * record (fingerprint, state, response) like the lookup, so that a first attempt needs no
- * lookup in front of it; otherwise one row with state 'claimed'. Every statement names the
- * tenant: on Citus it runs on one shard.
+ * (the SET LOCAL in front of it makes its lock timeout IDEM__CLAIM_WAIT_MS), so that the
+ * call answers in_progress at once and gives its connection back; the SET LOCAL after it
+ * gives the effect's statements the rest of the call's deadline (store_write.c). Where
+ * the key already has a record, it returns that record (fingerprint, state, response) like
+ * the lookup, so that a first attempt needs no lookup in front of it; otherwise one row
+ * with state 'claimed'. Every statement names the tenant: on Citus it runs on one shard.
  *
- * Parameters: $1 tenant, $2 operation ID, $3 tool, $4 payload version, $5 fingerprint
- * (binary), $6 trace ID, $7 claim token; both deadlines are fixed here from the tool's
- * windows: $8 retention, $9 key memory. A UUIDv7 operation ID's time ($10, milliseconds;
- * NULL for other IDs) older than the key memory plus the clock skew allowance ($11
- * seconds) on the database's clock claims nothing: with no record either, the claim
- * returns no row, and the call looks again (where the lookup answers expired). */
+ * Both deadlines are fixed here from the tool's windows: $8 retention, $9 key memory. A
+ * UUIDv7 operation ID's time ($10, milliseconds; NULL for other IDs) older than the key
+ * memory plus the clock skew allowance ($11 seconds) on the database's clock claims
+ * nothing: with no record either, the claim returns no row, and the call looks again
+ * (where the lookup answers expired). */
 #define CLAIM_INSERT                                                                               \
     "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"       \
     " state, trace_id, claim_token, expires_at, forget_at)"
@@ -54,57 +53,39 @@ const idem__stmt idem__store_stmt_resolve_as = {
 #define CLAIM_FRESH                                                                                \
     " ($10::int8 IS NULL"                                                                          \
     " OR to_timestamp($10::int8 / 1000.0) >= now() - make_interval(secs => $11::int8))"
+#define CLAIM_ON_CONFLICT " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1)"
+#define CLAIM_TAKEN                                                                                \
+    " UNION ALL"                                                                                   \
+    " SELECT fingerprint, state, response FROM idem.operations"                                    \
+    " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)"
+/* ... and the attempt, void, made read-only: the effect's first statement, behind the claim
+ * in the same pipeline, fails at once (25006) instead of writing rows to be rolled back
+ * (or using up an identity value). */
+#define CLAIM_TAKEN_READ_ONLY                                                                      \
+    CLAIM_TAKEN " AND set_config('transaction_read_only', 'on', true) = 'on'"
 
-/* On plain PostgreSQL (store_write.c) one statement that also sets the tenant and the lock
- * timeouts: $12 the claim's, $13 the effect's (set_config() values: '50ms'). The settings
- * row is read first, as the only source of the row the INSERT writes, so that the tenant
- * and the claim's wait are set before the INSERT checks the row against the tenant's
- * policy or waits on the key; the effect's timeout is set once the INSERT has returned the
- * claimed row. (A key beyond the horizon writes no row; its record, if it has one, is read
- * under the tenant all the same.) When the key has a record, the attempt, void, is made
- * read-only: the effect's first statement, behind the claim in the same pipeline, fails at
- * once (25006) instead of writing rows to be rolled back (or using up an identity value). */
+const idem__stmt idem__store_stmt_claim = {
+    "idem_store_claim",
+    "WITH ins AS (" CLAIM_INSERT " SELECT $1," CLAIM_VALUES " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins" CLAIM_TAKEN,
+    11};
+
+/* The claim that sets the tenant and its lock timeouts itself, on plain PostgreSQL
+ * (store_write.c): the same statement, and $12 the claim's lock timeout, $13 the effect's
+ * (set_config() values: '50ms'). The settings row is read first, as the only source of the
+ * row the INSERT writes, so that the tenant and the claim's wait are set before the INSERT
+ * checks the row against the tenant's policy or waits on the key; the effect's timeout is
+ * set once the INSERT has returned the claimed row. (A key beyond the horizon writes no
+ * row; its record, if it has one, is read under the tenant all the same.) */
 const idem__stmt idem__store_stmt_claim_as = {
     "idem_store_claim_as",
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
     " set_config('lock_timeout', $12, true) AS claim_wait," CLAIM_FRESH " AS fresh),"
-    " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES " FROM settings s WHERE s.fresh"
-    " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1)"
+    " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES
+    " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
-    " WHERE set_config('lock_timeout', $13, true) IS NOT NULL"
-    " UNION ALL"
-    " SELECT fingerprint, state, response FROM idem.operations"
-    " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)"
-    " AND set_config('transaction_read_only', 'on', true) = 'on'",
+    " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY,
     13};
-
-/* On Citus, behind SET LOCAL statements, three statements that Citus routes to the key's
- * shard, each one task (an INSERT inside a CTE, or selecting from one, is planned through
- * the coordinator instead, in several steps): the INSERT ($1 to $9); */
-const idem__stmt idem__store_stmt_claim_insert = {
-    "idem_store_claim_insert",
-    CLAIM_INSERT " VALUES ($1," CLAIM_VALUES ") ON CONFLICT (tenant, operation_id) DO NOTHING", 9};
-
-/* the record it has just made deleted again when the key is beyond the horizon ($1 tenant,
- * $2 operation ID, $3 claim token, $4 the UUIDv7's time in ms or NULL, $5 the horizon in
- * seconds: what CLAIM_FRESH keeps from being made on plain PostgreSQL); */
-const idem__stmt idem__store_stmt_claim_forget = {
-    "idem_store_claim_forget",
-    "DELETE FROM idem.operations WHERE tenant = $1 AND operation_id = $2"
-    " AND claim_token = $3::uuid"
-    " AND to_timestamp($4::int8 / 1000.0) < now() - make_interval(secs => $5::int8)",
-    5};
-
-/* and the answer in the claim's shape: ('claimed') when the record is this attempt's, the
- * record when it is another's, no row when there is none. */
-#define MINE "claim_token = $3::uuid"
-const idem__stmt idem__store_stmt_claim_read = {
-    "idem_store_claim_read",
-    "SELECT CASE WHEN " MINE " THEN NULL ELSE fingerprint END,"
-    " CASE WHEN " MINE " THEN 'claimed' ELSE state END,"
-    " CASE WHEN " MINE " THEN NULL ELSE response END"
-    " FROM idem.operations WHERE tenant = $1 AND operation_id = $2",
-    3};
 
 const idem__stmt idem__store_stmt_finish = {
     "idem_store_finish",

@@ -25,7 +25,7 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
     idem__pipe_cmd cmds[BEGIN_CMDS + 1];
     idem_error local = IDEM_ERROR_INIT;
     size_t n = idem__store_begin_cmds(tx->c, tx->conn, cmds), n_begin = n, failed_at;
-    size_t claim_at = tx->c->claimed_at;
+    size_t claim_at = tx->c->claim_at;
     int rc;
 
     cmds[n++] = (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};

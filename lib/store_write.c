@@ -43,11 +43,6 @@ void idem__store_claim_params_init(call *c)
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
     p->formats[4] = 1;
-    p->key_values[0] = c->req->tenant;
-    p->key_values[1] = c->req->operation_id;
-    p->key_values[2] = c->claim;
-    p->key_values[3] = p->values[9];
-    p->key_values[4] = p->horizon;
 }
 
 static idem__pipe_cmd cmd_sql(const char *sql)
@@ -58,11 +53,6 @@ static idem__pipe_cmd cmd_sql(const char *sql)
 static idem__pipe_cmd cmd_claim(const call *c, const idem__stmt *stmt)
 {
     return (idem__pipe_cmd){stmt, NULL, 0, c->cp.values, c->cp.lengths, c->cp.formats, 1, NULL};
-}
-
-static idem__pipe_cmd cmd_key(const call *c, const idem__stmt *stmt)
-{
-    return (idem__pipe_cmd){stmt, NULL, 0, c->cp.key_values, NULL, NULL, 1, NULL};
 }
 
 uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms)
@@ -80,8 +70,7 @@ uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms)
 /* On plain PostgreSQL the claim sets the tenant and both lock timeouts itself
  * (stmt_claim_as): BEGIN and the claim. Elsewhere (Citus) the lock timeouts go as SET
  * LOCAL statements of their own (settings.h: they reach the worker that holds the key's
- * shard), and so does the tenant (tenant.h), and the claim is three statements that Citus
- * routes to that shard, in the same pipeline: no round trip more. */
+ * shard), and so does the tenant (tenant.h), in the same pipeline: no round trip more. */
 size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
 {
     uint64_t lock = idem__store_lock_timeout_ms(c->deadline_ms);
@@ -95,7 +84,7 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
         snprintf(p->lock_timeout, sizeof(p->lock_timeout), "%llums", (unsigned long long)lock);
         p->values[11] = p->claim_wait;
         p->values[12] = p->lock_timeout;
-        c->claim_at = c->claimed_at = 1;
+        c->claim_at = 1;
         cmds[1] = cmd_claim(c, &idem__store_stmt_claim_as);
         return 2;
     }
@@ -108,11 +97,8 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
     cmds[2] = idem__tenant_cmd(&c->set_tenant, c->req->tenant);
     cmds[3] = cmd_sql(c->set_claim_wait);
     c->claim_at = 4;
-    cmds[4] = cmd_claim(c, &idem__store_stmt_claim_insert);
-    cmds[5] = cmd_key(c, &idem__store_stmt_claim_forget);
-    c->claimed_at = 6;
-    cmds[6] = cmd_key(c, &idem__store_stmt_claim_read);
-    cmds[7] = cmd_sql(c->set_lock_timeout);
+    cmds[4] = cmd_claim(c, &idem__store_stmt_claim);
+    cmds[5] = cmd_sql(c->set_lock_timeout);
     return BEGIN_CMDS;
 }
 
@@ -325,7 +311,7 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
         step = busy(c, conn, out_rc);
     else
         step = after_commit(c, conn, tx, &cmds[finish_at],
-                            tx->begun ? NULL : cmds[c->claimed_at].result, rc, out_rc);
+                            tx->begun ? NULL : cmds[c->claim_at].result, rc, out_rc);
     idem__store_pipe_clear(cmds, n);
     return step;
 }
