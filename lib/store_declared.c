@@ -219,7 +219,8 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
 static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, size_t at,
                                   int *out_rc)
 {
-    if (rc == IDEM_EUNAVAIL || idem__conn_failed(conn)) {
+    if (rc == IDEM_EUNAVAIL || idem__conn_failed(conn) ||
+        idem__store_commit_unknown(failed_at, at + 1, c->err->sqlstate)) {
         idem_conn_discard(conn);
         return STEP_RESOLVE; /* COMMIT may have been carried out: look on a fresh connection */
     }

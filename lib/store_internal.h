@@ -159,6 +159,15 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
  * trip (store_declared.c). */
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
 
+/* Whether a pipeline that failed at @failed_at, with @sqlstate, leaves the outcome of its
+ * COMMIT (at @commit_at) unknown, so that the call looks the key up on a fresh connection
+ * as after a lost reply: a COMMIT that failed with XX000, an internal error, which is how
+ * Citus reports that a worker's COMMIT failed ("could not commit transaction for shard
+ * ... on at least one active node"), whatever the worker's own SQLSTATE was (a
+ * serialization failure at commit among them). On PostgreSQL alone a COMMIT that fails
+ * has rolled back, and its SQLSTATE says why (store_write.c). */
+int idem__store_commit_unknown(size_t failed_at, size_t commit_at, const char *sqlstate);
+
 /* ROLLBACK, ignoring the result (store_write.c). */
 void idem__store_rollback(idem_conn *conn);
 

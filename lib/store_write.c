@@ -266,10 +266,16 @@ static enum step answer_taken(call *c, idem_conn *conn, idem_tx *tx, const PGres
     return STEP_DONE;
 }
 
+int idem__store_commit_unknown(size_t failed_at, size_t commit_at, const char *sqlstate)
+{
+    return failed_at == commit_at && strcmp(sqlstate, "XX000") == 0;
+}
+
 /* What the closing pipeline's results mean; @claim is the claim's result when the claim
- * travelled in the same pipeline. */
+ * travelled in the same pipeline; @commit_failed: COMMIT failed in a way that leaves its
+ * outcome unknown (idem__store_commit_unknown()). */
 static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const idem__pipe_cmd *finish,
-                              const PGresult *claim, int rc, int *out_rc)
+                              const PGresult *claim, int rc, int commit_failed, int *out_rc)
 {
     /* The claim in this pipeline found the key taken: the attempt is void (read-only on
      * plain PostgreSQL, so the finishing UPDATE failed; elsewhere it changed nothing). */
@@ -283,7 +289,7 @@ static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const idem_
         /* The claim in this pipeline found the key taken: nothing was written. */
         return answer_taken(c, conn, tx, claim, 0, out_rc);
     }
-    if (rc == IDEM_EUNAVAIL || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
+    if (rc == IDEM_EUNAVAIL || commit_failed || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
         idem_conn_discard(conn);
         return STEP_RESOLVE; /* COMMIT may or may not have been carried out */
     }
@@ -310,8 +316,9 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     if (rc != 0 && !tx->begun && idem__store_claim_busy(c, failed_at, c->err->sqlstate))
         step = busy(c, conn, out_rc);
     else
-        step = after_commit(c, conn, tx, &cmds[finish_at],
-                            tx->begun ? NULL : cmds[c->claim_at].result, rc, out_rc);
+        step = after_commit(
+            c, conn, tx, &cmds[finish_at], tx->begun ? NULL : cmds[c->claim_at].result, rc,
+            rc != 0 && idem__store_commit_unknown(failed_at, n - 1, c->err->sqlstate), out_rc);
     idem__store_pipe_clear(cmds, n);
     return step;
 }
