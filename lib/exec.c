@@ -199,6 +199,45 @@ static int remember_prepared(idem_conn *conn, const idem__stmt *stmt, const char
     return 0;
 }
 
+/* The SQL's first characters, on one line, cut at a character boundary: the statement's
+ * name in messages, and (with a hash of the whole SQL) on the server. */
+static void text_label(char *out, const char *sql)
+{
+    size_t n = strnlen(sql, IDEM__TEXT_LABEL_MAX);
+
+    while (n > 0 && n < strlen(sql) && ((unsigned char)sql[n] & 0xC0) == 0x80)
+        n--; /* not in the middle of a UTF-8 sequence */
+    for (size_t i = 0; i < n; i++)
+        out[i] = (unsigned char)sql[i] < 0x20 ? ' ' : sql[i];
+    out[n] = '\0';
+}
+
+const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int nparams)
+{
+    idem__text_stmt *t;
+
+    if (conn->unnamed || strnlen(sql, IDEM__TEXT_STMT_SQL_MAX + 1) > IDEM__TEXT_STMT_SQL_MAX)
+        return NULL;
+    for (size_t i = 0; i < conn->ntexts; i++) {
+        t = &conn->texts[i];
+        if (strcmp(t->sql, sql) == 0)
+            return t->stmt.nparams == nparams ? &t->stmt : NULL;
+    }
+    if (conn->ntexts == IDEM__TEXT_STMTS_MAX)
+        return NULL;
+    /* Allocated once, whole: the pool remembers a statement by its address. */
+    if (conn->texts == NULL &&
+        (conn->texts = calloc(IDEM__TEXT_STMTS_MAX, sizeof(*conn->texts))) == NULL)
+        return NULL;
+    t = &conn->texts[conn->ntexts];
+    if ((t->sql = strdup(sql)) == NULL)
+        return NULL;
+    text_label(t->label, sql);
+    t->stmt = (idem__stmt){t->label, t->sql, nparams};
+    conn->ntexts++;
+    return &t->stmt;
+}
+
 /* A statement of that name already there (42P05) means a session this connection did
  * not set up alone. */
 static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
@@ -266,6 +305,11 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
         rc = take_result(out, conn, res, stmt->name, stmt, err);
     idem__exec_io_end(conn);
     return rc;
+}
+
+int idem__conn_prepared(const idem_conn *conn, const idem__stmt *stmt)
+{
+    return !conn->unnamed && prepared_name(conn, stmt) != NULL;
 }
 
 int idem__conn_failed(const idem_conn *conn)

@@ -61,6 +61,18 @@ int idem__conn_exec(PGresult **out, idem_conn *conn, const char *sql, idem_error
 int idem__conn_exec_params(PGresult **out, idem_conn *conn, const char *sql, int nparams,
                            const char *const *values, idem_error *err);
 
+/* The statement this connection keeps for a caller's SQL text with @nparams text
+ * parameters (an effect's statement), so that the text is parsed and planned once per
+ * connection instead of on every call; prepared on first use like idem's own statements
+ * (a PREPARE round trip, once). NULL when it goes as text instead: behind a transaction
+ * pooler, for SQL longer than IDEM__TEXT_STMT_SQL_MAX, once IDEM__TEXT_STMTS_MAX texts are
+ * kept, when the same text came with another parameter count, or out of memory. The
+ * statement belongs to the connection: use it only on @conn. */
+const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int nparams);
+
+/* Whether @stmt is prepared on this connection's server session already. */
+int idem__conn_prepared(const idem_conn *conn, const idem__stmt *stmt);
+
 /* One command of a pipeline: a named statement (prepared first if this connection has
  * not seen it), or with stmt NULL the SQL text `sql` with `nparams` text parameters. */
 typedef struct idem__pipe_cmd {

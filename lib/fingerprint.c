@@ -1,6 +1,7 @@
 /* The request fingerprint: SHA-256 over the RFC 8785 bytes of
  * {"arguments": <arguments>, "tool": <tool>, "version": <payload version>}. */
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,6 +66,23 @@ static int check_call(const idem_fingerprint *out, const char *tool, int payload
     return rc;
 }
 
+/* SHA-256, fetched from libcrypto's providers once: given EVP_sha256(), each digest would
+ * look the algorithm up again (a third of a short request's fingerprint). NULL if the
+ * fetch failed; EVP_sha256() serves then. */
+static EVP_MD *sha256_fetched;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void)
+{
+    sha256_fetched = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *sha256(void)
+{
+    pthread_once(&sha256_once, fetch_sha256);
+    return sha256_fetched != NULL ? sha256_fetched : EVP_sha256();
+}
+
 int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
                              const json_t *arguments, idem_error *err)
 {
@@ -78,7 +96,7 @@ int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payloa
     rc = write_request(&buf, tool, payload_version, arguments, err);
     if (rc != 0)
         goto done;
-    if (EVP_Digest(buf.data, buf.len, md, &md_len, EVP_sha256(), NULL) != 1 ||
+    if (EVP_Digest(buf.data, buf.len, md, &md_len, sha256(), NULL) != 1 ||
         md_len != IDEM_FINGERPRINT_SIZE) {
         rc = idem__error_set(err, IDEM_ENOMEM, "SHA-256 of the request failed in libcrypto");
         goto done;

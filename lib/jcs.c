@@ -168,6 +168,19 @@ int idem_jcs_format_double(char out[IDEM_JCS_NUMBER_MAX], double value)
         *p++ = '-';
         value = -value;
     }
+    /* An integer below 2^53: every other integer is another double, so its own digits are
+     * the shortest that read back, and Number::toString writes them as they are. */
+    if (value < 9007199254740992.0 && value == (double)(uint64_t)value) {
+        char digits[20];
+        int k = 0;
+
+        for (uint64_t v = (uint64_t)value; v > 0; v /= 10)
+            digits[k++] = (char)('0' + v % 10);
+        while (k > 0)
+            *p++ = digits[--k];
+        *p = '\0';
+        return 0;
+    }
     shortest_decimal(&d, value);
     p = layout_decimal(p, &d);
     *p = '\0';

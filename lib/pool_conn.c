@@ -198,5 +198,8 @@ void idem__conn_close(idem_conn *conn)
         return;
     PQfinish(conn->pg);
     free(conn->prepared);
+    for (size_t i = 0; i < conn->ntexts; i++)
+        free(conn->texts[i].sql);
+    free(conn->texts);
     free(conn);
 }

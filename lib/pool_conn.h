@@ -17,6 +17,18 @@ typedef struct idem__prepared {
     char name[IDEM__PREPARED_NAME_MAX + 1];
 } idem__prepared;
 
+/* A caller's SQL text (an effect's statement) kept as a statement of this connection, so
+ * that it is parsed and planned once per connection like idem's own (exec.c,
+ * idem__conn_text_stmt()). */
+#define IDEM__TEXT_STMTS_MAX    32   /* texts kept per connection; later ones go as text */
+#define IDEM__TEXT_STMT_SQL_MAX 8192 /* longer SQL goes as text */
+#define IDEM__TEXT_LABEL_MAX    40
+typedef struct idem__text_stmt {
+    idem__stmt stmt;                      /* name = label, sql = the copy below */
+    char label[IDEM__TEXT_LABEL_MAX + 1]; /* the SQL's first characters, for messages */
+    char *sql;
+} idem__text_stmt;
+
 struct idem_conn {
     idem_pool *pool;
     PGconn *pg;
@@ -26,6 +38,8 @@ struct idem_conn {
     idem__prepared *prepared;
     size_t nprepared;
     size_t prepared_cap;
+    idem__text_stmt *texts; /* IDEM__TEXT_STMTS_MAX of them, allocated on first use */
+    size_t ntexts;
     int unnamed;               /* behind a transaction pooler: nothing is prepared by name */
     const char *local_timeout; /* statement_timeout to set inside each transaction (the
                                   pool's text, in ms), or NULL (exec.c) */

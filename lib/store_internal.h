@@ -100,6 +100,7 @@ struct call {
     int resume_pending; /* external begin: a pending row of this fingerprint is left to the
                            claim, which resumes it if its lease has lapsed */
     size_t claim_at;    /* where the claim is in the pipeline that opens an attempt */
+    int replanned;      /* an attempt ended on a stale kept statement (store_tx.c) */
     attempt_fn attempt; /* the callback path's or the declared path's */
     const idem_declared *declared;
 };
@@ -115,6 +116,8 @@ struct idem_tx {
     int ended;        /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
     int decided;      /* a record the claim found decided the call (c->out is set) */
     int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
+    int kept;         /* the last statement was one the connection kept from an earlier call */
+    int stale_plan;   /* a kept statement's plan no longer fit its table: try again */
     char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
 };
 

@@ -18,6 +18,37 @@ static int check_still_open(idem_tx *tx, idem_error *err)
                            "COMMIT and ROLLBACK are the store's");
 }
 
+/* The effect's statement: kept by the connection (parsed and planned once there), or as
+ * text. */
+static idem__pipe_cmd effect_cmd(idem_tx *tx, const char *sql, int nparams,
+                                 const char *const *values)
+{
+    const idem__stmt *stmt = idem__conn_text_stmt(tx->conn, sql, nparams);
+
+    tx->kept = stmt != NULL && idem__conn_prepared(tx->conn, stmt);
+    if (stmt != NULL)
+        return (idem__pipe_cmd){stmt, NULL, 0, values, NULL, NULL, 0, NULL};
+    return (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};
+}
+
+/* The effect's statement failed. The connection's own failure is not the effect's: a
+ * server session that lost the statement this connection kept there, or holds one of its
+ * name (exec.c: a transaction pooler in between) fails the call as setting up would. A
+ * statement kept from an earlier call whose plan no longer fits its table, changed
+ * meanwhile ("cached plan must not change result type", 0A000): the connection goes, and
+ * the call tries once more on another, where the statement is prepared afresh
+ * (store_write.c). */
+static void note_failure(idem_tx *tx, int rc, const idem_error *local)
+{
+    snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local->sqlstate);
+    if (strcmp(local->field, "pooler") == 0)
+        tx->setup_rc = rc;
+    if (tx->kept && strcmp(local->sqlstate, "0A000") == 0) {
+        tx->stale_plan = 1;
+        idem_conn_discard(tx->conn);
+    }
+}
+
 /* The effect's first statement travels with BEGIN and the claim: one round trip. */
 static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
                          const char *const *values, idem_error *err)
@@ -28,7 +59,7 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
     size_t claim_at = tx->c->claim_at;
     int rc;
 
-    cmds[n++] = (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};
+    cmds[n++] = effect_cmd(tx, sql, nparams, values);
     rc = idem__conn_pipeline(tx->conn, cmds, n, &failed_at, &local);
     tx->begun = 1;
     /* A claim that found a record means the key is taken, whatever came after it. */
@@ -46,7 +77,7 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
             *out = NULL;
         }
     } else {
-        snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
+        note_failure(tx, rc, &local);
         tx->claim_busy = idem__store_claim_busy(tx->c, failed_at, local.sqlstate);
         if (failed_at < n_begin)
             tx->setup_rc = rc;
@@ -61,6 +92,7 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
                  const char *const *values, idem_error *err)
 {
     idem_error local = IDEM_ERROR_INIT;
+    idem__pipe_cmd cmd;
     PGresult *res = NULL;
     int rc;
 
@@ -75,13 +107,16 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     if (!tx->begun)
         return tx_first_exec(out, tx, sql, nparams, values, err);
     /* Later statements go one round trip each, bounded by the call's deadline. */
-    rc = idem__conn_exec_params(&res, tx->conn, sql, nparams, values, &local);
+    cmd = effect_cmd(tx, sql, nparams, values);
+    rc = cmd.stmt != NULL
+             ? idem__conn_exec_prepared(&res, tx->conn, cmd.stmt, values, NULL, NULL, 0, &local)
+             : idem__conn_exec_params(&res, tx->conn, sql, nparams, values, &local);
     if (rc == 0 && (rc = check_still_open(tx, &local)) != 0)
         PQclear(res);
     else if (rc == 0)
         *out = res;
     else
-        snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local.sqlstate);
+        note_failure(tx, rc, &local);
     if (rc != 0 && err != NULL)
         *err = local;
     return rc;

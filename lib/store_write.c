@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "log.h"
 #include "exec.h"
 #include "store_internal.h"
 #include "tenant.h"
@@ -14,6 +15,21 @@
  * finishing UPDATE and COMMIT in another. */
 #define BEGIN_SQL "BEGIN ISOLATION LEVEL SERIALIZABLE"
 
+/* @v in decimal, then @suffix, into @out (24 bytes at least): the claim's numbers, written
+ * on every new key without printf's cost. */
+static void u64_text(char out[24], uint64_t v, const char *suffix)
+{
+    char digits[20];
+    int k = 0;
+
+    do
+        digits[k++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (k > 0)
+        *out++ = digits[--k];
+    strcpy(out, suffix);
+}
+
 void idem__store_claim_params_init(call *c)
 {
     claim_params *p = &c->cp;
@@ -22,12 +38,11 @@ void idem__store_claim_params_init(call *c)
 
     idem__store_windows(c->store, c->req->tool, &retention_s, &key_memory_s);
     snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
-    snprintf(p->retention, sizeof(p->retention), "%u", retention_s);
-    snprintf(p->key_memory, sizeof(p->key_memory), "%u", key_memory_s);
-    snprintf(p->horizon, sizeof(p->horizon), "%llu",
-             (unsigned long long)key_memory_s + c->store->opts.clock_skew_s);
+    u64_text(p->retention, retention_s, "");
+    u64_text(p->key_memory, key_memory_s, "");
+    u64_text(p->horizon, (uint64_t)key_memory_s + c->store->opts.clock_skew_s, "");
     if (idem_uuid_v7_time_ms(&born_ms, c->req->operation_id) == 0)
-        snprintf(p->born_ms, sizeof(p->born_ms), "%llu", (unsigned long long)born_ms);
+        u64_text(p->born_ms, born_ms, "");
     p->values[0] = c->req->tenant;
     p->values[1] = c->req->operation_id;
     p->values[2] = c->req->tool;
@@ -80,8 +95,8 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
 
     cmds[0] = cmd_sql(BEGIN_SQL);
     if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
-        snprintf(p->claim_wait, sizeof(p->claim_wait), "%llums", (unsigned long long)wait);
-        snprintf(p->lock_timeout, sizeof(p->lock_timeout), "%llums", (unsigned long long)lock);
+        u64_text(p->claim_wait, wait, "ms");
+        u64_text(p->lock_timeout, lock, "ms");
         p->values[11] = p->claim_wait;
         p->values[12] = p->lock_timeout;
         c->claim_at = 1;
@@ -228,6 +243,17 @@ static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, i
         unclaim(c, conn);
     if (idem__sqlstate_is_retryable(tx->sqlstate))
         return STEP_BACKOFF;
+    /* The effect's statement was kept by the connection, planned for its table as it was
+     * then: once per call, start over on another connection, where it is planned afresh.
+     * A second 0A000 is the statement's own. */
+    if (tx->stale_plan && !c->replanned) {
+        c->replanned = 1;
+        idem__log(c->store->opts.log, c->store->opts.log_ctx, IDEM_LOG_WARNING,
+                  "the effect's statement was planned for a table that has changed since; "
+                  "%s/%s starts over on another connection",
+                  c->req->tenant, c->req->operation_id);
+        return STEP_AGAIN;
+    }
     /* A lock or statement timeout in the effect is the server being busy, not the effect
      * refusing: the same call succeeds later, so the caller retries (unavailable). */
     if (idem__sqlstate_is_timeout(tx->sqlstate)) {

@@ -1,7 +1,7 @@
 #include <openssl/rand.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "idem/uuid.h"
@@ -14,23 +14,54 @@ static uint64_t unix_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The system CSPRNG's bytes, drawn a few hundred at a time: one RAND_bytes() call costs
+ * microseconds, and a call of the store makes an identifier or two. Per thread, so
+ * without a lock; a process made by fork() never hands out its parent's bytes. */
+#define RANDOM_BATCH 320
+static _Thread_local struct {
+    unsigned char bytes[RANDOM_BATCH];
+    size_t left;
+    pid_t pid;
+} random_batch;
+
+static int random_bytes(unsigned char *out, size_t n)
+{
+    pid_t pid = getpid();
+
+    if (random_batch.left < n || random_batch.pid != pid) {
+        if (RAND_bytes(random_batch.bytes, RANDOM_BATCH) != 1)
+            return -1;
+        random_batch.left = RANDOM_BATCH;
+        random_batch.pid = pid;
+    }
+    random_batch.left -= n;
+    memcpy(out, random_batch.bytes + random_batch.left, n);
+    memset(random_batch.bytes + random_batch.left, 0, n); /* never handed out twice */
+    return 0;
+}
+
 int idem_uuid_v7(char out[IDEM_UUID_STRING_SIZE], idem_error *err)
 {
+    static const char hex[] = "0123456789abcdef";
     unsigned char b[16];
     uint64_t ms = unix_ms();
+    size_t at = 0;
 
     if (out == NULL)
         return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
-    if (RAND_bytes(b + 6, 10) != 1)
+    if (random_bytes(b + 6, 10) != 0)
         return idem__error_set(err, IDEM_EIO, "uuid: the random generator failed");
     for (int i = 0; i < 6; i++)
         b[i] = (unsigned char)(ms >> (40 - 8 * i));
     b[6] = (unsigned char)(0x70 | (b[6] & 0x0f));
     b[8] = (unsigned char)(0x80 | (b[8] & 0x3f));
-    snprintf(out, IDEM_UUID_STRING_SIZE,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[at++] = '-';
+        out[at++] = hex[b[i] >> 4];
+        out[at++] = hex[b[i] & 0x0f];
+    }
+    out[at] = '\0';
     return 0;
 }
 

@@ -95,8 +95,8 @@ static void *load_main(void *arg)
             w->other++;
         if (status != IDEM_STATUS_CREATED && status != IDEM_STATUS_REPLAYED &&
             w->first_error[0] == '\0')
-            snprintf(w->first_error, sizeof(w->first_error), "%s: %s", idem_status_name(status),
-                     err.message);
+            snprintf(w->first_error, sizeof(w->first_error), "%s: [%.20s] %.400s",
+                     idem_status_name(status), err.field, err.message);
         if (out.receipt != NULL && w->receipts[key][0] == '\0')
             snprintf(w->receipts[key], sizeof(w->receipts[key]), "%s", out.receipt);
         else if (out.receipt != NULL && strcmp(w->receipts[key], out.receipt) != 0)

@@ -278,3 +278,99 @@ Test(store_effects, the_example_refuses_a_nul_in_the_subject_and_inserts_nothing
     cr_assert_eq(storetest_tasks(), 0, "never a truncated subject");
     idem_outcome_clear(&out);
 }
+
+/* An effect whose statement's result follows its table: RETURNING *. */
+static int returning_all_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                                idem_error *err)
+{
+    const char *values[1] = {idem_tx_operation_id(tx)};
+    PGresult *res = NULL;
+    int rc;
+
+    ((effect_counter *)ctx)->runs++;
+    rc =
+        idem_tx_exec(&res, tx, "INSERT INTO idem_example.effect_notes (op) VALUES ($1) RETURNING *",
+                     1, values, err);
+    if (rc != 0)
+        return rc;
+    *response = json_pack("{s:s, s:i}", "status", "noted", "columns", PQnfields(res));
+    PQclear(res);
+    return IDEM_EFFECT_OK;
+}
+
+static void notes_table(void)
+{
+    PQclear(pgtest_exec(
+        fx.check, "CREATE TABLE idem_example.effect_notes"
+                  " (id serial PRIMARY KEY, op text);"
+                  " GRANT SELECT, INSERT ON idem_example.effect_notes TO " PGTEST_APP
+                  "; GRANT USAGE ON SEQUENCE idem_example.effect_notes_id_seq TO " PGTEST_APP));
+}
+
+static long prepared_effect_statements(void)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    long n;
+
+    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
+    n = pgtest_scalar(idem_conn_pg(conn),
+                      "SELECT count(*) FROM pg_prepared_statements"
+                      " WHERE statement LIKE 'INSERT INTO idem_example.effect_notes%'");
+    idem_pool_release(conn);
+    return n;
+}
+
+/* The effect's statement is parsed and planned once per connection, as a statement the
+ * connection keeps; behind a transaction pooler nothing is kept. */
+Test(store_effects, an_effects_statement_is_prepared_once_per_connection)
+{
+    effect_counter cnt = {0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char op[32];
+
+    notes_table();
+    storetest_open(NULL, 1);
+    for (int i = 0; i < 3; i++) {
+        snprintf(op, sizeof(op), "op-kept-%d", i);
+        idem_request req = storetest_request("acme", op, "{}");
+        cr_assert_eq(idem_store_execute(&out, fx.store, &req, returning_all_effect, &cnt, &err), 0,
+                     "%s", err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+        idem_outcome_clear(&out);
+    }
+    cr_assert_eq(prepared_effect_statements(), pgtest_through_pgbouncer() ? 0 : 1);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.effect_notes"), 3);
+}
+
+/* The table changes under a kept statement whose result follows it: PostgreSQL refuses
+ * the old plan (0A000, cached plan must not change result type). The call starts over on
+ * another connection and succeeds there; the effect commits once. */
+Test(store_effects, a_kept_statement_whose_table_changed_is_planned_again_and_the_call_succeeds)
+{
+    effect_counter cnt = {0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request first = storetest_request("acme", "op-before", "{}");
+    idem_request second = storetest_request("acme", "op-after", "{}");
+
+    notes_table();
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &first, returning_all_effect, &cnt, &err), 0,
+                 "%s", err.message);
+    cr_assert_str_eq(out.receipt, "{\"columns\":2,\"status\":\"noted\"}");
+    idem_outcome_clear(&out);
+    PQclear(pgtest_exec(fx.check, "ALTER TABLE idem_example.effect_notes ADD COLUMN note text"));
+    cr_assert_eq(idem_store_execute(&out, fx.store, &second, returning_all_effect, &cnt, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_str_eq(out.receipt, "{\"columns\":3,\"status\":\"noted\"}");
+    cr_assert_eq(out.attempts, pgtest_through_pgbouncer() ? 1 : 2);
+    idem_outcome_clear(&out);
+    cr_assert_eq(
+        pgtest_scalar(fx.check,
+                      "SELECT count(*) FROM idem_example.effect_notes WHERE op = 'op-after'"),
+        1);
+    cr_assert_eq(storetest_operations(), 2);
+}

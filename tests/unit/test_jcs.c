@@ -214,6 +214,60 @@ Test(jcs_numbers, random_bit_patterns_round_trip)
     }
 }
 
+/* Integers below 2^53 take a short path: their digits as they are, which must be what the
+ * shortest-digits search gives (read back exactly, no exponent below 1e21). */
+Test(jcs_numbers, integers_below_2_53_are_their_own_digits)
+{
+    const double edges[] = {1,
+                            9,
+                            10,
+                            100,
+                            123456789,
+                            1e15,
+                            1e15 + 1,
+                            4503599627370495.0,
+                            4503599627370496.0,
+                            4503599627370497.0,
+                            9007199254740991.0,
+                            9007199254740992.0,
+                            9007199254740994.0,
+                            1e20,
+                            1e21};
+    const char *texts[] = {"1",
+                           "9",
+                           "10",
+                           "100",
+                           "123456789",
+                           "1000000000000000",
+                           "1000000000000001",
+                           "4503599627370495",
+                           "4503599627370496",
+                           "4503599627370497",
+                           "9007199254740991",
+                           "9007199254740992",
+                           "9007199254740994",
+                           "100000000000000000000",
+                           "1e+21"};
+    char out[IDEM_JCS_NUMBER_MAX], expect[40];
+    uint64_t state = 88172645463325252ull;
+
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        cr_assert_eq(idem_jcs_format_double(out, edges[i]), 0);
+        cr_assert_str_eq(out, texts[i]);
+        cr_assert_eq(idem_jcs_format_double(out, -edges[i]), 0);
+        cr_assert_eq(out[0], '-');
+        cr_assert_str_eq(out + 1, texts[i]);
+    }
+    for (int i = 0; i < 100000; i++) {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        uint64_t v = state >> (11 + i % 53); /* every magnitude below 2^53 */
+        snprintf(expect, sizeof(expect), "%llu", (unsigned long long)v);
+        cr_assert_eq(idem_jcs_format_double(out, (double)v), 0);
+        cr_assert_str_eq(out, v == 0 ? "0" : expect);
+        cr_assert_eq(strtod(out, NULL), (double)v);
+    }
+}
+
 Test(jcs_numbers, integers_beyond_2_53_become_the_nearest_double)
 {
     assert_canon("[9007199254740993, 18446744073709551616, -0, 1.0, 1E2, 0.1e1]",

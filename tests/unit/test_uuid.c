@@ -1,6 +1,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "idem/idem.h"
 
@@ -26,6 +28,35 @@ Test(uuid, v7_ids_are_distinct)
         idem_uuid_v7(a, NULL);
         idem_uuid_v7(b, NULL);
         cr_assert_str_neq(a, b);
+    }
+}
+
+/* Random bytes are drawn in batches: a child made by fork() must not hand out the ones its
+ * parent has left. The two next IDs (same millisecond, most likely) differ. */
+Test(uuid, v7_ids_differ_between_a_process_and_its_fork)
+{
+    char parent[IDEM_UUID_STRING_SIZE], child[IDEM_UUID_STRING_SIZE] = "";
+    int fds[2], status = 0;
+    pid_t pid;
+
+    for (int round = 0; round < 20; round++) {
+        cr_assert_eq(idem_uuid_v7(parent, NULL), 0); /* the batch is drawn */
+        cr_assert_eq(pipe(fds), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+            int ok = idem_uuid_v7(child, NULL) == 0 &&
+                     write(fds[1], child, sizeof(child)) == (ssize_t)sizeof(child);
+            _exit(ok ? 0 : 1);
+        }
+        cr_assert_eq(idem_uuid_v7(parent, NULL), 0);
+        cr_assert_eq(read(fds[0], child, sizeof(child)), (ssize_t)sizeof(child));
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(fds[0]);
+        close(fds[1]);
+        cr_assert_str_neq(parent + 14, child + 14, "%s and %s share their random bits", parent,
+                          child);
     }
 }
 
