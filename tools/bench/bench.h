@@ -17,7 +17,7 @@
 #define BENCH_MAX_THREADS  64
 #define BENCH_MAX_SIDES    6
 #define BENCH_MAX_ROUNDS   200
-#define BENCH_MAX_RATIOS   4
+#define BENCH_MAX_RATIOS   8
 #define BENCH_MAX_MEASURES 16
 
 typedef struct bench_worker bench_worker;

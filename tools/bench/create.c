@@ -58,6 +58,20 @@ static const own_stmt floor_op = {
     " ON CONFLICT DO NOTHING",
     3};
 
+/* The floor again, with the record idem keeps (a row of idem.operations: its windows, its
+ * claim token, its CHECK constraint and the expires_at index the sweeper reads): how
+ * much of the distance to the floor is the record, how much the rest. For information;
+ * no target. */
+static const own_stmt floor_idem_op = {
+    "bench_floor_idem_op",
+    "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
+    " state, response, claim_token, expires_at, completed_at, forget_at)"
+    " VALUES ($1, $2, 'bench', 1, decode($3, 'hex'), 'completed',"
+    " convert_to('{\"status\":\"created\"}', 'UTF8'), gen_random_uuid(),"
+    " now() + interval '1 day', now(), now() + interval '2 days')"
+    " ON CONFLICT DO NOTHING",
+    3};
+
 int bench_create_tables(PGconn *pg)
 {
     PGresult *res = PQexec(
@@ -100,7 +114,8 @@ static int unprepared(const PGresult *res)
 static int prepare_own(PGconn *pg)
 {
     return ensure_prepared(pg, &hand_claim) || ensure_prepared(pg, &hand_task) ||
-                   ensure_prepared(pg, &hand_finish) || ensure_prepared(pg, &floor_op)
+                   ensure_prepared(pg, &hand_finish) || ensure_prepared(pg, &floor_op) ||
+                   ensure_prepared(pg, &floor_idem_op)
                ? -1
                : 0;
 }
@@ -280,8 +295,9 @@ static int hand_written(bench_worker *w)
     return with_connection(w, hand_try);
 }
 
-/* The floor: one pipeline, one round trip. 0 done, 1 retry, -1 failure. */
-static int floor_try(PGconn *pg, const own_call *call)
+/* The floor: one pipeline, one round trip, the record written by @op. 0 done, 1 retry,
+ * -1 failure. */
+static int floor_with(PGconn *pg, const own_call *call, const own_stmt *op)
 {
     const char *key[3] = {TENANT, call->op, call->fingerprint};
     const char *task[3] = {TENANT, call->subject, call->op};
@@ -292,7 +308,7 @@ static int floor_try(PGconn *pg, const own_call *call)
     if (PQenterPipelineMode(pg) != 1)
         return -1;
     PQsendQueryParams(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, NULL, 0);
-    PQsendQueryPrepared(pg, floor_op.name, 3, key, NULL, NULL, 0);
+    PQsendQueryPrepared(pg, op->name, 3, key, NULL, NULL, 0);
     PQsendQueryPrepared(pg, hand_task.name, 3, task, NULL, NULL, 0);
     PQsendQueryParams(pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
     PQpipelineSync(pg);
@@ -317,9 +333,24 @@ static int floor_try(PGconn *pg, const own_call *call)
     return rc;
 }
 
+static int floor_try(PGconn *pg, const own_call *call)
+{
+    return floor_with(pg, call, &floor_op);
+}
+
+static int floor_idem_try(PGconn *pg, const own_call *call)
+{
+    return floor_with(pg, call, &floor_idem_op);
+}
+
 static int floor_side(bench_worker *w)
 {
     return with_connection(w, floor_try);
+}
+
+static int floor_idem_side(bench_worker *w)
+{
+    return with_connection(w, floor_idem_try);
 }
 
 /* The effect alone in autocommit, and the response built as the tool would. */
@@ -379,17 +410,19 @@ static void close_ctx(create_ctx *c)
 static int create_at(bench_results *res, const bench_config *cfg, const char *conninfo, int threads)
 {
     create_ctx c = {NULL, NULL, NULL};
-    const bench_side sides[5] = {{"idem callback", idem_callback, &c},
+    const bench_side sides[6] = {{"idem callback", idem_callback, &c},
                                  {"idem declared SQL", idem_declared_side, &c},
                                  {"hand-written", hand_written, &c},
                                  {"floor", floor_side, &c},
-                                 {"bare INSERT (autocommit)", bare_insert, &c}};
-    bench_plan plan = {sides, 5, threads, cfg->duration_s * 2, cfg->round_s, cfg->round_s};
+                                 {"bare INSERT (autocommit)", bare_insert, &c},
+                                 {"floor, idem's record", floor_idem_side, &c}};
+    bench_plan plan = {sides, 6, threads, cfg->duration_s * 2, cfg->round_s, cfg->round_s};
     bench_measure *m = bench_results_add(
         res, "create", threads,
         "new keys, first attempts; hand-written = BEGIN SERIALIZABLE; claim; INSERT; UPDATE;"
         " COMMIT one per round trip; floor = effect + finished record in one pipelined"
-        " transaction; bare = the INSERT alone in autocommit");
+        " transaction; bare = the INSERT alone in autocommit; floor, idem's record = the floor"
+        " writing a row of idem.operations");
     int rc;
 
     if (m == NULL || open_ctx(&c, conninfo, threads, cfg->pool_cap) != 0) {
@@ -403,6 +436,9 @@ static int create_at(bench_results *res, const bench_config *cfg, const char *co
     bench_ratio_throughput(m, 0, 3, "idem callback / floor", 0.75);
     bench_ratio_throughput(m, 1, 3, "idem declared SQL / floor", 0.9);
     bench_ratio_throughput(m, 0, 4, "idem callback / bare INSERT (autocommit)", 0);
+    bench_ratio_throughput(m, 0, 5, "idem callback / floor, idem's record", 0);
+    bench_ratio_throughput(m, 1, 5, "idem declared SQL / floor, idem's record", 0);
+    bench_ratio_throughput(m, 5, 3, "floor, idem's record / floor", 0);
     return rc;
 }
 
