@@ -19,6 +19,7 @@
 #include "exec.h"
 #include "exec_io.h"
 #include "pool_conn.h"
+#include "pool_internal.h"
 
 /* Whether the connection is in a state no one can use. Inside a pipeline libpq reports
  * every connection as busy, so there only the connection itself is judged; the pipeline
@@ -65,6 +66,31 @@ static int session_mismatch(idem_conn *conn, const PGresult *res, const char *wh
                                    : "lacks a statement this connection prepared there");
 }
 
+static int is_text_stmt(const idem_conn *conn, const idem__stmt *stmt)
+{
+    for (size_t i = 0; i < conn->ntexts; i++) {
+        if (&conn->texts[i].stmt == stmt)
+            return 1;
+    }
+    return 0;
+}
+
+/* A kept text statement failed because its plan no longer fits its table, changed since it
+ * was prepared ("cached plan must not change result type"): every connection of the pool
+ * may hold such a statement. The pool's epoch moves on; a connection that kept texts under
+ * an earlier one sends them as text from then on and is closed on release (a fresh one
+ * prepares them anew). */
+static void note_stale_plan(idem_conn *conn, const idem__stmt *stmt, const PGresult *res)
+{
+    const char *where = PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION);
+
+    if (stmt == NULL || !has_sqlstate(res, "0A000") || where == NULL ||
+        strcmp(where, "RevalidateCachedQuery") != 0 || !is_text_stmt(conn, stmt))
+        return;
+    conn->stale_plan = 1;
+    atomic_fetch_add(&conn->pool->text_epoch, 1);
+}
+
 /* Keep a successful result; otherwise record the failure, and mark the connection for
  * discard when it is gone or left in a state no one can use. @stmt: the named statement
  * that ran, or NULL for SQL text. */
@@ -88,6 +114,7 @@ static int take_result_in(PGresult **out, idem_conn *conn, PGresult *res, const 
         return rc;
     }
     rc = idem__error_pg(err, conn->pg, res, "%s", what);
+    note_stale_plan(conn, stmt, res);
     if (rc == IDEM_EUNAVAIL || unusable(conn, in_pipeline))
         conn->discard = 1;
     if (has_sqlstate(res, "26000")) {
@@ -199,25 +226,42 @@ static int remember_prepared(idem_conn *conn, const idem__stmt *stmt, const char
     return 0;
 }
 
-/* The SQL's first characters, on one line, cut at a character boundary: the statement's
- * name in messages, and (with a hash of the whole SQL) on the server. */
+/* The SQL's first characters, on one line and in ASCII (the server takes a statement's
+ * name in the client's encoding, which may not be UTF-8): the statement's name in
+ * messages, and (with a hash of the whole SQL) on the server. */
 static void text_label(char *out, const char *sql)
 {
     size_t n = strnlen(sql, IDEM__TEXT_LABEL_MAX);
 
-    while (n > 0 && n < strlen(sql) && ((unsigned char)sql[n] & 0xC0) == 0x80)
-        n--; /* not in the middle of a UTF-8 sequence */
-    for (size_t i = 0; i < n; i++)
-        out[i] = (unsigned char)sql[i] < 0x20 ? ' ' : sql[i];
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)sql[i];
+
+        out[i] = c >= 0x80 ? '?' : c < 0x20 ? ' ' : (char)c;
+    }
     out[n] = '\0';
+}
+
+int idem__conn_take_stale_plan(idem_conn *conn)
+{
+    int stale = conn->stale_plan;
+
+    conn->stale_plan = 0;
+    return stale;
 }
 
 const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int nparams)
 {
+    unsigned int epoch = atomic_load(&conn->pool->text_epoch);
     idem__text_stmt *t;
 
     if (conn->unnamed || strnlen(sql, IDEM__TEXT_STMT_SQL_MAX + 1) > IDEM__TEXT_STMT_SQL_MAX)
         return NULL;
+    if (conn->ntexts == 0)
+        conn->text_epoch = epoch;
+    if (conn->text_epoch != epoch) {
+        conn->expires_ms = 0; /* closed on release, as at the end of its lifetime */
+        return NULL;
+    }
     for (size_t i = 0; i < conn->ntexts; i++) {
         t = &conn->texts[i];
         if (strcmp(t->sql, sql) == 0)
@@ -238,25 +282,21 @@ const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int npa
     return &t->stmt;
 }
 
-/* A statement of that name already there (42P05) means a session this connection did
- * not set up alone. */
-static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
+/* The reply to preparing @stmt as @name (its result @res, taken): remembered when it
+ * succeeded. A statement of that name already there (42P05) means a session this
+ * connection did not set up alone. */
+static int prepared(idem_conn *conn, const idem__stmt *stmt, const char *name, PGresult *res,
+                    int in_pipeline, idem_error *err)
 {
-    char name[IDEM__PREPARED_NAME_MAX + 1];
-    PGresult *res = NULL, *kept = NULL;
+    PGresult *kept = NULL;
     int rc;
 
-    server_name(name, sizeof(name), stmt);
-    idem__exec_trace_add(0);
-    rc = idem__exec_reply(&res, conn, PQsendPrepare(conn->pg, name, stmt->sql, stmt->nparams, NULL),
-                          stmt->name, err);
-    if (rc == 0 && has_sqlstate(res, "42P05")) {
+    if (has_sqlstate(res, "42P05")) {
         rc = session_mismatch(conn, res, stmt->name, err);
         PQclear(res);
         return rc;
     }
-    if (rc == 0)
-        rc = take_result(&kept, conn, res, stmt->name, NULL, err);
+    rc = take_result_in(&kept, conn, res, stmt->name, NULL, in_pipeline, err);
     if (rc == 0) {
         PQclear(kept);
         rc = remember_prepared(conn, stmt, name, err);
@@ -264,6 +304,22 @@ static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
     if (rc < 0)
         idem__error_context(err, "prepare");
     return rc;
+}
+
+/* Prepare @stmt in a round trip of its own. */
+static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
+{
+    char name[IDEM__PREPARED_NAME_MAX + 1];
+    PGresult *res = NULL;
+    int rc;
+
+    server_name(name, sizeof(name), stmt);
+    idem__exec_trace_add(0);
+    rc = idem__exec_reply(&res, conn, PQsendPrepare(conn->pg, name, stmt->sql, stmt->nparams, NULL),
+                          stmt->name, err);
+    if (rc < 0)
+        return idem__error_context(err, "prepare"), rc;
+    return prepared(conn, stmt, name, res, 0, err);
 }
 
 /* Send a named statement: by its prepared name, or behind a transaction pooler as an
@@ -307,11 +363,6 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
     return rc;
 }
 
-int idem__conn_prepared(const idem_conn *conn, const idem__stmt *stmt)
-{
-    return !conn->unnamed && prepared_name(conn, stmt) != NULL;
-}
-
 int idem__conn_failed(const idem_conn *conn)
 {
     return conn == NULL || conn->discard || PQstatus(conn->pg) != CONNECTION_OK;
@@ -350,15 +401,58 @@ static int pipe_take(PGresult **res, idem_conn *conn, const char *what, idem_err
     return rc;
 }
 
+/* The statements of a pipeline that this connection has not prepared yet: each is
+ * prepared in the pipeline, in front of its first use, so that preparing it costs no
+ * round trip of its own and happens where it runs (inside the transaction, after what
+ * comes before it: a statement that cannot be prepared fails there, and aborts the
+ * transaction as its execution would). names[i] is set for those commands, "" else. */
+typedef char idem__pipe_name[IDEM__PREPARED_NAME_MAX + 1];
+
+static idem__pipe_name *names_to_prepare(const idem_conn *conn, const idem__pipe_cmd *cmds,
+                                         size_t n, int *failed)
+{
+    idem__pipe_name *names = NULL;
+
+    *failed = 0;
+    for (size_t i = 0; i < n && !conn->unnamed; i++) {
+        const idem__stmt *stmt = cmds[i].stmt;
+        int earlier = 0;
+
+        if (stmt == NULL || prepared_name(conn, stmt) != NULL)
+            continue;
+        for (size_t j = 0; j < i && !earlier; j++)
+            earlier = cmds[j].stmt == stmt;
+        if (earlier)
+            continue;
+        if (names == NULL && (names = calloc(n, sizeof(*names))) == NULL) {
+            *failed = 1;
+            return NULL;
+        }
+        server_name(names[i], sizeof(names[i]), stmt);
+    }
+    return names;
+}
+
 /* Collect the results up to and including the Sync. Returns 0 or the first failure; a
  * deadline or a connection lost on the way is not tied to one command. */
-static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
-                        idem_error *err)
+static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, idem__pipe_name *names,
+                        size_t *failed_at, idem_error *err)
 {
     int rc = 0, io;
     PGresult *res;
 
     for (size_t i = 0; i < n; i++) {
+        /* The reply to its Parse first, when it was prepared in the pipeline. */
+        if (names != NULL && names[i][0] != '\0') {
+            if ((io = pipe_take(&res, conn, cmds[i].stmt->name, err)) != 0) {
+                *failed_at = n;
+                return io;
+            }
+            if (rc != 0 || PQresultStatus(res) == PGRES_PIPELINE_ABORTED)
+                PQclear(res); /* never carried out: not prepared */
+            else if ((rc = prepared(conn, cmds[i].stmt, names[i], res, 1, err)) != 0)
+                *failed_at = i;
+        }
         if ((io = pipe_take(&res, conn, idem__exec_cmd_name(&cmds[i]), err)) != 0) {
             *failed_at = n;
             return io;
@@ -388,30 +482,49 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
     return rc;
 }
 
-/* Send the commands, already prepared, and collect their results. */
+/* Send one command, preparing it first (in the pipeline) when @name is set. */
+static int pipe_send_named(idem_conn *conn, const idem__pipe_cmd *cmd, const char *name)
+{
+    if (name == NULL || name[0] == '\0')
+        return pipe_send(conn, cmd);
+    if (PQsendPrepare(conn->pg, name, cmd->stmt->sql, cmd->stmt->nparams, NULL) != 1)
+        return 0;
+    return PQsendQueryPrepared(conn->pg, name, cmd->stmt->nparams, cmd->values, cmd->lengths,
+                               cmd->formats, cmd->result_format);
+}
+
+/* Send the commands, preparing in the pipeline those this connection has not prepared
+ * yet, and collect their results. */
 static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                     idem_error *err)
 {
-    int rc = 0, fault = idem__exec_fault_for(cmds, n);
+    int rc = 0, fault = idem__exec_fault_for(cmds, n), nomem;
+    idem__pipe_name *names = names_to_prepare(conn, cmds, n, &nomem);
 
+    if (nomem)
+        return idem__error_set(err, IDEM_ENOMEM, "out of memory sending a pipeline");
     if (fault == IDEM__FAULT_DROP_BEFORE_SEND)
         idem__exec_drop_socket(conn);
     idem__exec_trace_add(n);
-    if (PQenterPipelineMode(conn->pg) != 1)
+    if (PQenterPipelineMode(conn->pg) != 1) {
+        free(names);
         return idem__error_pg(err, conn->pg, NULL, "pipeline");
+    }
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (pipe_send(conn, &cmds[i]) != 1)
+        if (pipe_send_named(conn, &cmds[i], names != NULL ? names[i] : NULL) != 1)
             rc = idem__error_pg(err, conn->pg, NULL, "pipeline send");
     }
     if (rc == 0 && PQpipelineSync(conn->pg) != 1)
         rc = idem__error_pg(err, conn->pg, NULL, "pipeline sync");
     if (rc != 0) {
         conn->discard = 1;
+        free(names);
         return rc;
     }
     if (fault == IDEM__FAULT_DROP_AFTER_SEND)
         idem__exec_drop_socket(conn);
-    rc = pipe_collect(conn, cmds, n, failed_at, err);
+    rc = pipe_collect(conn, cmds, n, names, failed_at, err);
+    free(names);
     if (PQexitPipelineMode(conn->pg) != 1 || unusable(conn, 0))
         conn->discard = 1;
     /* Whatever arrived before the socket died, the caller learns nothing: a reply that
@@ -473,11 +586,6 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
         cmds[i].result = NULL;
     slot = timeout_slot(conn, cmds, n);
     idem__exec_io_start(conn);
-    for (size_t i = 0; i < n && rc == 0 && !conn->unnamed; i++) {
-        if (cmds[i].stmt != NULL && prepared_name(conn, cmds[i].stmt) == NULL &&
-            (rc = prepare(conn, cmds[i].stmt, err)) < 0)
-            *failed_at = i; /* a statement that cannot be prepared fails there */
-    }
     if (rc == 0 && slot >= 0)
         rc = pipe_run_with_timeout(conn, cmds, n, (size_t)slot, failed_at, err);
     else if (rc == 0)

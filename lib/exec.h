@@ -64,14 +64,18 @@ int idem__conn_exec_params(PGresult **out, idem_conn *conn, const char *sql, int
 /* The statement this connection keeps for a caller's SQL text with @nparams text
  * parameters (an effect's statement), so that the text is parsed and planned once per
  * connection instead of on every call; prepared on first use like idem's own statements
- * (a PREPARE round trip, once). NULL when it goes as text instead: behind a transaction
+ * (in the pipeline that first runs it, or in a round trip of its own before a single
+ * statement). NULL when it goes as text instead: behind a transaction
  * pooler, for SQL longer than IDEM__TEXT_STMT_SQL_MAX, once IDEM__TEXT_STMTS_MAX texts are
  * kept, when the same text came with another parameter count, or out of memory. The
  * statement belongs to the connection: use it only on @conn. */
 const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int nparams);
 
-/* Whether @stmt is prepared on this connection's server session already. */
-int idem__conn_prepared(const idem_conn *conn, const idem__stmt *stmt);
+/* Whether the last statement on this connection failed because it was a kept text
+ * (idem__conn_text_stmt()) whose plan no longer fits its table, changed since it was
+ * prepared; asking clears it. The pool then keeps texts anew on fresh connections, and
+ * this one sends them as text until it is closed on release. */
+int idem__conn_take_stale_plan(idem_conn *conn);
 
 /* One command of a pipeline: a named statement (prepared first if this connection has
  * not seen it), or with stmt NULL the SQL text `sql` with `nparams` text parameters. */
@@ -87,9 +91,11 @@ typedef struct idem__pipe_cmd {
 } idem__pipe_cmd;
 
 /* Send every command in one pipeline closed by one Sync, so that they cost one round trip,
- * and collect their results. Returns 0 when all succeeded. Otherwise the failing command's
- * index goes to *failed_at (n when the failure is not tied to one command, such as a lost
- * connection) and err has its SQLSTATE and message; commands before it keep their
+ * and collect their results. A named statement this connection has not prepared yet is
+ * prepared in the pipeline, in front of its first command (no round trip of its own): one
+ * that cannot be prepared fails at that command. Returns 0 when all succeeded. Otherwise the
+ * failing command's index goes to *failed_at (n when the failure is not tied to one command, such
+ * as a lost connection) and err has its SQLSTATE and message; commands before it keep their
  * results, those after it were skipped by the server. Same discard rules as
  * idem__conn_exec(). */
 int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
@@ -108,8 +114,8 @@ void idem__fault_inject(const char *match, enum idem__fault_point point, unsigne
 /* Remove every fault not yet taken. */
 void idem__fault_reset(void);
 /* What the calling thread sent since it last asked (or started): round trips (a pipeline, a
- * single statement, a PREPARE, each waited on before the next) and the statements they
- * carried (a PREPARE carries none). Both counters restart at 0. */
+ * single statement, a PREPARE in a round trip of its own, each waited on before the next)
+ * and the statements they carried (a PREPARE carries none). Both counters restart at 0. */
 void idem__exec_trace_take(unsigned long *round_trips, unsigned long *statements);
 #endif
 

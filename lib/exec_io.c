@@ -114,6 +114,7 @@ void idem__exec_io_start(idem_conn *conn)
     long long now = (long long)idem__now_ms();
     long long deadline = (long long)conn->deadline_ms;
 
+    conn->stale_plan = 0;
     conn->wait_until_ms = conn->deadline_ms == 0               ? LLONG_MAX
                           : deadline > now + IDEM__MIN_WAIT_MS ? deadline
                                                                : now + IDEM__MIN_WAIT_MS;

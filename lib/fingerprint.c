@@ -1,6 +1,7 @@
 /* The request fingerprint: SHA-256 over the RFC 8785 bytes of
  * {"arguments": <arguments>, "tool": <tool>, "version": <payload version>}. */
 #include <openssl/evp.h>
+#include <openssl/opensslv.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,9 +67,10 @@ static int check_call(const idem_fingerprint *out, const char *tool, int payload
     return rc;
 }
 
-/* SHA-256, fetched from libcrypto's providers once: given EVP_sha256(), each digest would
- * look the algorithm up again (a third of a short request's fingerprint). NULL if the
- * fetch failed; EVP_sha256() serves then. */
+/* SHA-256, fetched from libcrypto's providers once (OpenSSL 3): given EVP_sha256(), each
+ * digest would look the algorithm up again (a third of a short request's fingerprint).
+ * NULL if the fetch failed; EVP_sha256() serves then, as it does with OpenSSL 1.1. */
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
 static EVP_MD *sha256_fetched;
 static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
 
@@ -82,6 +84,12 @@ static const EVP_MD *sha256(void)
     pthread_once(&sha256_once, fetch_sha256);
     return sha256_fetched != NULL ? sha256_fetched : EVP_sha256();
 }
+#else
+static const EVP_MD *sha256(void)
+{
+    return EVP_sha256();
+}
+#endif
 
 int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
                              const json_t *arguments, idem_error *err)

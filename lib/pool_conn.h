@@ -40,6 +40,8 @@ struct idem_conn {
     size_t prepared_cap;
     idem__text_stmt *texts; /* IDEM__TEXT_STMTS_MAX of them, allocated on first use */
     size_t ntexts;
+    unsigned int text_epoch;   /* the pool's text_epoch its texts were kept under */
+    int stale_plan;            /* the last failure: a kept text's plan no longer fits */
     int unnamed;               /* behind a transaction pooler: nothing is prepared by name */
     const char *local_timeout; /* statement_timeout to set inside each transaction (the
                                   pool's text, in ms), or NULL (exec.c) */

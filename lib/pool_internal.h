@@ -4,6 +4,7 @@
 #define IDEM_LIB_POOL_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "pool_conn.h"
 
@@ -31,6 +32,8 @@ struct idem_pool {
     /* Set at creation (with IDEM_POOLER_AUTO, once the first connection is open), then
      * read without the lock; every connection takes them when it opens. */
     int unnamed;            /* statements unnamed: a transaction pooler in between */
+    atomic_uint text_epoch; /* bumped when a kept caller's statement was found planned for
+                               a table that has changed since (exec.c) */
     char local_timeout[16]; /* statement_timeout_ms set per transaction, or "" */
     /* Below: under lock. Invariant: waiters queue only when no connection is idle and
      * every slot is taken, so a release always serves the queue first. */

@@ -116,7 +116,6 @@ struct idem_tx {
     int ended;        /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
     int decided;      /* a record the claim found decided the call (c->out is set) */
     int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
-    int kept;         /* the last statement was one the connection kept from an earlier call */
     int stale_plan;   /* a kept statement's plan no longer fit its table: try again */
     char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
 };

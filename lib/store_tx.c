@@ -25,7 +25,6 @@ static idem__pipe_cmd effect_cmd(idem_tx *tx, const char *sql, int nparams,
 {
     const idem__stmt *stmt = idem__conn_text_stmt(tx->conn, sql, nparams);
 
-    tx->kept = stmt != NULL && idem__conn_prepared(tx->conn, stmt);
     if (stmt != NULL)
         return (idem__pipe_cmd){stmt, NULL, 0, values, NULL, NULL, 0, NULL};
     return (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL};
@@ -35,18 +34,15 @@ static idem__pipe_cmd effect_cmd(idem_tx *tx, const char *sql, int nparams,
  * server session that lost the statement this connection kept there, or holds one of its
  * name (exec.c: a transaction pooler in between) fails the call as setting up would. A
  * statement kept from an earlier call whose plan no longer fits its table, changed
- * meanwhile ("cached plan must not change result type", 0A000): the connection goes, and
- * the call tries once more on another, where the statement is prepared afresh
- * (store_write.c). */
+ * meanwhile ("cached plan must not change result type"): the call tries once more, with
+ * the statement sent afresh (store_write.c, exec.h). */
 static void note_failure(idem_tx *tx, int rc, const idem_error *local)
 {
     snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local->sqlstate);
     if (strcmp(local->field, "pooler") == 0)
         tx->setup_rc = rc;
-    if (tx->kept && strcmp(local->sqlstate, "0A000") == 0) {
+    if (idem__conn_take_stale_plan(tx->conn))
         tx->stale_plan = 1;
-        idem_conn_discard(tx->conn);
-    }
 }
 
 /* The effect's first statement travels with BEGIN and the claim: one round trip. */

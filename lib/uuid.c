@@ -1,4 +1,5 @@
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,10 +25,25 @@ static _Thread_local struct {
     pid_t pid;
 } random_batch;
 
+/* In a child made by fork(), the forking thread (its only one) drops what its batch had
+ * left; the process ID check covers a fork that skipped the handlers (a raw clone). */
+static void forget_batch(void)
+{
+    memset(&random_batch, 0, sizeof(random_batch));
+}
+
+static pthread_once_t fork_hook_once = PTHREAD_ONCE_INIT;
+
+static void add_fork_hook(void)
+{
+    (void)pthread_atfork(NULL, NULL, forget_batch);
+}
+
 static int random_bytes(unsigned char *out, size_t n)
 {
     pid_t pid = getpid();
 
+    pthread_once(&fork_hook_once, add_fork_hook);
     if (random_batch.left < n || random_batch.pid != pid) {
         if (RAND_bytes(random_batch.bytes, RANDOM_BATCH) != 1)
             return -1;

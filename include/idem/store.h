@@ -172,9 +172,11 @@ typedef struct idem_tx idem_tx;
  * round trip with the store's BEGIN and its claim of the key. The pooled connection keeps
  * the statement prepared (by a name that carries a hash of @sql), so that the same SQL is
  * parsed and planned once per connection, not on every call; behind a transaction-mode
- * pooler (::IDEM_POOLER_TRANSACTION) it goes unnamed instead. A kept statement whose table
- * has changed its columns since (PostgreSQL: "cached plan must not change result type")
- * makes the call start over once on another connection.
+ * pooler (::IDEM_POOLER_TRANSACTION) it goes unnamed instead. It is prepared where it
+ * runs, inside the transaction: one that cannot be prepared fails like one that cannot
+ * run, and aborts the transaction. A kept statement whose table has changed its columns
+ * since (PostgreSQL: "cached plan must not change result type") makes the call start
+ * over once, the statement sent afresh; the pool's connections then prepare it anew.
  * @param out  on success the result; caller PQclear()s it. Untouched on failure.
  * @return 0, IDEM_EDB (err has the SQLSTATE; the transaction is now aborted: return the
  *         code from the effect), IDEM_EUNAVAIL (connection lost), IDEM_EBUSY (another call

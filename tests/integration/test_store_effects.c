@@ -345,8 +345,8 @@ Test(store_effects, an_effects_statement_is_prepared_once_per_connection)
 }
 
 /* The table changes under a kept statement whose result follows it: PostgreSQL refuses
- * the old plan (0A000, cached plan must not change result type). The call starts over on
- * another connection and succeeds there; the effect commits once. */
+ * the old plan (0A000, cached plan must not change result type). The call starts over,
+ * the statement sent afresh, and succeeds; the effect commits once. */
 Test(store_effects, a_kept_statement_whose_table_changed_is_planned_again_and_the_call_succeeds)
 {
     effect_counter cnt = {0};
@@ -373,4 +373,109 @@ Test(store_effects, a_kept_statement_whose_table_changed_is_planned_again_and_th
                       "SELECT count(*) FROM idem_example.effect_notes WHERE op = 'op-after'"),
         1);
     cr_assert_eq(storetest_operations(), 2);
+}
+
+static void call_noting(const char *op, unsigned int attempts)
+{
+    effect_counter cnt = {0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", op, "{}");
+
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, returning_all_effect, &cnt, &err), 0,
+                 "%s: %s", op, err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    if (attempts > 0 && !pgtest_through_pgbouncer())
+        cr_assert_eq(out.attempts, attempts, "%s: %u attempts", op, out.attempts);
+    idem_outcome_clear(&out);
+}
+
+/* Every connection of the pool kept the statement before its table changed: each call
+ * still succeeds. The first to meet the old plan starts over once; the other connection
+ * sends its statement as text from then on (no second failure), and fresh connections
+ * prepare it anew. */
+Test(store_effects, a_table_that_changed_under_every_connections_kept_statement_fails_no_call)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *held = NULL;
+
+    notes_table();
+    storetest_open(NULL, 2);
+    /* One call on each of the two connections. */
+    cr_assert_eq(idem_pool_acquire(&held, fx.pool, &err), 0, "%s", err.message);
+    call_noting("op-kept-a", 1);
+    idem_pool_release(held);
+    call_noting("op-kept-b", 1);
+    PQclear(pgtest_exec(fx.check, "ALTER TABLE idem_example.effect_notes ADD COLUMN note text"));
+    call_noting("op-changed-1", 2);
+    call_noting("op-changed-2", 1);
+    call_noting("op-changed-3", 1);
+    call_noting("op-changed-4", 1);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.effect_notes"), 6);
+    cr_assert_eq(storetest_operations(), 6);
+}
+
+/* Writes through a statement that cannot be prepared (its table does not exist), ignores
+ * the failure, then writes through a good one. */
+static int careless_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                           idem_error *err)
+{
+    const char *values[1] = {idem_tx_operation_id(tx)};
+    PGresult *res = NULL;
+    int rc;
+
+    if (idem_tx_exec(&res, tx, "INSERT INTO idem_example.no_such_table (op) VALUES ($1)", 1, values,
+                     err) == 0)
+        PQclear(res);
+    rc = idem_tx_exec(&res, tx, "INSERT INTO idem_example.effect_notes (op) VALUES ($1)", 1, values,
+                      err);
+    if (rc != 0)
+        return rc;
+    PQclear(res);
+    *response = json_pack("{s:s}", "status", "noted");
+    return IDEM_EFFECT_OK;
+}
+
+/* A first statement that cannot be prepared fails inside the transaction, after the claim:
+ * the transaction is aborted, so the effect's next statement fails too and nothing
+ * commits. */
+Test(store_effects, a_first_statement_that_cannot_be_prepared_leaves_nothing_committed)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-careless", "{}");
+
+    notes_table();
+    storetest_open(NULL, 1);
+    req.attempt = 1;
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, careless_effect, NULL, &err),
+                 IDEM_EEFFECT, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_str_eq(err.sqlstate, "25P02", "%s: %s", err.sqlstate, err.message);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.effect_notes"), 0);
+    cr_assert_eq(storetest_operations(), 0);
+    idem_outcome_clear(&out);
+}
+
+/* A first attempt whose key has a record replays it, even when the effect's statement no
+ * longer prepares (a table renamed since): the claim answers before the statement is
+ * prepared. */
+Test(store_effects, a_first_attempt_replays_even_when_the_effects_statement_no_longer_prepares)
+{
+    effect_counter cnt = {0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-renamed", "{}");
+
+    notes_table();
+    storetest_open(NULL, 1);
+    req.attempt = 1;
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, returning_all_effect, &cnt, &err), 0,
+                 "%s", err.message);
+    idem_outcome_clear(&out);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, careless_effect, NULL, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_str_eq(out.receipt, "{\"columns\":2,\"status\":\"noted\"}");
+    idem_outcome_clear(&out);
 }
