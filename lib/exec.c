@@ -87,8 +87,11 @@ static void note_stale_plan(idem_conn *conn, const idem__stmt *stmt, const PGres
     if (stmt == NULL || !has_sqlstate(res, "0A000") || where == NULL ||
         strcmp(where, "RevalidateCachedQuery") != 0 || !is_text_stmt(conn, stmt))
         return;
+    unsigned int epoch = conn->text_epoch;
+
     conn->stale_plan = 1;
-    atomic_fetch_add(&conn->pool->text_epoch, 1);
+    /* Once for all the connections that meet it: a bump another made first is enough. */
+    atomic_compare_exchange_strong(&conn->pool->text_epoch, &epoch, epoch + 1);
 }
 
 /* Keep a successful result; otherwise record the failure, and mark the connection for
@@ -405,37 +408,66 @@ static int pipe_take(PGresult **res, idem_conn *conn, const char *what, idem_err
  * prepared in the pipeline, in front of its first use, so that preparing it costs no
  * round trip of its own and happens where it runs (inside the transaction, after what
  * comes before it: a statement that cannot be prepared fails there, and aborts the
- * transaction as its execution would). names[i] is set for those commands, "" else. */
-typedef char idem__pipe_name[IDEM__PREPARED_NAME_MAX + 1];
+ * transaction as its execution would). For such commands name is the statement's name
+ * on the server (a later use of the same statement in the pipeline takes it too, without
+ * a Parse of its own); "" for the others. */
+typedef struct pipe_prep {
+    char name[IDEM__PREPARED_NAME_MAX + 1];
+    int parse; /* the Parse is sent in front of this command */
+} pipe_prep;
 
-static idem__pipe_name *names_to_prepare(const idem_conn *conn, const idem__pipe_cmd *cmds,
-                                         size_t n, int *failed)
+static pipe_prep *pipe_preps(const idem_conn *conn, const idem__pipe_cmd *cmds, size_t n,
+                             int *failed)
 {
-    idem__pipe_name *names = NULL;
+    pipe_prep *preps = NULL;
 
     *failed = 0;
     for (size_t i = 0; i < n && !conn->unnamed; i++) {
         const idem__stmt *stmt = cmds[i].stmt;
-        int earlier = 0;
+        size_t first = i;
 
         if (stmt == NULL || prepared_name(conn, stmt) != NULL)
             continue;
-        for (size_t j = 0; j < i && !earlier; j++)
-            earlier = cmds[j].stmt == stmt;
-        if (earlier)
-            continue;
-        if (names == NULL && (names = calloc(n, sizeof(*names))) == NULL) {
+        for (size_t j = 0; j < i && first == i; j++)
+            first = cmds[j].stmt == stmt ? j : i;
+        if (preps == NULL && (preps = calloc(n, sizeof(*preps))) == NULL) {
             *failed = 1;
             return NULL;
         }
-        server_name(names[i], sizeof(names[i]), stmt);
+        server_name(preps[i].name, sizeof(preps[i].name), stmt);
+        preps[i].parse = first == i;
     }
-    return names;
+    return preps;
+}
+
+/* The reply to the Parse in front of cmds[i]: the statement is remembered when the server
+ * kept it, whatever failed before; a failure of its own is the pipeline's when none came
+ * first. Returns the pipeline's failure so far; *io: the reply never came. */
+static int pipe_take_parse(idem_conn *conn, const idem__pipe_cmd *cmd, const pipe_prep *prep,
+                           int rc, int *io, idem_error *err)
+{
+    PGresult *res;
+
+    if ((*io = pipe_take(&res, conn, cmd->stmt->name, err)) != 0)
+        return rc;
+    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        if (remember_prepared(conn, cmd->stmt, prep->name, rc == 0 ? err : NULL) != 0) {
+            conn->discard = 1; /* the session holds a statement it does not know of */
+            return rc == 0 ? IDEM_ENOMEM : rc;
+        }
+        return rc;
+    }
+    if (rc != 0 || PQresultStatus(res) == PGRES_PIPELINE_ABORTED) {
+        PQclear(res); /* never carried out: not prepared */
+        return rc;
+    }
+    return prepared(conn, cmd->stmt, prep->name, res, 1, err);
 }
 
 /* Collect the results up to and including the Sync. Returns 0 or the first failure; a
  * deadline or a connection lost on the way is not tied to one command. */
-static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, idem__pipe_name *names,
+static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, const pipe_prep *preps,
                         size_t *failed_at, idem_error *err)
 {
     int rc = 0, io;
@@ -443,15 +475,20 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, idem__p
 
     for (size_t i = 0; i < n; i++) {
         /* The reply to its Parse first, when it was prepared in the pipeline. */
-        if (names != NULL && names[i][0] != '\0') {
-            if ((io = pipe_take(&res, conn, cmds[i].stmt->name, err)) != 0) {
+        if (preps != NULL && preps[i].parse) {
+            int was = rc;
+
+            rc = pipe_take_parse(conn, &cmds[i], &preps[i], rc, &io, err);
+            if (io != 0) {
                 *failed_at = n;
                 return io;
             }
-            if (rc != 0 || PQresultStatus(res) == PGRES_PIPELINE_ABORTED)
-                PQclear(res); /* never carried out: not prepared */
-            else if ((rc = prepared(conn, cmds[i].stmt, names[i], res, 1, err)) != 0)
+            if (rc != 0 && was == 0)
                 *failed_at = i;
+            if (PQstatus(conn->pg) != CONNECTION_OK) {
+                *failed_at = n;
+                return rc != 0 ? rc : idem__error_pg(err, conn->pg, NULL, "pipeline");
+            }
         }
         if ((io = pipe_take(&res, conn, idem__exec_cmd_name(&cmds[i]), err)) != 0) {
             *failed_at = n;
@@ -482,14 +519,15 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, idem__p
     return rc;
 }
 
-/* Send one command, preparing it first (in the pipeline) when @name is set. */
-static int pipe_send_named(idem_conn *conn, const idem__pipe_cmd *cmd, const char *name)
+/* Send one command, preparing it first (in the pipeline) as @prep says. */
+static int pipe_send_prepared(idem_conn *conn, const idem__pipe_cmd *cmd, const pipe_prep *prep)
 {
-    if (name == NULL || name[0] == '\0')
+    if (prep == NULL || prep->name[0] == '\0')
         return pipe_send(conn, cmd);
-    if (PQsendPrepare(conn->pg, name, cmd->stmt->sql, cmd->stmt->nparams, NULL) != 1)
+    if (prep->parse &&
+        PQsendPrepare(conn->pg, prep->name, cmd->stmt->sql, cmd->stmt->nparams, NULL) != 1)
         return 0;
-    return PQsendQueryPrepared(conn->pg, name, cmd->stmt->nparams, cmd->values, cmd->lengths,
+    return PQsendQueryPrepared(conn->pg, prep->name, cmd->stmt->nparams, cmd->values, cmd->lengths,
                                cmd->formats, cmd->result_format);
 }
 
@@ -499,7 +537,7 @@ static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *fai
                     idem_error *err)
 {
     int rc = 0, fault = idem__exec_fault_for(cmds, n), nomem;
-    idem__pipe_name *names = names_to_prepare(conn, cmds, n, &nomem);
+    pipe_prep *preps = pipe_preps(conn, cmds, n, &nomem);
 
     if (nomem)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory sending a pipeline");
@@ -507,24 +545,24 @@ static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *fai
         idem__exec_drop_socket(conn);
     idem__exec_trace_add(n);
     if (PQenterPipelineMode(conn->pg) != 1) {
-        free(names);
+        free(preps);
         return idem__error_pg(err, conn->pg, NULL, "pipeline");
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (pipe_send_named(conn, &cmds[i], names != NULL ? names[i] : NULL) != 1)
+        if (pipe_send_prepared(conn, &cmds[i], preps != NULL ? &preps[i] : NULL) != 1)
             rc = idem__error_pg(err, conn->pg, NULL, "pipeline send");
     }
     if (rc == 0 && PQpipelineSync(conn->pg) != 1)
         rc = idem__error_pg(err, conn->pg, NULL, "pipeline sync");
     if (rc != 0) {
         conn->discard = 1;
-        free(names);
+        free(preps);
         return rc;
     }
     if (fault == IDEM__FAULT_DROP_AFTER_SEND)
         idem__exec_drop_socket(conn);
-    rc = pipe_collect(conn, cmds, n, names, failed_at, err);
-    free(names);
+    rc = pipe_collect(conn, cmds, n, preps, failed_at, err);
+    free(preps);
     if (PQexitPipelineMode(conn->pg) != 1 || unusable(conn, 0))
         conn->discard = 1;
     /* Whatever arrived before the socket died, the caller learns nothing: a reply that

@@ -244,13 +244,13 @@ static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, i
     if (idem__sqlstate_is_retryable(tx->sqlstate))
         return STEP_BACKOFF;
     /* The effect's statement was kept by the connection, planned for its table as it was
-     * then: once per call, start over on another connection, where it is planned afresh.
-     * A second 0A000 is the statement's own. */
+     * then: once per call, start over; the connection now sends its statements as text
+     * (exec.h, idem__conn_take_stale_plan()). A second failure is the statement's own. */
     if (tx->stale_plan && !c->replanned) {
         c->replanned = 1;
         idem__log(c->store->opts.log, c->store->opts.log_ctx, IDEM_LOG_WARNING,
                   "the effect's statement was planned for a table that has changed since; "
-                  "%s/%s starts over on another connection",
+                  "%s/%s starts over, the statement sent afresh",
                   c->req->tenant, c->req->operation_id);
         return STEP_AGAIN;
     }

@@ -153,3 +153,70 @@ Test(pool_prepared, connection_whose_statements_were_deallocated_is_replaced)
     cr_assert_eq(sum, 42);
     idem_pool_release(conn);
 }
+
+static const idem__stmt stmt_bad = {"idem_pooltest_bad", "SELECT $1::int + FROM", 1};
+
+/* In a pipeline a statement not yet prepared is prepared in front of its first use, and a
+ * second use of it in the same pipeline goes by the same name; the connection remembers
+ * it, so the next pipeline prepares nothing. */
+Test(pool_prepared, a_statement_used_twice_in_its_first_pipeline_is_prepared_once)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    const char *values[1] = {"41"};
+    size_t failed_at = 0;
+
+    o.max_size = 1;
+    idem_pool *pool = pooltest_open(&o);
+    idem_conn *conn = pooltest_acquire(pool);
+    for (int round = 0; round < 2; round++) {
+        idem__pipe_cmd cmds[3] = {
+            {&stmt_add, NULL, 0, values, NULL, NULL, 0, NULL},
+            {NULL, "SELECT 7", 0, NULL, NULL, NULL, 0, NULL},
+            {&stmt_add, NULL, 0, values, NULL, NULL, 0, NULL},
+        };
+
+        cr_assert_eq(idem__conn_pipeline(conn, cmds, 3, &failed_at, &err), 0, "round %d: %s", round,
+                     err.message);
+        cr_assert_str_eq(PQgetvalue(cmds[0].result, 0, 0), "42");
+        cr_assert_str_eq(PQgetvalue(cmds[2].result, 0, 0), "42");
+        for (int i = 0; i < 3; i++)
+            PQclear(cmds[i].result);
+        cr_assert_eq(prepared_here(conn), 1);
+    }
+    idem_pool_release(conn);
+}
+
+/* A statement that cannot be prepared fails at its place in the pipeline: what came
+ * before it ran, the rest did not, and it is not remembered (the next use tries again). */
+Test(pool_prepared, a_statement_that_cannot_be_prepared_fails_at_its_place_in_the_pipeline)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    const char *values[1] = {"41"};
+    size_t failed_at = 0;
+
+    o.max_size = 1;
+    idem_pool *pool = pooltest_open(&o);
+    idem_conn *conn = pooltest_acquire(pool);
+    for (int round = 0; round < 2; round++) {
+        idem__pipe_cmd cmds[3] = {
+            {&stmt_add, NULL, 0, values, NULL, NULL, 0, NULL},
+            {&stmt_bad, NULL, 0, values, NULL, NULL, 0, NULL},
+            {NULL, "SELECT 7", 0, NULL, NULL, NULL, 0, NULL},
+        };
+
+        cr_assert_neq(idem__conn_pipeline(conn, cmds, 3, &failed_at, &err), 0);
+        cr_assert_eq(failed_at, 1, "round %d: failed at %zu", round, failed_at);
+        cr_assert_str_eq(err.sqlstate, "42601", "%s", err.message);
+        cr_assert(strstr(err.message, "idem_pooltest_bad") != NULL, "%s", err.message);
+        cr_assert_not_null(cmds[0].result);
+        cr_assert_null(cmds[2].result);
+        for (int i = 0; i < 3; i++)
+            PQclear(cmds[i].result);
+        cr_assert_eq(prepared_here(conn), 1);
+        idem_error_clear(&err);
+    }
+    cr_assert_eq(PQtransactionStatus(idem_conn_pg(conn)), PQTRANS_IDLE);
+    idem_pool_release(conn);
+}
