@@ -147,3 +147,19 @@ Test(round_trips, a_first_attempt_on_a_key_that_exists_replays_from_the_claim)
     expect(counted(CALLBACK, "rt-first", 1, IDEM_STATUS_REPLAYED), 2, 4, "first-attempt replay");
     cr_assert_eq(storetest_tasks(), 2, "the void attempt's INSERT was rolled back");
 }
+
+Test(round_trips, a_new_key_on_a_fresh_connection_costs_no_more_round_trips)
+{
+    sent s;
+
+    /* Nothing is prepared on the pool's connection yet: the claim, the effect's INSERT and
+     * the finishing UPDATE are prepared inside the pipelines that first run them. */
+    idem__exec_trace_take(&s.round_trips, &s.statements);
+    cr_assert_eq(call(CALLBACK, "rt-fresh", 1), IDEM_STATUS_CREATED);
+    idem__exec_trace_take(&s.round_trips, &s.statements);
+    expect(s, 2, 5, "callback create on a fresh connection");
+    idem__exec_trace_take(&s.round_trips, &s.statements);
+    cr_assert_eq(call(DECLARED, "rt-fresh-declared", 1), IDEM_STATUS_CREATED);
+    idem__exec_trace_take(&s.round_trips, &s.statements);
+    expect(s, 1, 4, "declared create on a fresh connection");
+}
