@@ -83,12 +83,11 @@ static int is_text_stmt(const idem_conn *conn, const idem__stmt *stmt)
 static void note_stale_plan(idem_conn *conn, const idem__stmt *stmt, const PGresult *res)
 {
     const char *where = PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION);
+    unsigned int epoch = conn->text_epoch;
 
     if (stmt == NULL || !has_sqlstate(res, "0A000") || where == NULL ||
         strcmp(where, "RevalidateCachedQuery") != 0 || !is_text_stmt(conn, stmt))
         return;
-    unsigned int epoch = conn->text_epoch;
-
     conn->stale_plan = 1;
     /* Once for all the connections that meet it: a bump another made first is enough. */
     atomic_compare_exchange_strong(&conn->pool->text_epoch, &epoch, epoch + 1);
@@ -309,22 +308,6 @@ static int prepared(idem_conn *conn, const idem__stmt *stmt, const char *name, P
     return rc;
 }
 
-/* Prepare @stmt in a round trip of its own. */
-static int prepare(idem_conn *conn, const idem__stmt *stmt, idem_error *err)
-{
-    char name[IDEM__PREPARED_NAME_MAX + 1];
-    PGresult *res = NULL;
-    int rc;
-
-    server_name(name, sizeof(name), stmt);
-    idem__exec_trace_add(0);
-    rc = idem__exec_reply(&res, conn, PQsendPrepare(conn->pg, name, stmt->sql, stmt->nparams, NULL),
-                          stmt->name, err);
-    if (rc < 0)
-        return idem__error_context(err, "prepare"), rc;
-    return prepared(conn, stmt, name, res, 0, err);
-}
-
 /* Send a named statement: by its prepared name, or behind a transaction pooler as an
  * unnamed one (parsed again each time; nothing stays on the server session). */
 static int send_stmt(idem_conn *conn, const idem__stmt *stmt, const char *const *values,
@@ -342,24 +325,21 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
                              int result_format, idem_error *err)
 {
     PGresult *res = NULL;
-    int rc = 0;
+    int rc;
 
     assert(out != NULL && conn != NULL && stmt != NULL);
-    if (outside_tx_with_timeout(conn))
+    /* Not prepared here yet: prepared in the same round trip, where it runs. */
+    if (outside_tx_with_timeout(conn) || (!conn->unnamed && prepared_name(conn, stmt) == NULL))
         return exec_as_pipeline(
             out, conn,
             (idem__pipe_cmd){stmt, NULL, 0, values, lengths, formats, result_format, NULL}, err);
     idem__exec_io_start(conn);
-    if (!conn->unnamed && prepared_name(conn, stmt) == NULL)
-        rc = prepare(conn, stmt, err);
-    if (rc == 0) {
-        if (idem__exec_fault_take(stmt->name) != 0)
-            idem__exec_drop_socket(conn);
-        idem__exec_trace_add(1);
-        rc = idem__exec_reply(&res, conn,
-                              send_stmt(conn, stmt, values, lengths, formats, result_format),
-                              stmt->name, err);
-    }
+    if (idem__exec_fault_take(stmt->name) != 0)
+        idem__exec_drop_socket(conn);
+    idem__exec_trace_add(1);
+    rc =
+        idem__exec_reply(&res, conn, send_stmt(conn, stmt, values, lengths, formats, result_format),
+                         stmt->name, err);
     if (rc == 0)
         rc = take_result(out, conn, res, stmt->name, stmt, err);
     idem__exec_io_end(conn);

@@ -39,16 +39,16 @@ typedef struct idem__stmt {
 #define IDEM__MIN_WAIT_MS 100
 void idem__conn_set_deadline(idem_conn *conn, uint64_t deadline_ms);
 
-/* Execute a named statement on a checked-out connection, preparing it first if this
- * connection has not seen it. values/lengths/formats as PQexecPrepared (lengths and
- * formats may be NULL for text parameters). On success (PGRES_COMMAND_OK or
- * PGRES_TUPLES_OK) *out is the result, caller PQclear()s it. On failure *out is
- * untouched, err has the SQLSTATE and server message, and a connection-level failure
- * marks the connection for discard. Every wait is bounded by the connection's deadline
- * (idem__conn_set_deadline()). Returns 0, IDEM_EDB or IDEM_EUNAVAIL; IDEM_EINVAL (field
- * "pooler", the connection marked for discard) when the server session lost a statement
- * this connection prepared there (26000) or already holds one it is preparing (42P05):
- * the session is shared, as behind a transaction-mode pooler without IDEM_POOLER_TRANSACTION. */
+/* Execute a named statement on a checked-out connection, preparing it first, in the same
+ * round trip, if this connection has not seen it. values/lengths/formats as PQexecPrepared (lengths
+ * and formats may be NULL for text parameters). On success (PGRES_COMMAND_OK or PGRES_TUPLES_OK)
+ * *out is the result, caller PQclear()s it. On failure *out is untouched, err has the SQLSTATE and
+ * server message, and a connection-level failure marks the connection for discard. Every wait is
+ * bounded by the connection's deadline (idem__conn_set_deadline()). Returns 0, IDEM_EDB or
+ * IDEM_EUNAVAIL; IDEM_EINVAL (field "pooler", the connection marked for discard) when the server
+ * session lost a statement this connection prepared there (26000) or already holds one it is
+ * preparing (42P05): the session is shared, as behind a transaction-mode pooler without
+ * IDEM_POOLER_TRANSACTION. */
 int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *stmt,
                              const char *const *values, const int *lengths, const int *formats,
                              int result_format, idem_error *err);
@@ -63,9 +63,8 @@ int idem__conn_exec_params(PGresult **out, idem_conn *conn, const char *sql, int
 
 /* The statement this connection keeps for a caller's SQL text with @nparams text
  * parameters (an effect's statement), so that the text is parsed and planned once per
- * connection instead of on every call; prepared on first use like idem's own statements
- * (in the pipeline that first runs it, or in a round trip of its own before a single
- * statement). NULL when it goes as text instead: behind a transaction
+ * connection instead of on every call; prepared on first use like idem's own statements,
+ * in the round trip that first runs it. NULL when it goes as text instead: behind a transaction
  * pooler, for SQL longer than IDEM__TEXT_STMT_SQL_MAX, once IDEM__TEXT_STMTS_MAX texts are
  * kept, when the same text came with another parameter count, or out of memory. The
  * statement belongs to the connection: use it only on @conn. */
@@ -114,8 +113,9 @@ void idem__fault_inject(const char *match, enum idem__fault_point point, unsigne
 /* Remove every fault not yet taken. */
 void idem__fault_reset(void);
 /* What the calling thread sent since it last asked (or started): round trips (a pipeline, a
- * single statement, a PREPARE in a round trip of its own, each waited on before the next)
- * and the statements they carried (a PREPARE carries none). Both counters restart at 0. */
+ * single statement, each waited on before the next) and the statements they carried (a
+ * statement's PREPARE, which travels with its first use, is not one). Both counters restart at 0.
+ */
 void idem__exec_trace_take(unsigned long *round_trips, unsigned long *statements);
 #endif
 
