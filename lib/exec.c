@@ -19,7 +19,6 @@
 #include "exec.h"
 #include "exec_io.h"
 #include "pool_conn.h"
-#include "pool_internal.h"
 
 /* Whether the connection is in a state no one can use. Inside a pipeline libpq reports
  * every connection as busy, so there only the connection itself is judged; the pipeline
@@ -66,33 +65,6 @@ static int session_mismatch(idem_conn *conn, const PGresult *res, const char *wh
                                    : "lacks a statement this connection prepared there");
 }
 
-static int is_text_stmt(const idem_conn *conn, const idem__stmt *stmt)
-{
-    for (size_t i = 0; i < conn->ntexts; i++) {
-        if (&conn->texts[i].stmt == stmt)
-            return 1;
-    }
-    return 0;
-}
-
-/* A kept text statement failed because its plan no longer fits its table, changed since it
- * was prepared ("cached plan must not change result type"): every connection of the pool
- * may hold such a statement. The pool's epoch moves on; a connection that kept texts under
- * an earlier one sends them as text from then on and is closed on release (a fresh one
- * prepares them anew). */
-static void note_stale_plan(idem_conn *conn, const idem__stmt *stmt, const PGresult *res)
-{
-    const char *where = PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION);
-    unsigned int epoch = conn->text_epoch;
-
-    if (stmt == NULL || !has_sqlstate(res, "0A000") || where == NULL ||
-        strcmp(where, "RevalidateCachedQuery") != 0 || !is_text_stmt(conn, stmt))
-        return;
-    conn->stale_plan = 1;
-    /* Once for all the connections that meet it: a bump another made first is enough. */
-    atomic_compare_exchange_strong(&conn->pool->text_epoch, &epoch, epoch + 1);
-}
-
 /* Keep a successful result; otherwise record the failure, and mark the connection for
  * discard when it is gone or left in a state no one can use. @stmt: the named statement
  * that ran, or NULL for SQL text. */
@@ -116,7 +88,7 @@ static int take_result_in(PGresult **out, idem_conn *conn, PGresult *res, const 
         return rc;
     }
     rc = idem__error_pg(err, conn->pg, res, "%s", what);
-    note_stale_plan(conn, stmt, res);
+    idem__exec_note_stale_plan(conn, stmt, res);
     if (rc == IDEM_EUNAVAIL || unusable(conn, in_pipeline))
         conn->discard = 1;
     if (has_sqlstate(res, "26000")) {
@@ -226,62 +198,6 @@ static int remember_prepared(idem_conn *conn, const idem__stmt *stmt, const char
     conn->prepared[conn->nprepared].stmt = stmt;
     snprintf(conn->prepared[conn->nprepared++].name, IDEM__PREPARED_NAME_MAX + 1, "%s", name);
     return 0;
-}
-
-/* The SQL's first characters, on one line and in ASCII (the server takes a statement's
- * name in the client's encoding, which may not be UTF-8): the statement's name in
- * messages, and (with a hash of the whole SQL) on the server. */
-static void text_label(char *out, const char *sql)
-{
-    size_t n = strnlen(sql, IDEM__TEXT_LABEL_MAX);
-
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)sql[i];
-
-        out[i] = c >= 0x80 ? '?' : c < 0x20 ? ' ' : (char)c;
-    }
-    out[n] = '\0';
-}
-
-int idem__conn_take_stale_plan(idem_conn *conn)
-{
-    int stale = conn->stale_plan;
-
-    conn->stale_plan = 0;
-    return stale;
-}
-
-const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int nparams)
-{
-    unsigned int epoch = atomic_load(&conn->pool->text_epoch);
-    idem__text_stmt *t;
-
-    if (conn->unnamed || strnlen(sql, IDEM__TEXT_STMT_SQL_MAX + 1) > IDEM__TEXT_STMT_SQL_MAX)
-        return NULL;
-    if (conn->ntexts == 0)
-        conn->text_epoch = epoch;
-    if (conn->text_epoch != epoch) {
-        conn->expires_ms = 0; /* closed on release, as at the end of its lifetime */
-        return NULL;
-    }
-    for (size_t i = 0; i < conn->ntexts; i++) {
-        t = &conn->texts[i];
-        if (strcmp(t->sql, sql) == 0)
-            return t->stmt.nparams == nparams ? &t->stmt : NULL;
-    }
-    if (conn->ntexts == IDEM__TEXT_STMTS_MAX)
-        return NULL;
-    /* Allocated once, whole: the pool remembers a statement by its address. */
-    if (conn->texts == NULL &&
-        (conn->texts = calloc(IDEM__TEXT_STMTS_MAX, sizeof(*conn->texts))) == NULL)
-        return NULL;
-    t = &conn->texts[conn->ntexts];
-    if ((t->sql = strdup(sql)) == NULL)
-        return NULL;
-    text_label(t->label, sql);
-    t->stmt = (idem__stmt){t->label, t->sql, nparams};
-    conn->ntexts++;
-    return &t->stmt;
 }
 
 /* The reply to preparing @stmt as @name (its result @res, taken): remembered when it

@@ -1,5 +1,6 @@
-/* The execution layer (exec.c): named statements prepared once per connection, single
- * commands and pipelines, on a connection checked out of the pool.
+/* The execution layer (exec.c; kept caller SQL in exec_text.c): named statements prepared
+ * once per connection, single commands and pipelines, on a connection checked out of the
+ * pool.
  *
  * Behind a pooler in transaction mode (the pool's IDEM_POOLER_TRANSACTION) the layer keeps
  * nothing on a server session across transactions: named statements go unnamed (parsed

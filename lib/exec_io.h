@@ -26,6 +26,11 @@ void idem__exec_trace_add(unsigned long statements);
 #define idem__exec_trace_add(n)       ((void)0)
 #endif
 
+/* A statement failed with @res: when it was a kept text (exec_text.c) whose plan no longer
+ * fits its table ("cached plan must not change result type"), remember it for
+ * idem__conn_take_stale_plan() and move the pool's epoch on. */
+void idem__exec_note_stale_plan(idem_conn *conn, const idem__stmt *stmt, const PGresult *res);
+
 /* The connection dies here: the server sees its socket close; marked for discard. */
 void idem__exec_drop_socket(idem_conn *conn);
 

@@ -18,7 +18,7 @@ typedef struct idem__prepared {
 } idem__prepared;
 
 /* A caller's SQL text (an effect's statement) kept as a statement of this connection, so
- * that it is parsed and planned once per connection like idem's own (exec.c,
+ * that it is parsed and planned once per connection like idem's own (exec_text.c,
  * idem__conn_text_stmt()). */
 #define IDEM__TEXT_STMTS_MAX    32   /* texts kept per connection; later ones go as text */
 #define IDEM__TEXT_STMT_SQL_MAX 8192 /* longer SQL goes as text */

@@ -156,19 +156,24 @@ Test(pool_prepared, connection_whose_statements_were_deallocated_is_replaced)
 
 static const idem__stmt stmt_bad = {"idem_pooltest_bad", "SELECT $1::int + FROM", 1};
 
+/* The one connection of a pool of one, checked out. */
+static idem_conn *lone_connection(void)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+
+    o.max_size = 1;
+    return pooltest_acquire(pooltest_open(&o));
+}
+
 /* In a pipeline a statement not yet prepared is prepared in front of its first use, and a
  * second use of it in the same pipeline goes by the same name; the connection remembers
  * it, so the next pipeline prepares nothing. */
 Test(pool_prepared, a_statement_used_twice_in_its_first_pipeline_is_prepared_once)
 {
-    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     const char *values[1] = {"41"};
     size_t failed_at = 0;
-
-    o.max_size = 1;
-    idem_pool *pool = pooltest_open(&o);
-    idem_conn *conn = pooltest_acquire(pool);
+    idem_conn *conn = lone_connection();
     for (int round = 0; round < 2; round++) {
         idem__pipe_cmd cmds[3] = {
             {&stmt_add, NULL, 0, values, NULL, NULL, 0, NULL},
@@ -191,14 +196,10 @@ Test(pool_prepared, a_statement_used_twice_in_its_first_pipeline_is_prepared_onc
  * before it ran, the rest did not, and it is not remembered (the next use tries again). */
 Test(pool_prepared, a_statement_that_cannot_be_prepared_fails_at_its_place_in_the_pipeline)
 {
-    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     const char *values[1] = {"41"};
     size_t failed_at = 0;
-
-    o.max_size = 1;
-    idem_pool *pool = pooltest_open(&o);
-    idem_conn *conn = pooltest_acquire(pool);
+    idem_conn *conn = lone_connection();
     for (int round = 0; round < 2; round++) {
         idem__pipe_cmd cmds[3] = {
             {&stmt_add, NULL, 0, values, NULL, NULL, 0, NULL},
