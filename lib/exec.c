@@ -4,17 +4,11 @@
  * deadline: libpq sends in nonblocking mode, and we poll its socket for what is left of
  * the time before each read. */
 #include <assert.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#ifdef IDEM_TESTING
-#include <pthread.h>
-#endif
 
-#include "clock.h"
 #include "error.h"
 #include "exec.h"
 #include "exec_io.h"
@@ -160,46 +154,6 @@ int idem__conn_exec_params(PGresult **out, idem_conn *conn, const char *sql, int
     return exec_text(out, conn, sql, nparams < 0 ? 0 : nparams, values, err);
 }
 
-/* The name @stmt has on this connection's server session, or NULL when it is not
- * prepared there. */
-static const char *prepared_name(const idem_conn *conn, const idem__stmt *stmt)
-{
-    for (size_t i = 0; i < conn->nprepared; i++) {
-        if (conn->prepared[i].stmt == stmt)
-            return conn->prepared[i].name;
-    }
-    return NULL;
-}
-
-/* The name a statement is prepared under: its own and a hash (FNV-1a) of its SQL, so that
- * a session holding a statement of that name holds this very SQL, never another
- * process's declared statement of the same name or another version's. */
-static void server_name(char *out, size_t size, const idem__stmt *stmt)
-{
-    uint64_t h = 14695981039346656037ULL;
-
-    for (const unsigned char *p = (const unsigned char *)stmt->sql; *p != '\0'; p++)
-        h = (h ^ *p) * 1099511628211ULL;
-    snprintf(out, size, "%.40s_%016llx", stmt->name, (unsigned long long)h);
-}
-
-static int remember_prepared(idem_conn *conn, const idem__stmt *stmt, const char *name,
-                             idem_error *err)
-{
-    if (conn->nprepared == conn->prepared_cap) {
-        size_t cap = conn->prepared_cap ? conn->prepared_cap * 2 : 16;
-        idem__prepared *grown = realloc(conn->prepared, cap * sizeof(*grown));
-
-        if (grown == NULL)
-            return idem__error_set(err, IDEM_ENOMEM, "out of memory preparing %s", stmt->name);
-        conn->prepared = grown;
-        conn->prepared_cap = cap;
-    }
-    conn->prepared[conn->nprepared].stmt = stmt;
-    snprintf(conn->prepared[conn->nprepared++].name, IDEM__PREPARED_NAME_MAX + 1, "%s", name);
-    return 0;
-}
-
 /* The reply to preparing @stmt as @name (its result @res, taken): remembered when it
  * succeeded. A statement of that name already there (42P05) means a session this
  * connection did not set up alone. */
@@ -217,7 +171,7 @@ static int prepared(idem_conn *conn, const idem__stmt *stmt, const char *name, P
     rc = take_result_in(&kept, conn, res, stmt->name, NULL, in_pipeline, err);
     if (rc == 0) {
         PQclear(kept);
-        rc = remember_prepared(conn, stmt, name, err);
+        rc = idem__exec_remember_prepared(conn, stmt, name, err);
     }
     if (rc < 0)
         idem__error_context(err, "prepare");
@@ -232,8 +186,8 @@ static int send_stmt(idem_conn *conn, const idem__stmt *stmt, const char *const 
     if (conn->unnamed)
         return PQsendQueryParams(conn->pg, stmt->sql, stmt->nparams, NULL, values, lengths, formats,
                                  result_format);
-    return PQsendQueryPrepared(conn->pg, prepared_name(conn, stmt), stmt->nparams, values, lengths,
-                               formats, result_format);
+    return PQsendQueryPrepared(conn->pg, idem__exec_prepared_name(conn, stmt), stmt->nparams,
+                               values, lengths, formats, result_format);
 }
 
 int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *stmt,
@@ -245,7 +199,8 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
 
     assert(out != NULL && conn != NULL && stmt != NULL);
     /* Not prepared here yet: prepared in the same round trip, where it runs. */
-    if (outside_tx_with_timeout(conn) || (!conn->unnamed && prepared_name(conn, stmt) == NULL))
+    if (outside_tx_with_timeout(conn) ||
+        (!conn->unnamed && idem__exec_prepared_name(conn, stmt) == NULL))
         return exec_as_pipeline(
             out, conn,
             (idem__pipe_cmd){stmt, NULL, 0, values, lengths, formats, result_format, NULL}, err);
@@ -260,17 +215,6 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
         rc = take_result(out, conn, res, stmt->name, stmt, err);
     idem__exec_io_end(conn);
     return rc;
-}
-
-int idem__conn_failed(const idem_conn *conn)
-{
-    return conn == NULL || conn->discard || PQstatus(conn->pg) != CONNECTION_OK;
-}
-
-void idem__conn_forget_prepared(idem_conn *conn)
-{
-    if (conn != NULL)
-        conn->nprepared = 0;
 }
 
 static int pipe_send(idem_conn *conn, const idem__pipe_cmd *cmd)
@@ -322,7 +266,7 @@ static pipe_prep *pipe_preps(const idem_conn *conn, const idem__pipe_cmd *cmds, 
         const idem__stmt *stmt = cmds[i].stmt;
         size_t first = i;
 
-        if (stmt == NULL || prepared_name(conn, stmt) != NULL)
+        if (stmt == NULL || idem__exec_prepared_name(conn, stmt) != NULL)
             continue;
         for (size_t j = 0; j < i && first == i; j++)
             first = cmds[j].stmt == stmt ? j : i;
@@ -330,7 +274,7 @@ static pipe_prep *pipe_preps(const idem_conn *conn, const idem__pipe_cmd *cmds, 
             *failed = 1;
             return NULL;
         }
-        server_name(preps[i].name, sizeof(preps[i].name), stmt);
+        idem__exec_server_name(preps[i].name, sizeof(preps[i].name), stmt);
         preps[i].parse = first == i;
     }
     return preps;
@@ -348,7 +292,7 @@ static int pipe_take_parse(idem_conn *conn, const idem__pipe_cmd *cmd, const pip
         return rc;
     if (PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
-        if (remember_prepared(conn, cmd->stmt, prep->name, rc == 0 ? err : NULL) != 0) {
+        if (idem__exec_remember_prepared(conn, cmd->stmt, prep->name, rc == 0 ? err : NULL) != 0) {
             conn->discard = 1; /* the session holds a statement it does not know of */
             return rc == 0 ? IDEM_ENOMEM : rc;
         }
@@ -526,27 +470,4 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
         rc = pipe_run(conn, cmds, n, failed_at, err);
     idem__exec_io_end(conn);
     return rc;
-}
-
-int idem__pg_exec(PGresult **out, PGconn *conn, const char *sql, int nparams,
-                  const char *const *values, const int *lengths, const int *formats,
-                  int result_format, const char *what, idem_error *err)
-{
-    PGresult *res = PQexecParams(conn, sql, nparams, NULL, values, lengths, formats, result_format);
-    ExecStatusType st = PQresultStatus(res);
-    int rc;
-
-    assert(out != NULL && conn != NULL && sql != NULL);
-    if (res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)) {
-        *out = res;
-        return 0;
-    }
-    rc = idem__error_misconfigured(err, idem__error_pg(err, conn, res, "%s", what));
-    PQclear(res);
-    return rc;
-}
-
-int idem__conn_citus(const idem_conn *conn)
-{
-    return conn != NULL && conn->citus;
 }

@@ -1,6 +1,6 @@
-/* The execution layer (exec.c; kept caller SQL in exec_text.c): named statements prepared
- * once per connection, single commands and pipelines, on a connection checked out of the
- * pool.
+/* The execution layer (exec.c; what a connection keeps prepared, caller SQL included, in
+ * exec_prepared.c): named statements prepared once per connection, single commands and
+ * pipelines, on a connection checked out of the pool.
  *
  * Behind a pooler in transaction mode (the pool's IDEM_POOLER_TRANSACTION) the layer keeps
  * nothing on a server session across transactions: named statements go unnamed (parsed
@@ -64,11 +64,12 @@ int idem__conn_exec_params(PGresult **out, idem_conn *conn, const char *sql, int
 
 /* The statement this connection keeps for a caller's SQL text with @nparams text
  * parameters (an effect's statement), so that the text is parsed and planned once per
- * connection instead of on every call; prepared on first use like idem's own statements,
- * in the round trip that first runs it. NULL when it goes as text instead: behind a transaction
- * pooler, for SQL longer than IDEM__TEXT_STMT_SQL_MAX, once IDEM__TEXT_STMTS_MAX texts are
- * kept, when the same text came with another parameter count, or out of memory. The
- * statement belongs to the connection: use it only on @conn. */
+ * connection instead of on every call; prepared like idem's own statements, in the round
+ * trip that runs it. NULL when it goes as text instead: the first time this connection
+ * runs it (a text run once is never kept), behind a transaction pooler, for SQL longer
+ * than IDEM__TEXT_STMT_SQL_MAX, once IDEM__TEXT_STMTS_MAX texts are kept, when the same
+ * text came with another parameter count, or out of memory. The statement belongs to the
+ * connection: use it only on @conn. */
 const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int nparams);
 
 /* Whether the last statement on this connection failed because it was a kept text

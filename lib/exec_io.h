@@ -1,5 +1,6 @@
-/* The execution layer's waiting, dropping and fault points (exec_io.c), shared with
- * exec.c. Private to the library. */
+/* The execution layer's parts shared between its files: waiting, dropping and fault
+ * points (exec_io.c), and what a connection has prepared (exec_prepared.c). Private to
+ * the library. */
 #ifndef IDEM_LIB_EXEC_IO_H
 #define IDEM_LIB_EXEC_IO_H
 
@@ -26,7 +27,18 @@ void idem__exec_trace_add(unsigned long statements);
 #define idem__exec_trace_add(n)       ((void)0)
 #endif
 
-/* A statement failed with @res: when it was a kept text (exec_text.c) whose plan no longer
+/* The name @stmt has on this connection's server session, or NULL when it is not
+ * prepared there. */
+const char *idem__exec_prepared_name(const idem_conn *conn, const idem__stmt *stmt);
+
+/* The name @stmt is prepared under on a server session (its own, and a hash of its SQL). */
+void idem__exec_server_name(char *out, size_t size, const idem__stmt *stmt);
+
+/* Remember that this connection's session holds @stmt as @name. Returns 0 or IDEM_ENOMEM. */
+int idem__exec_remember_prepared(idem_conn *conn, const idem__stmt *stmt, const char *name,
+                                 idem_error *err);
+
+/* A statement failed with @res: when it was a kept text (exec_prepared.c) whose plan no longer
  * fits its table ("cached plan must not change result type"), remember it for
  * idem__conn_take_stale_plan() and move the pool's epoch on. */
 void idem__exec_note_stale_plan(idem_conn *conn, const idem__stmt *stmt, const PGresult *res);

@@ -18,9 +18,11 @@ typedef struct idem__prepared {
 } idem__prepared;
 
 /* A caller's SQL text (an effect's statement) kept as a statement of this connection, so
- * that it is parsed and planned once per connection like idem's own (exec_text.c,
- * idem__conn_text_stmt()). */
+ * that it is parsed and planned once per connection like idem's own (exec_prepared.c,
+ * idem__conn_text_stmt()), from the second time the connection runs it: a text run once
+ * (SQL built with its values in it, say) takes no place and leaves nothing on the server. */
 #define IDEM__TEXT_STMTS_MAX    32   /* texts kept per connection; later ones go as text */
+#define IDEM__TEXT_SEEN_MAX     64   /* texts run once remembered (by hash), the oldest forgotten */
 #define IDEM__TEXT_STMT_SQL_MAX 8192 /* longer SQL goes as text */
 #define IDEM__TEXT_LABEL_MAX    40
 typedef struct idem__text_stmt {
@@ -40,7 +42,9 @@ struct idem_conn {
     size_t prepared_cap;
     idem__text_stmt *texts; /* IDEM__TEXT_STMTS_MAX of them, allocated on first use */
     size_t ntexts;
-    unsigned int text_epoch;   /* the pool's text_epoch its texts were kept under */
+    uint64_t text_seen[IDEM__TEXT_SEEN_MAX]; /* hashes of texts run once, not kept (0: none) */
+    unsigned int text_seen_next;             /* where the next one goes */
+    unsigned int text_epoch;                 /* the pool's text_epoch its texts were kept under */
     int stale_plan;            /* the last failure: a kept text's plan no longer fits */
     int unnamed;               /* behind a transaction pooler: nothing is prepared by name */
     const char *local_timeout; /* statement_timeout to set inside each transaction (the

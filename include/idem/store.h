@@ -170,9 +170,11 @@ typedef struct idem_tx idem_tx;
  * Run one parameterized statement in the effect's transaction (text parameters, text
  * results). Never COMMIT or ROLLBACK here: the store does. The first call travels in one
  * round trip with the store's BEGIN and its claim of the key. The pooled connection keeps
- * the statement prepared (by a name that carries a hash of @sql), so that the same SQL is
- * parsed and planned once per connection, not on every call; behind a transaction-mode
- * pooler (::IDEM_POOLER_TRANSACTION) it goes unnamed instead. It is prepared where it
+ * the statement prepared (by a name that carries a hash of @sql) from the second time it
+ * runs it, so that the same SQL is parsed and planned once per connection, not on every
+ * call (at most 32 texts per connection; SQL run once is never kept); behind a
+ * transaction-mode pooler (::IDEM_POOLER_TRANSACTION) it goes unnamed instead. It is
+ * prepared where it
  * runs, inside the transaction: one that cannot be prepared fails like one that cannot
  * run, and aborts the transaction. A kept statement whose table has changed its columns
  * since (PostgreSQL: "cached plan must not change result type") makes the call start

@@ -339,9 +339,61 @@ Test(store_effects, an_effects_statement_is_prepared_once_per_connection)
                      "%s", err.message);
         cr_assert_eq(out.status, IDEM_STATUS_CREATED);
         idem_outcome_clear(&out);
+        /* Kept from its second run: a text run once leaves nothing on the server. */
+        cr_assert_eq(prepared_effect_statements(), i == 0 || pgtest_through_pgbouncer() ? 0 : 1,
+                     "after %d calls", i + 1);
     }
-    cr_assert_eq(prepared_effect_statements(), pgtest_through_pgbouncer() ? 0 : 1);
     cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.effect_notes"), 3);
+}
+
+/* Writes through SQL with its value built in (a text that changes with every call). */
+static int inlined_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                          idem_error *err)
+{
+    char sql[128];
+    PGresult *res = NULL;
+    int rc;
+
+    snprintf(sql, sizeof(sql), "INSERT INTO idem_example.effect_notes (op) VALUES ('%s')",
+             idem_tx_operation_id(tx));
+    if ((rc = idem_tx_exec(&res, tx, sql, 0, NULL, err)) != 0)
+        return rc;
+    PQclear(res);
+    *response = json_pack("{s:s}", "status", "noted");
+    return IDEM_EFFECT_OK;
+}
+
+/* SQL that changes with every call is never kept, so that however much of it a
+ * connection runs, a statement that comes back is still kept. */
+Test(store_effects, sql_run_once_is_not_kept_and_crowds_out_no_statement)
+{
+    effect_counter cnt = {0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char op[32];
+
+    notes_table();
+    storetest_open(NULL, 1);
+    for (int i = 0; i < 40; i++) {
+        snprintf(op, sizeof(op), "op-inlined-%d", i);
+        idem_request req = storetest_request("acme", op, "{}");
+        cr_assert_eq(idem_store_execute(&out, fx.store, &req, inlined_effect, NULL, &err), 0, "%s",
+                     err.message);
+        idem_outcome_clear(&out);
+    }
+    for (int i = 0; i < 2; i++) {
+        snprintf(op, sizeof(op), "op-param-%d", i);
+        idem_request req = storetest_request("acme", op, "{}");
+        cr_assert_eq(idem_store_execute(&out, fx.store, &req, returning_all_effect, &cnt, &err), 0,
+                     "%s", err.message);
+        idem_outcome_clear(&out);
+    }
+    cr_assert_eq(prepared_effect_statements(), pgtest_through_pgbouncer() ? 0 : 1,
+                 "the statement with a parameter is kept");
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM pg_prepared_statements"
+                                         " WHERE statement LIKE '%op-inlined-%'"),
+                 0);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.effect_notes"), 42);
 }
 
 /* The table changes under a kept statement whose result follows it: PostgreSQL refuses
@@ -353,6 +405,7 @@ Test(store_effects, a_kept_statement_whose_table_changed_is_planned_again_and_th
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
     idem_request first = storetest_request("acme", "op-before", "{}");
+    idem_request kept = storetest_request("acme", "op-kept", "{}");
     idem_request second = storetest_request("acme", "op-after", "{}");
 
     notes_table();
@@ -360,6 +413,10 @@ Test(store_effects, a_kept_statement_whose_table_changed_is_planned_again_and_th
     cr_assert_eq(idem_store_execute(&out, fx.store, &first, returning_all_effect, &cnt, &err), 0,
                  "%s", err.message);
     cr_assert_str_eq(out.receipt, "{\"columns\":2,\"status\":\"noted\"}");
+    idem_outcome_clear(&out);
+    /* Its second run: now kept. */
+    cr_assert_eq(idem_store_execute(&out, fx.store, &kept, returning_all_effect, &cnt, &err), 0,
+                 "%s", err.message);
     idem_outcome_clear(&out);
     PQclear(pgtest_exec(fx.check, "ALTER TABLE idem_example.effect_notes ADD COLUMN note text"));
     cr_assert_eq(idem_store_execute(&out, fx.store, &second, returning_all_effect, &cnt, &err), 0,
@@ -372,7 +429,7 @@ Test(store_effects, a_kept_statement_whose_table_changed_is_planned_again_and_th
         pgtest_scalar(fx.check,
                       "SELECT count(*) FROM idem_example.effect_notes WHERE op = 'op-after'"),
         1);
-    cr_assert_eq(storetest_operations(), 2);
+    cr_assert_eq(storetest_operations(), 3);
 }
 
 static void call_noting(const char *op, unsigned int attempts)
@@ -401,18 +458,25 @@ Test(store_effects, a_table_that_changed_under_every_connections_kept_statement_
 
     notes_table();
     storetest_open(NULL, 2);
-    /* One call on each of the two connections. */
+    /* Two calls on each of the two connections: each keeps the statement. */
     cr_assert_eq(idem_pool_acquire(&held, fx.pool, &err), 0, "%s", err.message);
-    call_noting("op-kept-a", 1);
+    call_noting("op-kept-a1", 1);
+    call_noting("op-kept-a2", 1);
     idem_pool_release(held);
-    call_noting("op-kept-b", 1);
+    call_noting("op-kept-b1", 1);
+    call_noting("op-kept-b2", 1);
+    if (!pgtest_through_pgbouncer())
+        cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM pg_stat_activity"
+                                             " WHERE datname = current_database()"
+                                             " AND pid <> pg_backend_pid()"),
+                     2, "two connections");
     PQclear(pgtest_exec(fx.check, "ALTER TABLE idem_example.effect_notes ADD COLUMN note text"));
     call_noting("op-changed-1", 2);
     call_noting("op-changed-2", 1);
     call_noting("op-changed-3", 1);
     call_noting("op-changed-4", 1);
-    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.effect_notes"), 6);
-    cr_assert_eq(storetest_operations(), 6);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.effect_notes"), 8);
+    cr_assert_eq(storetest_operations(), 8);
 }
 
 /* Writes through a statement that cannot be prepared (its table does not exist), ignores

@@ -1,15 +1,70 @@
-/* The execution layer's kept texts: a caller's SQL (an effect's statement) kept by a
- * pooled connection as a statement of its own, so that it is parsed and planned once per
- * connection (exec.h, idem__conn_text_stmt()), and what happens when the table under one
- * has changed since. */
+/* The execution layer's prepared statements: the names idem's statements take on a
+ * server session and what each connection has prepared there; a caller's SQL (an effect's
+ * statement) kept by a pooled connection as a statement of its own, so that it is parsed
+ * and planned once per connection (exec.h, idem__conn_text_stmt()); and what happens when
+ * the table under one has changed since. */
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "error.h"
 
 #include "exec.h"
 #include "exec_io.h"
 #include "pool_conn.h"
 #include "pool_internal.h"
+
+/* The name @stmt has on this connection's server session, or NULL when it is not
+ * prepared there. */
+const char *idem__exec_prepared_name(const idem_conn *conn, const idem__stmt *stmt)
+{
+    for (size_t i = 0; i < conn->nprepared; i++) {
+        if (conn->prepared[i].stmt == stmt)
+            return conn->prepared[i].name;
+    }
+    return NULL;
+}
+
+/* The name a statement is prepared under: its own and a hash (FNV-1a) of its SQL, so that
+ * a session holding a statement of that name holds this very SQL, never another
+ * process's declared statement of the same name or another version's. */
+static uint64_t fnv1a(const char *sql, uint64_t h)
+{
+    for (const unsigned char *p = (const unsigned char *)sql; *p != '\0'; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+void idem__exec_server_name(char *out, size_t size, const idem__stmt *stmt)
+{
+    snprintf(out, size, "%.40s_%016llx", stmt->name,
+             (unsigned long long)fnv1a(stmt->sql, 14695981039346656037ULL));
+}
+
+int idem__exec_remember_prepared(idem_conn *conn, const idem__stmt *stmt, const char *name,
+                                 idem_error *err)
+{
+    if (conn->nprepared == conn->prepared_cap) {
+        size_t cap = conn->prepared_cap ? conn->prepared_cap * 2 : 16;
+        idem__prepared *grown = realloc(conn->prepared, cap * sizeof(*grown));
+
+        if (grown == NULL)
+            return idem__error_set(err, IDEM_ENOMEM, "out of memory preparing %s", stmt->name);
+        conn->prepared = grown;
+        conn->prepared_cap = cap;
+    }
+    conn->prepared[conn->nprepared].stmt = stmt;
+    snprintf(conn->prepared[conn->nprepared++].name, IDEM__PREPARED_NAME_MAX + 1, "%s", name);
+    return 0;
+}
+
+void idem__conn_forget_prepared(idem_conn *conn)
+{
+    if (conn != NULL)
+        conn->nprepared = 0;
+}
 
 static int is_text_stmt(const idem_conn *conn, const idem__stmt *stmt)
 {
@@ -62,6 +117,23 @@ int idem__conn_take_stale_plan(idem_conn *conn)
     return stale;
 }
 
+/* Whether this is the first time the connection runs @sql with @nparams parameters (as far
+ * as it remembers): it is then remembered, and the next run keeps it. */
+static int first_run(idem_conn *conn, const char *sql, int nparams)
+{
+    uint64_t h = fnv1a(sql, 14695981039346656037ULL ^ (uint64_t)(unsigned int)nparams);
+
+    h += h == 0; /* 0 marks an empty place */
+    for (size_t i = 0; i < IDEM__TEXT_SEEN_MAX; i++) {
+        if (conn->text_seen[i] == h) {
+            conn->text_seen[i] = 0;
+            return 0;
+        }
+    }
+    conn->text_seen[conn->text_seen_next++ % IDEM__TEXT_SEEN_MAX] = h;
+    return 1;
+}
+
 const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int nparams)
 {
     unsigned int epoch = atomic_load(&conn->pool->text_epoch);
@@ -80,7 +152,7 @@ const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int npa
         if (strcmp(t->sql, sql) == 0)
             return t->stmt.nparams == nparams ? &t->stmt : NULL;
     }
-    if (conn->ntexts == IDEM__TEXT_STMTS_MAX)
+    if (conn->ntexts == IDEM__TEXT_STMTS_MAX || first_run(conn, sql, nparams))
         return NULL;
     /* Allocated once, whole: the pool remembers a statement by its address. */
     if (conn->texts == NULL &&
