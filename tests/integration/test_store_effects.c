@@ -321,28 +321,50 @@ static long prepared_effect_statements(void)
     return n;
 }
 
-/* The effect's statement is parsed and planned once per connection, as a statement the
- * connection keeps; behind a transaction pooler nothing is kept. */
-Test(store_effects, an_effects_statement_is_prepared_once_per_connection)
+/* A new key @op created by @effect in @attempts transaction attempts (0: any number; not
+ * checked behind PgBouncer). */
+static void call_creating(idem_effect_fn effect, unsigned int attempts, const char *op)
 {
     effect_counter cnt = {0};
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", op, "{}");
+
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, effect, &cnt, &err), 0, "%s: %s", op,
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    if (attempts > 0 && !pgtest_through_pgbouncer())
+        cr_assert_eq(out.attempts, attempts, "%s: %u attempts", op, out.attempts);
+    idem_outcome_clear(&out);
+}
+
+static void call_noting(const char *op, unsigned int attempts)
+{
+    call_creating(returning_all_effect, attempts, op);
+}
+
+/* Keys @prefix-0 .. @prefix-(n-1), each created by @effect. */
+static void calls_creating(idem_effect_fn effect, const char *prefix, int n)
+{
     char op[32];
 
+    for (int i = 0; i < n; i++) {
+        snprintf(op, sizeof(op), "%s-%d", prefix, i);
+        call_creating(effect, 0, op);
+    }
+}
+
+/* The effect's statement is parsed and planned once per connection, as a statement the
+ * connection keeps; behind a transaction pooler nothing is kept. */
+Test(store_effects, an_effects_statement_is_prepared_once_per_connection)
+{
     notes_table();
     storetest_open(NULL, 1);
-    for (int i = 0; i < 3; i++) {
-        snprintf(op, sizeof(op), "op-kept-%d", i);
-        idem_request req = storetest_request("acme", op, "{}");
-        cr_assert_eq(idem_store_execute(&out, fx.store, &req, returning_all_effect, &cnt, &err), 0,
-                     "%s", err.message);
-        cr_assert_eq(out.status, IDEM_STATUS_CREATED);
-        idem_outcome_clear(&out);
-        /* Kept from its second run: a text run once leaves nothing on the server. */
-        cr_assert_eq(prepared_effect_statements(), i == 0 || pgtest_through_pgbouncer() ? 0 : 1,
-                     "after %d calls", i + 1);
-    }
+    calls_creating(returning_all_effect, "op-kept", 1);
+    /* Kept from its second run: a text run once leaves nothing on the server. */
+    cr_assert_eq(prepared_effect_statements(), 0, "after one call");
+    calls_creating(returning_all_effect, "op-kept-again", 2);
+    cr_assert_eq(prepared_effect_statements(), pgtest_through_pgbouncer() ? 0 : 1);
     cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.effect_notes"), 3);
 }
 
@@ -367,27 +389,10 @@ static int inlined_effect(json_t **response, idem_tx *tx, const json_t *argument
  * connection runs, a statement that comes back is still kept. */
 Test(store_effects, sql_run_once_is_not_kept_and_crowds_out_no_statement)
 {
-    effect_counter cnt = {0};
-    idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_error err = IDEM_ERROR_INIT;
-    char op[32];
-
     notes_table();
     storetest_open(NULL, 1);
-    for (int i = 0; i < 40; i++) {
-        snprintf(op, sizeof(op), "op-inlined-%d", i);
-        idem_request req = storetest_request("acme", op, "{}");
-        cr_assert_eq(idem_store_execute(&out, fx.store, &req, inlined_effect, NULL, &err), 0, "%s",
-                     err.message);
-        idem_outcome_clear(&out);
-    }
-    for (int i = 0; i < 2; i++) {
-        snprintf(op, sizeof(op), "op-param-%d", i);
-        idem_request req = storetest_request("acme", op, "{}");
-        cr_assert_eq(idem_store_execute(&out, fx.store, &req, returning_all_effect, &cnt, &err), 0,
-                     "%s", err.message);
-        idem_outcome_clear(&out);
-    }
+    calls_creating(inlined_effect, "op-inlined", 40);
+    calls_creating(returning_all_effect, "op-param", 2);
     cr_assert_eq(prepared_effect_statements(), pgtest_through_pgbouncer() ? 0 : 1,
                  "the statement with a parameter is kept");
     cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM pg_prepared_statements"
@@ -430,21 +435,6 @@ Test(store_effects, a_kept_statement_whose_table_changed_is_planned_again_and_th
                       "SELECT count(*) FROM idem_example.effect_notes WHERE op = 'op-after'"),
         1);
     cr_assert_eq(storetest_operations(), 3);
-}
-
-static void call_noting(const char *op, unsigned int attempts)
-{
-    effect_counter cnt = {0};
-    idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_error err = IDEM_ERROR_INIT;
-    idem_request req = storetest_request("acme", op, "{}");
-
-    cr_assert_eq(idem_store_execute(&out, fx.store, &req, returning_all_effect, &cnt, &err), 0,
-                 "%s: %s", op, err.message);
-    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
-    if (attempts > 0 && !pgtest_through_pgbouncer())
-        cr_assert_eq(out.attempts, attempts, "%s: %u attempts", op, out.attempts);
-    idem_outcome_clear(&out);
 }
 
 /* Every connection of the pool kept the statement before its table changed: each call
