@@ -108,16 +108,18 @@ struct call {
 struct idem_tx {
     idem_conn *conn;
     call *c;
-    int begun;        /* BEGIN and the claim have been sent */
-    int claim_lost;   /* the claim found the key taken: the call answers from @taken, or
-                         starts over */
-    PGresult *taken;  /* the record the claim found (fingerprint, state, response) */
-    int claim_busy;   /* a live attempt holds the key: the call answers in_progress */
-    int ended;        /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
-    int decided;      /* a record the claim found decided the call (c->out is set) */
-    int setup_rc;     /* BEGIN or the claim failed (not the effect's own statement) */
-    int stale_plan;   /* a kept statement's plan no longer fit its table: try again */
-    char sqlstate[6]; /* the last failure's SQLSTATE, whatever the effect returns */
+    int begun;          /* BEGIN and the claim have been sent */
+    int claim_lost;     /* the claim found the key taken: the call answers from @taken, or
+                           starts over */
+    PGresult *taken;    /* the record the claim found (fingerprint, state, response) */
+    int claim_busy;     /* a live attempt holds the key: the call answers in_progress */
+    int ended;          /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
+    int decided;        /* a record the claim found decided the call (c->out is set) */
+    int setup_rc;       /* BEGIN or the claim failed (not the effect's own statement) */
+    int stale_plan;     /* a kept statement's plan no longer fit its table: try again */
+    char sqlstate[6];   /* the last failure's SQLSTATE, whatever the effect returns */
+    int refused;        /* a statement was refused (store_tx.c): the call ends effect_failed */
+    idem_error failure; /* the last statement that failed or was refused, in its words */
 };
 
 /* PostgreSQL keeps no field longer than 1 GiB. */

@@ -1,10 +1,88 @@
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "error.h"
 #include "exec.h"
 #include "store_internal.h"
+
+/* Past white space and comments (-- to the end of the line; block comments, nested). */
+static const char *skip_blank(const char *p)
+{
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (p[0] == '-' && p[1] == '-') {
+            p += strcspn(p, "\n");
+        } else if (p[0] == '/' && p[1] == '*') {
+            int depth = 1;
+
+            for (p += 2; *p != '\0' && depth > 0; p++) {
+                if (p[0] == '/' && p[1] == '*')
+                    depth++, p++;
+                else if (p[0] == '*' && p[1] == '/')
+                    depth--, p++;
+            }
+        } else {
+            return p;
+        }
+    }
+}
+
+/* The keyword at @p (after blanks), copied into @word (upper case, at most 15 letters;
+ * "" when none); returns what follows it. */
+static const char *keyword(const char *p, char word[16])
+{
+    size_t n = 0;
+
+    p = skip_blank(p);
+    while (isalpha((unsigned char)p[n]) || p[n] == '_') {
+        if (n < 15)
+            word[n] = (char)toupper((unsigned char)p[n]);
+        n++;
+    }
+    word[n < 15 ? n : 15] = '\0';
+    return p + n;
+}
+
+/* Why @sql may not run as an effect's statement, or NULL. An effect runs inside the
+ * store's transaction on a pooled connection: a statement that ends that transaction
+ * would commit the effect without its record (and a retry would run it again); one that
+ * changes the transaction's characteristics breaks the record's write; session state
+ * would stay on the connection for every later call, whatever its tenant. Recognised by
+ * the statement's first keywords; set_config(..., false) inside a query is not. */
+static const char *refused_statement(const char *sql)
+{
+    char w1[16], w2[16], w3[16];
+    const char *rest = keyword(keyword(sql, w1), w2);
+
+    if (!strcmp(w1, "COMMIT") || !strcmp(w1, "END") || !strcmp(w1, "ABORT") ||
+        (!strcmp(w1, "PREPARE") && !strcmp(w2, "TRANSACTION")))
+        return "it would end the store's transaction, committing the effect without its "
+               "record: COMMIT and ROLLBACK are the store's";
+    if (!strcmp(w1, "ROLLBACK")) {
+        if (!strcmp(w2, "WORK") || !strcmp(w2, "TRANSACTION"))
+            keyword(rest, w3);
+        else
+            snprintf(w3, sizeof(w3), "%s", w2);
+        if (strcmp(w3, "TO") != 0) /* ROLLBACK TO SAVEPOINT stays inside the effect */
+            return "it would end the store's transaction: COMMIT and ROLLBACK are the store's";
+    }
+    if (!strcmp(w1, "BEGIN") || !strcmp(w1, "START"))
+        return "the store's transaction is already open";
+    if (!strcmp(w1, "SET") && strcmp(w2, "LOCAL") != 0 && strcmp(w2, "CONSTRAINTS") != 0)
+        return !strcmp(w2, "TRANSACTION")
+                   ? "it would change the store's transaction, which its record is written in"
+                   : "a session's setting would stay on the pooled connection for every later "
+                     "call; use SET LOCAL";
+    if (!strcmp(w1, "RESET") || !strcmp(w1, "DISCARD") || !strcmp(w1, "DEALLOCATE") ||
+        !strcmp(w1, "LISTEN") || !strcmp(w1, "UNLISTEN") || !strcmp(w1, "LOAD"))
+        return "it changes the session, which would stay so on the pooled connection for every "
+               "later call";
+    return NULL;
+}
 
 /* COMMIT, ROLLBACK and the like belong to the store: a statement that ended the
  * transaction ends the effect's use of it. */
@@ -38,6 +116,7 @@ static idem__pipe_cmd effect_cmd(idem_tx *tx, const char *sql, int nparams,
  * the statement sent afresh (store_write.c, exec.h). */
 static void note_failure(idem_tx *tx, int rc, const idem_error *local)
 {
+    tx->failure = *local;
     snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local->sqlstate);
     if (strcmp(local->field, "pooler") == 0)
         tx->setup_rc = rc;
@@ -90,6 +169,7 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     idem_error local = IDEM_ERROR_INIT;
     idem__pipe_cmd cmd;
     PGresult *res = NULL;
+    const char *why;
     int rc;
 
     if (out == NULL || tx == NULL || sql == NULL || nparams < 0 || (nparams > 0 && !values))
@@ -100,6 +180,16 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
                                "the key is claimed by another attempt; this one is void");
     if (tx->ended)
         return idem__error_set(err, IDEM_EINVAL, "the effect already ended the transaction");
+    if (tx->refused)
+        return idem__error_set(err, IDEM_EINVAL, "an earlier statement of the effect was refused");
+    if ((why = refused_statement(sql)) != NULL) {
+        tx->refused = 1; /* the call ends effect_failed, whatever the effect returns */
+        idem__error_field(&tx->failure, IDEM_EINVAL, "sql",
+                          "the effect's statement \"%.32s\" is refused: %s", skip_blank(sql), why);
+        if (err != NULL)
+            *err = tx->failure;
+        return IDEM_EINVAL;
+    }
     if (!tx->begun)
         return tx_first_exec(out, tx, sql, nparams, values, err);
     /* Later statements go one round trip each, bounded by the call's deadline. */

@@ -185,10 +185,15 @@ static int run_effect(call *c, idem_tx *tx, char **receipt, size_t *len, int *fa
         snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "%s", tx->sqlstate);
         return rc;
     }
-    if (response == NULL || (rc != IDEM_EFFECT_OK && rc != IDEM_EFFECT_FINAL_FAILURE)) {
+    if (rc != IDEM_EFFECT_OK && rc != IDEM_EFFECT_FINAL_FAILURE) {
         json_decref(response);
-        return idem__error_set(c->err, IDEM_EEFFECT, "effect returned %d without a response", rc);
+        return idem__error_set(c->err, IDEM_EEFFECT,
+                               "effect returned %d: neither IDEM_EFFECT_OK, "
+                               "IDEM_EFFECT_FINAL_FAILURE nor a negative IDEM_E* code",
+                               rc);
     }
+    if (response == NULL)
+        return idem__error_set(c->err, IDEM_EEFFECT, "effect returned %d without a response", rc);
     *failed = rc == IDEM_EFFECT_FINAL_FAILURE;
     rc = idem_jcs_serialize(receipt, len, response, c->err);
     json_decref(response);
@@ -319,6 +324,12 @@ static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const idem_
         idem_conn_discard(conn);
         return STEP_RESOLVE; /* COMMIT may or may not have been carried out */
     }
+    /* The effect went on after one of its statements failed, and the record could not be
+     * written in the aborted transaction: the statement's failure is the call's. */
+    if (strcmp(c->err->sqlstate, "25P02") == 0 && tx->failure.code != 0) {
+        *c->err = tx->failure;
+        return effect_failure(c, conn, tx, IDEM_EEFFECT, out_rc);
+    }
     return tx_failure(c, conn, rc, out_rc);
 }
 
@@ -349,6 +360,17 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     return step;
 }
 
+/* Whether a statement of the effect's decides the call whatever the effect returned: one
+ * that was refused, or that failed in a way the call answers for itself (a serialization
+ * failure or deadlock: run again; a timeout or a lost connection: unavailable; the
+ * store's own BEGIN or claim). */
+static int decided_by_statement(const idem_tx *tx)
+{
+    return tx->refused || idem__sqlstate_is_retryable(tx->sqlstate) ||
+           idem__sqlstate_is_timeout(tx->sqlstate) || tx->setup_rc != 0 ||
+           (tx->failure.code != 0 && PQstatus(idem_conn_pg(tx->conn)) != CONNECTION_OK);
+}
+
 enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
 {
     idem_tx tx = {.conn = conn, .c = c};
@@ -359,6 +381,12 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc)
 
     idem_error_clear(c->err); /* nothing from an earlier attempt */
     rc = run_effect(c, &tx, &receipt, &len, &failed);
+    if (rc >= 0 && decided_by_statement(&tx)) {
+        free(receipt);
+        receipt = NULL;
+        *c->err = tx.failure; /* whatever the effect returned, in the statement's words */
+        rc = IDEM_EEFFECT;
+    }
     if (tx.ended && rc >= 0) {
         free(receipt);
         receipt = NULL;

@@ -168,7 +168,14 @@ typedef struct idem_tx idem_tx;
 
 /**
  * Run one parameterized statement in the effect's transaction (text parameters, text
- * results). Never COMMIT or ROLLBACK here: the store does. The first call travels in one
+ * results). Never COMMIT or ROLLBACK here: the store does. A statement that would end the
+ * store's transaction (COMMIT, END, ABORT, ROLLBACK other than ROLLBACK TO a savepoint,
+ * PREPARE TRANSACTION), start one (BEGIN, START TRANSACTION), change it (SET TRANSACTION)
+ * or change the pooled session for every later call (SET without LOCAL, RESET, DISCARD,
+ * DEALLOCATE, LISTEN, UNLISTEN, LOAD) is refused before it is sent (IDEM_EINVAL, field
+ * "sql"), and the call then ends effect_failed with nothing stored; SET LOCAL, SET
+ * CONSTRAINTS and savepoints are fine. A session's setting made otherwise
+ * (set_config(..., false) in a query) is not recognised: do not. The first call travels in one
  * round trip with the store's BEGIN and its claim of the key. The pooled connection keeps
  * the statement prepared (by a name that carries a hash of @sql) from the second time it
  * runs it, so that the same SQL is parsed and planned once per connection, not on every
@@ -199,7 +206,9 @@ enum idem_effect_result {
     IDEM_EFFECT_OK = 0,           /**< *response is the receipt; stored as completed */
     IDEM_EFFECT_FINAL_FAILURE = 1 /**< *response describes a final refusal: stored, and this
                                        call and every retry end `rejected` with it as the
-                                       receipt */
+                                       receipt. What the effect wrote commits with it (an
+                                       audit row of the refusal, say); write nothing if
+                                       nothing should remain */
 };
 
 /**
@@ -220,7 +229,10 @@ enum idem_effect_result {
  *         or statement timeout (55P03, 57014: the server was busy), or when the store's
  *         own BEGIN or claim failed, the call ends unavailable; otherwise it ends
  *         effect_failed. A statement of the effect's that failed in one of these
- *         ways decides, whatever the effect returns.
+ *         ways, or was refused (idem_tx_exec()), decides, whatever the effect returns;
+ *         an effect that returns IDEM_EFFECT_OK after any other failure of its statements
+ *         (one it did not recover from with ROLLBACK TO SAVEPOINT) ends effect_failed,
+ *         with that statement's error.
  */
 typedef int (*idem_effect_fn)(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
                               idem_error *err);

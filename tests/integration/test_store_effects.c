@@ -226,8 +226,9 @@ static void check_ending_effect(int commit)
     cr_assert_eq(idem_store_execute(&out, fx.store, &req, ending_effect, codes, &err), IDEM_EEFFECT,
                  "%s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
-    cr_assert(strstr(err.message, "ended the transaction") != NULL, "%s", err.message);
-    cr_assert_eq(codes[0], IDEM_EINVAL, "the ending statement is reported to the effect");
+    cr_assert(strstr(err.message, "COMMIT and ROLLBACK are the store's") != NULL, "%s",
+              err.message);
+    cr_assert_eq(codes[0], IDEM_EINVAL, "the ending statement is refused to the effect");
     cr_assert_eq(codes[1], IDEM_EINVAL, "nothing runs after it");
     cr_assert_eq(storetest_tasks(), 0);
     cr_assert_eq(storetest_operations(), 0, "no record, pending or not, is left for the key");
@@ -239,7 +240,7 @@ Test(store_effects, effect_that_rolls_back_by_itself_is_refused_and_nothing_is_s
     check_ending_effect(0);
 }
 
-Test(store_effects, effect_that_commits_by_itself_is_refused_and_its_claim_is_taken_back)
+Test(store_effects, effect_that_commits_by_itself_is_refused_and_nothing_is_stored)
 {
     check_ending_effect(1);
 }

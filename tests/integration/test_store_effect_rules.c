@@ -1,0 +1,275 @@
+/* What an effect's statements may not do, and what a statement's failure decides: a
+ * statement that would end the store's transaction or leave session state on the pooled
+ * connection is refused before it is sent; a failure the effect ignores still decides the
+ * call (run again, unavailable, or effect_failed in the statement's words). */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "storetest.h"
+
+TestSuite(store_effect_rules, .init = storetest_init, .fini = storetest_fini, .timeout = 240);
+
+#define INSERT_TASK                                                                                \
+    "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"                       \
+    " VALUES ('acme', 'written', $1)"
+
+/* Writes a task, then runs ctx's statement (an effect_sql), ignoring how it went. */
+typedef struct effect_sql {
+    char sql[96];
+    int rc;   /* what idem_tx_exec() returned for it */
+    int runs; /* how many times the effect ran */
+} effect_sql;
+
+static int write_then_run(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                          idem_error *err)
+{
+    effect_sql *e = ctx;
+    const char *values[1] = {idem_tx_operation_id(tx)};
+    PGresult *res = NULL;
+    int rc;
+
+    e->runs++;
+    if ((rc = idem_tx_exec(&res, tx, INSERT_TASK, 1, values, err)) != 0)
+        return rc;
+    PQclear(res);
+    res = NULL;
+    e->rc = idem_tx_exec(&res, tx, e->sql, 0, NULL, err);
+    PQclear(res);
+    *response = json_pack("{s:s}", "status", "created");
+    return IDEM_EFFECT_OK; /* whatever became of the statement: the store decides */
+}
+
+/* Arrays, not pointers: Criterion copies the parameters into the test's process. */
+typedef struct refused_case {
+    char sql[64];
+} refused_case;
+
+ParameterizedTestParameters(store_effect_rules,
+                            a_statement_that_ends_the_transaction_or_sets_the_session_is_refused)
+{
+    static refused_case cases[] = {
+        {"COMMIT"},
+        {"commit and chain"},
+        {"END"},
+        {"ABORT"},
+        {"ROLLBACK"},
+        {"rollback work and chain"},
+        {"PREPARE TRANSACTION 'x'"},
+        {"  /* a comment /* nested */ */ -- and one more\n COMMIT"},
+        {"BEGIN"},
+        {"START TRANSACTION"},
+        {"SET TRANSACTION READ ONLY"},
+        {"SET SESSION default_transaction_read_only = on"},
+        {"set statement_timeout = '1ms'"},
+        {"SET search_path = nowhere"},
+        {"SET ROLE idem_app"},
+        {"RESET ALL"},
+        {"DISCARD ALL"},
+        {"DEALLOCATE ALL"},
+        {"LISTEN somewhere"},
+    };
+    return cr_make_param_array(refused_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* The statement is refused before it is sent; the effect's earlier write is rolled back,
+ * no record is written, and the call ends effect_failed naming the statement. A retry
+ * with a well-behaved effect then creates once. */
+ParameterizedTest(refused_case *c, store_effect_rules,
+                  a_statement_that_ends_the_transaction_or_sets_the_session_is_refused)
+{
+    effect_sql e = {"", 0, 0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-refused", "{\"subject\":\"s\"}");
+
+    snprintf(e.sql, sizeof(e.sql), "%s", c->sql);
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, write_then_run, &e, &err), IDEM_EEFFECT,
+                 "%s: %s", c->sql, err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_eq(e.rc, IDEM_EINVAL, "%s is refused to the effect", c->sql);
+    cr_assert_str_eq(err.field, "sql");
+    cr_assert(strstr(err.message, "is refused") != NULL, "%s", err.message);
+    cr_assert_eq(storetest_tasks(), 0, "%s: the effect's write is rolled back", c->sql);
+    cr_assert_eq(storetest_operations(), 0);
+    /* The connection is as it was: the same key then creates, once. */
+    snprintf(e.sql, sizeof(e.sql), "SELECT current_setting('transaction_read_only')");
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, write_then_run, &e, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(e.rc, 0);
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+/* Runs the NULL-terminated statements in ctx, one after another. */
+static int run_all(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                   idem_error *err)
+{
+    PGresult *res = NULL;
+    int rc;
+
+    for (const char *const *sql = ctx; *sql != NULL; sql++) {
+        if ((rc = idem_tx_exec(&res, tx, *sql, 0, NULL, err)) != 0)
+            return rc;
+        PQclear(res);
+        res = NULL;
+    }
+    *response = json_pack("{s:s}", "status", "created");
+    return IDEM_EFFECT_OK;
+}
+
+/* What stays inside the effect's transaction is allowed: SET LOCAL, SET CONSTRAINTS,
+ * savepoints and ROLLBACK TO one. */
+Test(store_effect_rules, set_local_and_savepoints_are_allowed)
+{
+    static const char *const set_local[] = {"SET LOCAL statement_timeout = '10s'",
+                                            "set local search_path = idem_example", NULL};
+    static const char *const constraints[] = {"SET CONSTRAINTS ALL IMMEDIATE", NULL};
+    static const char *const savepoints[] = {"SAVEPOINT a", "ROLLBACK TO SAVEPOINT a",
+                                             "rollback work to a", "RELEASE SAVEPOINT a", NULL};
+    const char *const *effects[] = {set_local, constraints, savepoints};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char op[32];
+
+    storetest_open(NULL, 1);
+    for (size_t i = 0; i < sizeof(effects) / sizeof(effects[0]); i++) {
+        snprintf(op, sizeof(op), "op-allowed-%zu", i);
+        idem_request req = storetest_request("acme", op, "{}");
+
+        cr_assert_eq(idem_store_execute(&out, fx.store, &req, run_all, (void *)effects[i], &err), 0,
+                     "%s: %s", effects[i][0], err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+        idem_outcome_clear(&out);
+    }
+    cr_assert_eq(storetest_operations(), 3);
+}
+
+/* Writes a task, fails a statement with @ctx's SQLSTATE inside a savepoint or not, and
+ * returns OK regardless. */
+typedef struct failing {
+    const char *sqlstate;
+    int savepoint; /* recover with ROLLBACK TO SAVEPOINT */
+    int fail_runs; /* fail on the first this many runs */
+    int runs;
+} failing;
+
+static int ignoring_failure(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                            idem_error *err)
+{
+    failing *f = ctx;
+    const char *values[1] = {idem_tx_operation_id(tx)};
+    char raise[128];
+    PGresult *res = NULL;
+
+    f->runs++;
+    if (idem_tx_exec(&res, tx, INSERT_TASK, 1, values, err) != 0)
+        return IDEM_EDB;
+    PQclear(res);
+    res = NULL;
+    if (f->savepoint && idem_tx_exec(&res, tx, "SAVEPOINT s", 0, NULL, err) == 0)
+        PQclear(res);
+    snprintf(raise, sizeof(raise),
+             "DO $$ BEGIN RAISE EXCEPTION 'refused here' USING ERRCODE = '%s'; END $$",
+             f->runs <= f->fail_runs ? f->sqlstate : "00000");
+    res = NULL;
+    if (f->runs <= f->fail_runs && idem_tx_exec(&res, tx, raise, 0, NULL, err) == 0)
+        PQclear(res);
+    res = NULL;
+    if (f->savepoint && idem_tx_exec(&res, tx, "ROLLBACK TO SAVEPOINT s", 0, NULL, err) == 0)
+        PQclear(res);
+    *response = json_pack("{s:s}", "status", "created");
+    return IDEM_EFFECT_OK;
+}
+
+static int run_failing(failing *f, const char *op, idem_outcome *out, idem_error *err)
+{
+    idem_request req = storetest_request("acme", op, "{}");
+
+    return idem_store_execute(out, fx.store, &req, ignoring_failure, f, err);
+}
+
+/* An ignored serialization failure still makes the store run the effect again. */
+Test(store_effect_rules, an_ignored_serialization_failure_still_runs_the_effect_again)
+{
+    failing f = {"40001", 0, 1, 0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    storetest_open(NULL, 1);
+    cr_assert_eq(run_failing(&f, "op-40001", &out, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(f.runs, 2);
+    cr_assert_eq(out.attempts, 2);
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+/* An ignored lock timeout: unavailable (the same call succeeds later), nothing stored. */
+Test(store_effect_rules, an_ignored_lock_timeout_still_ends_unavailable)
+{
+    failing f = {"55P03", 0, 1, 0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    storetest_open(NULL, 1);
+    cr_assert_eq(run_failing(&f, "op-55P03", &out, &err), IDEM_EUNAVAIL, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_UNAVAILABLE);
+    cr_assert_eq(storetest_tasks(), 0);
+    cr_assert_eq(storetest_operations(), 0);
+}
+
+/* Any other failure the effect went on after: effect_failed in the statement's words, not
+ * an internal "transaction is aborted" as unavailable. */
+Test(store_effect_rules, an_ignored_failure_ends_effect_failed_in_the_statements_words)
+{
+    failing f = {"23505", 0, 1, 0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    storetest_open(NULL, 1);
+    cr_assert_eq(run_failing(&f, "op-23505", &out, &err), IDEM_EEFFECT, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_str_eq(err.sqlstate, "23505");
+    cr_assert(strstr(err.message, "refused here") != NULL, "%s", err.message);
+    cr_assert_eq(storetest_tasks(), 0);
+    cr_assert_eq(storetest_operations(), 0);
+}
+
+/* A failure the effect recovered from with ROLLBACK TO SAVEPOINT does not fail the call. */
+Test(store_effect_rules, a_failure_recovered_by_a_savepoint_does_not_fail_the_call)
+{
+    failing f = {"23505", 1, 1, 0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    storetest_open(NULL, 1);
+    cr_assert_eq(run_failing(&f, "op-savepoint", &out, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+}
+
+/* An effect returning a code that is none of the documented ones is told so. */
+static int unknown_code_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                               idem_error *err)
+{
+    *response = json_pack("{s:s}", "status", "created");
+    return 2;
+}
+
+Test(store_effect_rules, an_unknown_effect_result_is_named_as_such)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-code-2", "{}");
+
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, unknown_code_effect, NULL, &err),
+                 IDEM_EEFFECT);
+    cr_assert(strstr(err.message, "returned 2: neither IDEM_EFFECT_OK") != NULL, "%s", err.message);
+    cr_assert_eq(storetest_operations(), 0);
+}
