@@ -106,16 +106,23 @@ static int check_retention(const idem_store_options *o, idem_error *err)
 
 static int check_options(const idem_store_options *o, idem_error *err)
 {
-    if (o->retention_s == 0 || o->max_attempts == 0 || o->max_arguments_bytes == 0 ||
-        o->max_response_bytes == 0)
-        return idem__error_field(err, IDEM_EINVAL, "options",
-                                 "retention_s, max_attempts and the size limits must be > 0");
+    const char *zero = o->retention_s == 0           ? "options.retention_s"
+                       : o->max_attempts == 0        ? "options.max_attempts"
+                       : o->max_arguments_bytes == 0 ? "options.max_arguments_bytes"
+                       : o->max_response_bytes == 0  ? "options.max_response_bytes"
+                                                     : NULL;
+
+    if (zero != NULL)
+        return idem__error_field(err, IDEM_EINVAL, zero, "must be > 0");
     if (o->deadline_ms == 0)
         return idem__error_field(err, IDEM_EINVAL, "options.deadline_ms",
                                  "must be > 0: it bounds every call (default 10000)");
     if (o->max_arguments_bytes > MAX_PAYLOAD || o->max_response_bytes > MAX_PAYLOAD)
-        return idem__error_field(err, IDEM_EINVAL, "options",
-                                 "size limits must not exceed 1 GiB (PostgreSQL's own limit)");
+        return idem__error_field(err, IDEM_EINVAL,
+                                 o->max_arguments_bytes > MAX_PAYLOAD
+                                     ? "options.max_arguments_bytes"
+                                     : "options.max_response_bytes",
+                                 "must not exceed 1 GiB (PostgreSQL's own limit)");
     return check_retention(o, err);
 }
 

@@ -103,6 +103,38 @@ static int beyond_horizon(const call *c, int64_t now_ms)
     return (int64_t)t < now_ms - ((int64_t)key_memory_s + c->store->opts.clock_skew_s) * 1000;
 }
 
+/* The fingerprint differs: say what differs, the tool, its payload version or the
+ * arguments, from the record (read again, in the tenant: a conflict is rare, and worth a
+ * clear answer); when that read fails, the fingerprint's three parts together. */
+static int conflict(call *c, idem_conn *conn)
+{
+    const char *values[2] = {c->req->tenant, c->req->operation_id};
+    const char *op = c->req->operation_id;
+    PGresult *res = NULL;
+    int rc = IDEM_ECONFLICT;
+
+    if (idem__tenant_exec(&res, conn, c->req->tenant, &idem__store_stmt_get, values, NULL, NULL, 0,
+                          NULL) != 0 ||
+        PQntuples(res) != 1)
+        rc = idem__error_field(c->err, rc, "arguments",
+                               "operation ID %s was already used with a different tool, payload "
+                               "version or arguments",
+                               op);
+    else if (strcmp(PQgetvalue(res, 0, 0), c->req->tool) != 0)
+        rc = idem__error_field(c->err, rc, "tool",
+                               "operation ID %s was already used with tool %s, not %s", op,
+                               PQgetvalue(res, 0, 0), c->req->tool);
+    else if (atoi(PQgetvalue(res, 0, 1)) != c->req->payload_version)
+        rc = idem__error_field(c->err, rc, "payload_version",
+                               "operation ID %s was already used with payload version %s, not %d",
+                               op, PQgetvalue(res, 0, 1), c->req->payload_version);
+    else
+        rc = idem__error_field(c->err, rc, "arguments",
+                               "operation ID %s was already used with different arguments", op);
+    PQclear(res);
+    return rc;
+}
+
 int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
 {
     const char *state = PQgetvalue(res, 0, COL_STATE);
@@ -114,9 +146,7 @@ int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
     if (!same) {
         c->out->status = IDEM_STATUS_CONFLICT;
         COUNT(c->store, conflicts);
-        return idem__error_field(c->err, IDEM_ECONFLICT, "arguments",
-                                 "operation ID %s was already used with different arguments",
-                                 c->req->operation_id);
+        return conflict(c, conn);
     }
     if (strcmp(state, "outcome_unknown") == 0)
         return outcome_unknown(c);

@@ -129,6 +129,36 @@ Test(api, deadline_of_zero_is_invalid_at_creation_not_at_every_call)
     cr_assert_null(s);
 }
 
+/* Each option out of range is named, not "options" as a whole. */
+Test(api, an_option_out_of_range_is_named_by_its_member)
+{
+    static const char *const fields[] = {"options.retention_s", "options.max_attempts",
+                                         "options.max_arguments_bytes",
+                                         "options.max_response_bytes"};
+    idem_error err = IDEM_ERROR_INIT;
+    idem_store *s = NULL;
+
+    for (int i = 0; i < 6; i++) {
+        idem_store_options so = IDEM_STORE_OPTIONS_INIT;
+
+        if (i == 0)
+            so.retention_s = 0;
+        else if (i == 1)
+            so.max_attempts = 0;
+        else if (i == 2)
+            so.max_arguments_bytes = 0;
+        else if (i == 3)
+            so.max_response_bytes = 0;
+        else if (i == 4)
+            so.max_arguments_bytes = ((size_t)1 << 30) + 1;
+        else
+            so.max_response_bytes = ((size_t)1 << 30) + 1;
+        cr_assert_eq(idem_store_new(&s, (idem_pool *)&so, &so, &err), IDEM_EINVAL);
+        cr_assert_str_eq(err.field, fields[i < 4 ? i : i - 2], "case %d: %s", i, err.message);
+        cr_assert_null(s);
+    }
+}
+
 Test(api, null_handles_are_invalid_never_a_crash)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;

@@ -26,10 +26,14 @@ Test(store_keys, changed_arguments_under_same_key_conflict_and_write_nothing)
     req.payload_version = 2;
     cr_assert_eq(idem_store_execute(&out, fx.store, &req, example_create_support_task, NULL, &err),
                  IDEM_ECONFLICT);
+    cr_assert_str_eq(err.field, "payload_version", "the conflict names what changed");
+    cr_assert(strstr(err.message, "payload version 1, not 2") != NULL, "%s", err.message);
     req.payload_version = 1;
     req.tool = "create_support_ticket";
     cr_assert_eq(idem_store_execute(&out, fx.store, &req, example_create_support_task, NULL, &err),
                  IDEM_ECONFLICT);
+    cr_assert_str_eq(err.field, "tool");
+    cr_assert(strstr(err.message, "not create_support_ticket") != NULL, "%s", err.message);
     cr_assert_eq(storetest_tasks(), 1);
     cr_assert_eq(storetest_operations(), 1);
 
