@@ -1,0 +1,2 @@
+﻿-- idem:no-transaction
+SELECT 1;
