@@ -18,10 +18,21 @@
 
 /* The name @stmt has on this connection's server session, or NULL when it is not
  * prepared there. */
+/* Whether @p was prepared for @stmt: the same object, under its name. A statement is
+ * known by its address, but a declared effect's may be freed and another made at the same
+ * address; declared effects' names are unique (a serial number), so the name tells them
+ * apart, and the earlier one's entry is never taken for the later one. */
+static int prepared_for(const idem__prepared *p, const idem__stmt *stmt)
+{
+    size_t n = strnlen(stmt->name, IDEM__STMT_NAME_MAX);
+
+    return p->stmt == stmt && strncmp(p->name, stmt->name, n) == 0 && p->name[n] == '_';
+}
+
 const char *idem__exec_prepared_name(const idem_conn *conn, const idem__stmt *stmt)
 {
     for (size_t i = 0; i < conn->nprepared; i++) {
-        if (conn->prepared[i].stmt == stmt)
+        if (prepared_for(&conn->prepared[i], stmt))
             return conn->prepared[i].name;
     }
     return NULL;
@@ -39,7 +50,7 @@ static uint64_t fnv1a(const char *sql, uint64_t h)
 
 void idem__exec_server_name(char *out, size_t size, const idem__stmt *stmt)
 {
-    snprintf(out, size, "%.40s_%016llx", stmt->name,
+    snprintf(out, size, "%.*s_%016llx", IDEM__STMT_NAME_MAX, stmt->name,
              (unsigned long long)fnv1a(stmt->sql, 14695981039346656037ULL));
 }
 

@@ -75,7 +75,7 @@ static int appears_applied(char *evidence, PGconn *conn, const idem__migration_f
         if (objects[i].if_not_exists)
             continue;
         strict++;
-        found = idem__object_exists(conn, &objects[i], err);
+        found = idem__object_check(conn, &objects[i], NULL, err);
         if (found == 1)
             evidence_add(evidence, &objects[i]);
     }

@@ -92,22 +92,46 @@ int idem__ledger_bootstrap(PGconn *conn, const idem_migrate_options *opts, idem_
 int idem__ledger_record(PGconn *conn, const idem__migration_file *file, long long duration_ms,
                         idem_error *err);
 
-/* An object a migration's CREATE statement names. */
+/* What a migration leaves behind that can be looked for: an object one of its CREATE
+ * statements names, and the guarantees its other statements give. */
+typedef enum idem__object_kind {
+    IDEM__OBJECT_NAMED,    /* a relation, type or routine of that schema and name exists */
+    IDEM__OBJECT_ISOLATED, /* idem.isolate_tenants() ran on table schema.name (name "": on
+                            * every table of schema with a tenant column): row-level
+                            * security enabled and forced, policy tenant_isolation */
+    IDEM__OBJECT_GRANT,    /* role holds privilege on table schema.name */
+} idem__object_kind;
+
 #define IDEM__OBJECT_NAME_MAX 128
 typedef struct idem__object {
+    idem__object_kind kind;
     char schema[IDEM__OBJECT_NAME_MAX]; /* "idem" when the statement does not say */
     char name[IDEM__OBJECT_NAME_MAX];
-    int if_not_exists; /* IF NOT EXISTS or OR REPLACE: running it again is harmless */
+    char role[IDEM__OBJECT_NAME_MAX]; /* GRANT */
+    char privilege[16];               /* GRANT: SELECT, INSERT, ... */
+    int if_not_exists; /* IF NOT EXISTS or OR REPLACE, or a statement that is harmless to run
+                        * again (isolate_tenants(), GRANT): no evidence that it ran */
 } idem__object;
 
-/* The tables, indexes, views, sequences, types, domains and routines that file's CREATE
- * statements name (temporary ones and unnamed indexes left out). *out is malloc'd (may be
- * NULL when none). Returns 0 or IDEM_ENOMEM. */
+/* What file leaves behind: the tables, indexes, views, sequences, types, domains and
+ * routines its CREATE statements name (temporary ones and unnamed indexes left out), the
+ * tables its SELECT or DO statements pass to idem.isolate_tenants(), and the table
+ * privileges its GRANT statements give (column privileges left out). *out is malloc'd
+ * (may be NULL when none). Returns 0 or IDEM_ENOMEM. */
 int idem__migration_objects(idem__object **out, size_t *out_count, const idem__migration_file *f);
 
-/* 1 when a relation, type or routine of that schema and name exists, 0 when none does,
- * or an error. */
-int idem__object_exists(PGconn *conn, const idem__object *object, idem_error *err);
+/* What idem__object_check() found missing: "idem.a, which it creates, does not exist";
+ * and for an ISOLATED or GRANT object the SQL that puts it back ("" for NAMED: only the
+ * migration creates it). */
+typedef struct idem__object_gap {
+    char missing[320];
+    char restore[320];
+} idem__object_gap;
+
+/* 1 when object is there (it exists; the table is isolated; the role holds the privilege),
+ * 0 when not (gap, if not NULL, says what is missing), or an error. */
+int idem__object_check(PGconn *conn, const idem__object *object, idem__object_gap *gap,
+                       idem_error *err);
 
 /* Take the advisory lock IDEM_MIGRATE_LOCK_KEY, polling until opts->lock_timeout_ms. */
 int idem__migrate_lock(PGconn *conn, const idem_migrate_options *opts, idem_error *err);

@@ -56,7 +56,15 @@ static const char SQL_LOCK_HOLDER[] =
 
 /* The ledger is a plain table, not tenant data: it is the same on every node if the
  * schema is ever distributed by tenant. One statement string: runs as one implicit
- * transaction. */
+ * transaction (or in the caller's: baseline).
+ *
+ * idem's roles may read it (idem_migrate_check() at a server's start reads it as
+ * idem_app), and migration 0009 grants that. The grant is here too, for the roles that
+ * exist already, because 0009 does not run on every ledger: a ledger that baseline
+ * re-creates on a migrated schema records 0009 without running it, and would otherwise
+ * be unreadable to them. On a first install in a new cluster the roles do not exist yet
+ * (0007 creates them), and 0009 grants it then. Read-only: the ledger holds no tenant
+ * data and nothing secret. */
 static const char SQL_BOOTSTRAP[] =
     "CREATE SCHEMA IF NOT EXISTS idem;"
     "CREATE TABLE IF NOT EXISTS idem.schema_migrations ("
@@ -89,7 +97,12 @@ static const char SQL_BOOTSTRAP[] =
     "COMMENT ON COLUMN idem.schema_migrations.duration_ms IS"
     " 'Time the file''s statements took, in milliseconds.';"
     "COMMENT ON COLUMN idem.schema_migrations.applied_by IS"
-    " 'Database role that applied the migration.';";
+    " 'Database role that applied the migration.';"
+    "DO $grant$ DECLARE r name; BEGIN"
+    " FOR r IN SELECT rolname FROM pg_catalog.pg_roles WHERE rolname IN"
+    " ('idem_app', 'idem_sweeper', 'idem_operator') ORDER BY rolname LOOP"
+    " EXECUTE format('GRANT SELECT ON idem.schema_migrations TO %I', r);"
+    " END LOOP; END $grant$;";
 
 /* Run a parameterized query expecting tuples; *out is cleared by the caller. */
 static int query(PGresult **out, PGconn *conn, const char *sql, int n, const char *const *values,

@@ -8,8 +8,10 @@
 
 #include "exec.h"
 
-/* The longest name a statement is prepared under on the server (NAMEDATALEN - 1). */
+/* The longest name a statement is prepared under on the server (NAMEDATALEN - 1), and
+ * how much of the statement's own name it holds (then '_' and 16 hex digits). */
 #define IDEM__PREPARED_NAME_MAX 63
+#define IDEM__STMT_NAME_MAX     40
 
 /* A statement prepared on the connection's server session, and the name it has there. */
 typedef struct idem__prepared {

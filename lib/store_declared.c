@@ -13,33 +13,49 @@
 
 /* The store's parameters follow the tool's: $n+1 tenant, operation ID, tool, payload
  * version, fingerprint (binary), trace ID, claim token, retention and key memory in
- * seconds, the UUIDv7 operation ID's time in ms (NULL for other IDs) and the key-memory
+ * seconds, the UUIDv7 operation ID's time in ms (NULL for other IDs), the key-memory
  * horizon in seconds (as in the callback path's claim: a key older than it claims nothing,
- * and the lookup that follows answers expired). The record is written completed, with the
- * statement's JSON as its receipt, if the key is free; the last SELECT returns that receipt
- * when the statement returned exactly one row and the record was written, and otherwise
- * calls idem.declared_result(), which raises (IDEM1: the key has a record; IDEM2: not one
- * row), so that COMMIT, later in the same pipeline, is never carried out. A second row of
- * the tool's statement meets the first one's record and is skipped; IDEM2 then undoes
- * both. On the success path the server evaluates one CASE: no function call, and the
- * tool's rows are counted once. */
-#define OWN_PARAMS 11
+ * and the lookup that follows answers expired) and max_response_bytes. The tool's SQL
+ * ends its line: a trailing -- comment must not swallow what follows. The record is
+ * written completed, with the statement's JSON as its receipt, if the key is free; a
+ * receipt that is SQL NULL or over the limit is written as an empty placeholder instead
+ * (the record only decides whether the key was free). The last SELECT returns the receipt
+ * when the statement returned exactly one row and the record was written with a real one,
+ * and otherwise calls idem.declared_result(), which raises (IDEM1: the key has a record;
+ * IDEM2: not one row, or a refused receipt, see REFUSED_NULL), so that COMMIT, later in
+ * the same pipeline, is never carried out. A second row of the tool's statement meets the
+ * first one's record and is skipped; IDEM2 then undoes both. On the success path the
+ * server evaluates two CASEs, one octet_length() comparison each: no function call, the
+ * receipt made into text once (OFFSET 0 keeps the planner from copying that expression
+ * into both of the CASE's uses), and the tool's rows are counted once. */
+#define OWN_PARAMS 12
 static const char declared_sql[] =
-    "WITH effect(receipt) AS (%s),"
+    "WITH effect(receipt) AS (%s\n),"
     " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
     " fingerprint, state, response, trace_id, claim_token, expires_at, completed_at,"
     " forget_at)"
     " SELECT $%zu, $%zu, $%zu, $%zu::int4, $%zu, 'completed',"
-    " convert_to(e.receipt::json::text, 'UTF8'), $%zu, $%zu::uuid,"
+    " CASE WHEN octet_length(e.body) <= $%zu::int8 THEN e.body ELSE ''::bytea END,"
+    " $%zu, $%zu::uuid,"
     " now() + make_interval(secs => $%zu::int8), now(),"
     " now() + make_interval(secs => $%zu::int8)"
-    " FROM effect e WHERE $%zu::int8 IS NULL"
+    " FROM (SELECT convert_to(receipt::json::text, 'UTF8') AS body FROM effect OFFSET 0) e"
+    " WHERE $%zu::int8 IS NULL"
     " OR to_timestamp($%zu::int8 / 1000.0) >= now() - make_interval(secs => $%zu::int8)"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
-    " SELECT CASE WHEN r.n = 1 AND r.response IS NOT NULL THEN r.response"
-    " ELSE idem.declared_result(NULL, r.n) END"
+    " SELECT CASE WHEN r.n = 1 AND octet_length(r.response) > 0 THEN r.response"
+    " ELSE idem.declared_result(NULL, CASE WHEN r.n = 1 AND r.response IS NOT NULL"
+    " THEN -coalesce((SELECT octet_length(convert_to(receipt::json::text, 'UTF8'))"
+    " FROM effect), 1) ELSE r.n END) END"
     " FROM (SELECT (SELECT response FROM ins LIMIT 1) AS response,"
     " (SELECT count(*) FROM effect) AS n) AS r";
+
+/* idem.declared_result() (migration 0005) knows only row counts: the statement above hands
+ * it a negative one for a receipt it refuses, -1 for SQL NULL and -N for N bytes over
+ * max_response_bytes (N > the limit >= 1, so never -1), and the count comes back in its
+ * IDEM2 message, after this. */
+#define REFUSED_NULL    (-1)
+#define ROWS_IN_MESSAGE "the declared statement returned "
 
 #define KEY_TAKEN "IDEM1"
 
@@ -78,32 +94,34 @@ static int check_declaration(const char *sql, const char *const *params, size_t 
         if (params[i] == NULL || params[i][0] == '\0')
             return idem__error_field(err, IDEM_EINVAL, "params", "parameter $%zu has no name",
                                      i + 1);
+        /* Else taken for a member of the arguments, which a misspelling would bind NULL. */
+        if (params[i][0] == '$' && strcmp(params[i], "$tenant") != 0 &&
+            strcmp(params[i], "$operation_id") != 0)
+            return idem__error_field(err, IDEM_EINVAL, "params",
+                                     "parameter $%zu is \"%s\": names starting with '$' are "
+                                     "reserved for the key's parts ($tenant, $operation_id)",
+                                     i + 1, params[i]);
     }
-    return 0;
+    return idem__declared_check_sql(sql, nparams, NULL, err);
 }
 
-/* The statement with its trailing semicolons and blanks cut. */
-static char *trimmed(const char *sql)
-{
-    size_t n = strlen(sql);
-
-    while (n > 0 && strchr("; \t\r\n", sql[n - 1]) != NULL)
-        n--;
-    return strndup(sql, n);
-}
-
+/* The store's statement around the caller's, cut after its last token of code (blanks,
+ * comments and a trailing ';' would break what follows it). */
 static int build_sql(idem_declared *d, const char *sql)
 {
-    char *inner = trimmed(sql);
+    size_t code_len = strlen(sql);
+    char *inner = idem__declared_check_sql(sql, d->nparams, &code_len, NULL) == 0
+                      ? strndup(sql, code_len)
+                      : NULL;
     size_t n = d->nparams, size;
 
     if (inner == NULL)
         return IDEM_ENOMEM;
-    size = sizeof(declared_sql) + strlen(inner) + 12 * 24;
+    size = sizeof(declared_sql) + strlen(inner) + 13 * 24;
     d->sql = malloc(size);
     if (d->sql != NULL)
-        snprintf(d->sql, size, declared_sql, inner, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7,
-                 n + 8, n + 9, n + 10, n + 10, n + 11);
+        snprintf(d->sql, size, declared_sql, inner, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
+                 n + 6, n + 7, n + 8, n + 9, n + 10, n + 10, n + 11);
     free(inner);
     return d->sql != NULL ? 0 : IDEM_ENOMEM;
 }
@@ -190,6 +208,9 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     values[n + 8] = c->cp.values[8];   /* key memory */
     values[n + 9] = c->cp.values[9];   /* the UUIDv7's time, or NULL */
     values[n + 10] = c->cp.values[10]; /* the horizon */
+    snprintf(c->cp.max_response, sizeof(c->cp.max_response), "%zu",
+             c->store->opts.max_response_bytes);
+    values[n + 11] = c->cp.max_response;
     memset(lengths, 0, (n + OWN_PARAMS) * sizeof(int));
     memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
     lengths[n + 4] = IDEM_FINGERPRINT_SIZE;
@@ -213,6 +234,25 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     cmds[k++] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
     cmds[k++] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
     return k;
+}
+
+/* The statement refused the receipt (REFUSED_NULL): say why in the words of the callback
+ * path, instead of the row count that carried it. */
+static void refused_receipt(call *c)
+{
+    const char *at = strstr(c->err->message, ROWS_IN_MESSAGE "-");
+    long long rows;
+
+    if (strcmp(c->err->sqlstate, "IDEM2") != 0 || at == NULL)
+        return;
+    rows = strtoll(at + strlen(ROWS_IN_MESSAGE), NULL, 10);
+    if (rows == REFUSED_NULL)
+        snprintf(c->err->message, sizeof(c->err->message),
+                 "the declared statement returned SQL NULL instead of JSON");
+    else
+        snprintf(c->err->message, sizeof(c->err->message),
+                 "receipt: %lld bytes exceed the limit of %zu (max_response_bytes)", -rows,
+                 c->store->opts.max_response_bytes);
 }
 
 /* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
@@ -245,6 +285,7 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
         return STEP_DONE;
     }
     COUNT(c->store, effect_failures);
+    refused_receipt(c);
     idem__error_context(c->err, "declared effect");
     c->err->code = IDEM_EEFFECT;
     c->out->status = IDEM_STATUS_EFFECT_FAILED;

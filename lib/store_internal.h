@@ -61,6 +61,7 @@ void idem__store_windows(const idem_store *store, const char *tool, unsigned int
 typedef struct claim_params {
     char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
     char claim_wait[24], lock_timeout[24]; /* the lock timeouts as set_config() values */
+    char max_response[24];                 /* a declared effect's limit on its receipt */
     const char *values[13];
     int lengths[13];
     int formats[13];
@@ -162,6 +163,16 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
 /* One attempt of a declared effect: its statement, the record and COMMIT in one round
  * trip (store_declared.c). */
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
+
+/* Check a declared statement's text (store_declared.c), scanned as PostgreSQL's lexer
+ * does: outside quoted strings and identifiers, comments and dollar quotes, each $N must be
+ * one of its @nparams parameters (the store's own follow them in the statement that embeds
+ * it, and would be bound silently), and the text must not end inside a quote or a comment
+ * (which would swallow the store's statement around it); it is one statement: a ';' may
+ * only end it. *code_len (when not NULL): where its last token of code ends, before any
+ * trailing ';', blanks and comments. Returns 0 or IDEM_EINVAL, field
+ * "sql". */
+int idem__declared_check_sql(const char *sql, size_t nparams, size_t *code_len, idem_error *err);
 
 /* Whether a pipeline that failed at @failed_at, with @sqlstate, leaves the outcome of its
  * COMMIT (at @commit_at) unknown, so that the call looks the key up on a fresh connection

@@ -1,7 +1,10 @@
-/* What the command-line tools share: usage errors, whole-number options, and a default
- * connect timeout. */
+/* What the command-line tools share: usage errors, whole-number options, connecting (a
+ * default connect timeout, libpq's rules for it, and telling settings that cannot work from
+ * a server that cannot be reached), and one-line messages. */
 #ifndef IDEM_TOOLS_CLI_H
 #define IDEM_TOOLS_CLI_H
+
+#include <stddef.h>
 
 #include <idem/common.h>
 #include <libpq-fe.h>
@@ -17,23 +20,49 @@
 /* Print "PROG: <message>" and "Try 'PROG --help'." on stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
 
+/* Print "PROG: <message>" on stderr as one line, whatever a server or libpq message put in
+ * it (its newlines and tabs become spaces); stdout is flushed first. */
+void cli_say(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
+
 /* A whole decimal number in [min, max] into *out; 0, or -1 (out untouched). */
 int cli_parse_number(long long *out, const char *text, long long min, long long max);
 
-/* Connect to @dsn (a conninfo or URI; "" or NULL: the PG* environment) as @prog (its
- * fallback application_name). On failure, prints "PROG: cannot connect: <why>" on stderr,
- * the DSN's password masked, and returns NULL. */
-PGconn *cli_connect(const char *prog, const char *dsn);
+/* The connect_timeout libpq applies to @conn (its DSN's, else PGCONNECT_TIMEOUT), in ms,
+ * by libpq's rules: unset, zero or negative is no limit (0), and less than 2 s is 2 s.
+ * Returns 0, or -1 when the value is not a whole number, which libpq refuses; then @why
+ * (if not NULL) gets libpq's message for it. */
+int cli_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t size);
 
-/* Print "PROG: <what>: <message>" on stderr with @dsn's password masked. */
+/* Connect to @dsn (a conninfo or URI; "" or NULL: the PG* environment) as @prog (its
+ * fallback application_name). On failure, prints "PROG: cannot connect: <why>" on stderr
+ * (one line, the DSN's password masked), sets *transient to 1 when a later try may work
+ * (no server answered, or not in time) or to 0 when the settings cannot work (see cli.c),
+ * and returns NULL. */
+PGconn *cli_connect(const char *prog, const char *dsn, int *transient);
+
+/* @message into @buf (of @size bytes) with @dsn's password masked (libpq repeats a
+ * malformed URI whole in its message); @dsn may be NULL. */
+void cli_redact(char *buf, size_t size, const char *message, const char *dsn);
+
+/* Print "PROG: <what>: <message>" on stderr, one line, with @dsn's password masked. */
 void cli_error_redacted(const char *prog, const char *dsn, const char *what, const char *message);
+
+/* Whether a failure with this SQLSTATE may pass if tried again later: the connection
+ * lost (class 08), the server shutting down or starting up, too many connections or out
+ * of resources, a lock or statement timeout, a serialization failure or deadlock. Any
+ * other SQLSTATE is permanent: a missing privilege (42501), a database or role that does
+ * not exist, a schema that is not there, need an operator. NULL or "": 0. */
+int cli_sqlstate_transient(const char *sqlstate);
 
 /* Whether the connected role may see every tenant's rows of idem's tables, which row-level
  * security (migration 0007) shows only to a superuser, a BYPASSRLS role or a member of
- * @group_role (idem_sweeper, idem_operator). A tool that works across tenants checks this
- * first: under the policies it would otherwise find nothing, and say all is well. Returns
- * 0 when it may (or the database has no row-level security on idem.operations), else
- * prints "PROG: <why>" on stderr and returns 1 (refused) or -1 (the query failed). */
+ * @group_role (idem_sweeper, idem_operator) that inherits its rights. A tool that works
+ * across tenants checks this first: under the policies it would otherwise find nothing,
+ * and say all is well. Returns 0 when it may (or the database has no row-level security
+ * on idem.operations); else prints "PROG: <why>" on stderr (for a missing privilege, the
+ * GRANT to run) and returns 1 when it may not or the check failed for good (a
+ * configuration error), or -1 when the check failed for a reason that may pass (the
+ * connection lost, a timeout). */
 int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role);
 
 /* Make s one line, as the library's log records are: trailing newlines dropped, other

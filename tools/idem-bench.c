@@ -47,13 +47,29 @@ static const char usage[] =
     "              is neither migrated nor dropped. Rows of the tenants bench-* are the\n"
     "              bench's: it refuses to start when some exist, and deletes them at the\n"
     "              end (its table bench_hand_ops too, if it made it). Modes create,\n"
-    "              replay, contention, external; on Citus, against the coordinator\n";
+    "              replay, contention, external; on Citus, against the coordinator\n"
+    "  -h, --help  print this help\n"
+    "  -V, --version\n"
+    "              print the version\n";
+
+/* Whether a comma-separated list has an empty item ("1,,2", ",1", "1,"), which strtok()
+ * would skip in silence: a typo, not a shorter list. */
+static int has_empty_item(const char *list)
+{
+    size_t n = strlen(list);
+
+    return n == 0 || list[0] == ',' || list[n - 1] == ',' || strstr(list, ",,") != NULL;
+}
 
 static int parse_threads(bench_config *cfg, const char *list)
 {
     char *copy = strdup(list), *save = NULL;
     int rc = 0;
 
+    if (copy == NULL || has_empty_item(list)) {
+        free(copy);
+        return -1;
+    }
     cfg->nthreads = 0;
     for (char *t = strtok_r(copy, ",", &save); t != NULL && rc == 0;
          t = strtok_r(NULL, ",", &save)) {
@@ -79,6 +95,10 @@ static int parse_modes(bench_config *cfg, const char *list)
     char *copy = strdup(list), *save = NULL;
     int rc = 0;
 
+    if (copy == NULL || has_empty_item(list)) {
+        free(copy);
+        return -1;
+    }
     cfg->modes = 0;
     for (char *t = strtok_r(copy, ",", &save); t != NULL && rc == 0;
          t = strtok_r(NULL, ",", &save)) {
@@ -107,19 +127,25 @@ static int parse_seconds(double *out, const char *text, double min)
     return 0;
 }
 
-/* 0, 1 for --help, -1 for a bad command line. */
+/* 0, 1 for --help, 2 for --version, -1 for a bad command line. */
 static int parse_options(bench_config *cfg, int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"mode", required_argument, NULL, 'm'},      {"threads", required_argument, NULL, 't'},
-        {"duration", required_argument, NULL, 'd'},  {"round", required_argument, NULL, 'r'},
-        {"large", no_argument, NULL, 'L'},           {"json", no_argument, NULL, 'j'},
-        {"dsn", required_argument, NULL, 'D'},       {"pool", required_argument, NULL, 'p'},
-        {"pgbouncer", required_argument, NULL, 'B'}, {"help", no_argument, NULL, 'h'},
-        {"existing", no_argument, NULL, 'E'},        {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"mode", required_argument, NULL, 'm'},
+                                          {"threads", required_argument, NULL, 't'},
+                                          {"duration", required_argument, NULL, 'd'},
+                                          {"round", required_argument, NULL, 'r'},
+                                          {"large", no_argument, NULL, 'L'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"dsn", required_argument, NULL, 'D'},
+                                          {"pool", required_argument, NULL, 'p'},
+                                          {"pgbouncer", required_argument, NULL, 'B'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {"existing", no_argument, NULL, 'E'},
+                                          {"version", no_argument, NULL, 'V'},
+                                          {NULL, 0, NULL, 0}};
     int c, at = 0, rc = 0;
 
-    while (rc == 0 && (c = getopt_long(argc, argv, "", longs, &at)) != -1) {
+    while (rc == 0 && (c = getopt_long(argc, argv, "hV", longs, &at)) != -1) {
         switch (c) {
         case 'm':
             rc = parse_modes(cfg, optarg);
@@ -154,12 +180,15 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             break;
         case 'h':
             return 1;
+        case 'V':
+            return 2;
         default:
             rc = -1;
         }
     }
     if (rc < 0 && optarg != NULL)
-        fprintf(stderr, "idem-bench: bad value for --%s: %s\n", longs[at].name, optarg);
+        fprintf(stderr, "idem-bench: bad value for --%s: %s%s\n", longs[at].name, optarg,
+                (c == 't' || c == 'm') && has_empty_item(optarg) ? " (an empty item)" : "");
     if (rc == 0 && cfg->existing &&
         (cfg->modes & (BENCH_MODE_GROWTH | BENCH_MODE_SWEEP | BENCH_MODE_POOLER)) != 0) {
         fprintf(stderr, "idem-bench: --existing measures create, replay, contention and external "
@@ -193,6 +222,10 @@ int main(int argc, char **argv)
                         0};
     int rc = parse_options(&cfg, argc, argv);
 
+    if (rc == 2) {
+        printf("idem-bench %s\n", idem_version());
+        return 0;
+    }
     if (rc != 0) {
         fputs(usage, rc > 0 ? stdout : stderr);
         return rc > 0 ? 0 : 64;

@@ -8,7 +8,8 @@
  * task. Last, a durable intent: a worker approves an action and "crashes" after its effect
  * commits; a new worker recovers the intent and gets the stored receipt, not a second task.
  *
- * Usage: idem-demo [--dsn CONNINFO]   (default: the PG* environment variables)
+ * Usage: idem-demo [--dsn CONNINFO]   (default: the PG* environment variables); --help,
+ * --version.
  * It applies idem's migrations to that database first, then sets up the example tool's
  * own table (idem_example.support_tasks). Its pool finds out whether a connection pooler
  * stands in between (IDEM_POOLER_AUTO); through one, it only checks the schema, which
@@ -284,18 +285,55 @@ static int isolation_and_intents(struct demo *d)
     return 0;
 }
 
+static const char usage_text[] =
+    "usage: idem-demo [--dsn CONNINFO]\n"
+    "\n"
+    "The lost-response walk-through, against a real PostgreSQL: it applies idem's\n"
+    "migrations to the database first, then sets up the example tool's table.\n"
+    "\n"
+    "Options:\n"
+    "  --dsn CONNINFO  libpq connection string or postgresql:// URI; without it the PG*\n"
+    "                  environment variables are used\n"
+    "  -h, --help      print this help\n"
+    "  -V, --version   print the version\n"
+    "\n"
+    "Exit status: 0 done, 1 error, 64 usage error\n";
+
+/* The command line: *dsn, or the exit status (0 for --help and --version, 64 for a usage
+ * error); -1 to go on. */
+static int parse_args(const char **dsn, int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+        printf("idem-demo %s\n", idem_version());
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "--dsn") == 0) {
+        *dsn = argv[2];
+        return -1;
+    }
+    if (argc == 1)
+        return -1;
+    if (argc == 2 && strcmp(argv[1], "--dsn") == 0)
+        fprintf(stderr, "idem-demo: --dsn: a connection string is needed\n");
+    else
+        fprintf(stderr, "idem-demo: unexpected argument '%s' (idem-demo takes --dsn CONNINFO)\n",
+                argv[strcmp(argv[1], "--dsn") == 0 ? 3 : 1]);
+    fprintf(stderr, "Try 'idem-demo --help'.\n");
+    return 64;
+}
+
 int main(int argc, char **argv)
 {
     struct demo d = {NULL, NULL, ""};
     const char *dsn = "";
-    int rc;
+    int rc = parse_args(&dsn, argc, argv);
 
-    if (argc == 3 && strcmp(argv[1], "--dsn") == 0) {
-        dsn = argv[2];
-    } else if (argc != 1) {
-        fprintf(stderr, "usage: idem-demo [--dsn CONNINFO]\n");
-        return 64;
-    }
+    if (rc >= 0)
+        return rc;
     rc = setup(&d, dsn);
     if (rc == 0)
         rc = lost_response(&d);

@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <libpq-fe.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,19 +226,7 @@ static int parse_args(cli *c, int argc, char **argv)
 
 /* Every line this program writes on stderr: "idem-migrate: " and one line, whatever a
  * server message put in it (its newlines and tabs become spaces). */
-static void say(const char *fmt, ...) IDEM_PRINTF(1, 2);
-static void say(const char *fmt, ...)
-{
-    char line[2048];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    cli_one_line(line);
-    fflush(stdout);
-    fprintf(stderr, "idem-migrate: %s\n", line);
-}
+#define say(...) cli_say("idem-migrate", __VA_ARGS__)
 
 /* The library's log records (one line each already); DEBUG only with --verbose. */
 static void on_log(void *ctx, int level, const char *message)
@@ -269,25 +256,11 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* libpq's connect_timeout in ms (from the DSN, or PGCONNECT_TIMEOUT: cli.c sets a
- * default); 0 for none. libpq applies it only in its blocking connect. */
-static long long connect_timeout_ms(PGconn *conn)
+/* The loop libpq documents for PQconnectPoll(), within @limit ms (0: none), as libpq's
+ * blocking connect would wait (cli_connect_timeout_ms()). 0, or -1 when the time ran out. */
+static int connect_wait(PGconn *conn, long long limit)
 {
-    PQconninfoOption *opts = PQconninfo(conn);
-    long long ms = 0;
-
-    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++)
-        if (strcmp(o->keyword, "connect_timeout") == 0 && o->val != NULL)
-            ms = atoll(o->val) * 1000;
-    PQconninfoFree(opts);
-    return ms > 0 && ms < 2000 ? 2000 : ms; /* libpq's minimum */
-}
-
-/* The loop libpq documents for PQconnectPoll(), within connect_timeout. 0, or -1 when
- * the time ran out. */
-static int connect_wait(PGconn *conn)
-{
-    long long limit = connect_timeout_ms(conn), deadline = now_ms() + limit;
+    long long deadline = now_ms() + limit;
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 
     while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
@@ -307,17 +280,6 @@ static int connect_wait(PGconn *conn)
     return 0;
 }
 
-/* libpq's message with the DSN's password masked (a malformed URI is repeated whole). */
-static const char *redacted(const char *message, const char *dsn)
-{
-    static char text[1024];
-
-    snprintf(text, sizeof(text), "%s", message);
-    if (dsn != NULL)
-        idem_conninfo_redact(text, sizeof(text), dsn);
-    return text;
-}
-
 /* Connected without blocking, so that the notices of the connection's start (a collation
  * version warning, say) reach on_notice like every later one. */
 static PGconn *connect_db(cli *c)
@@ -325,16 +287,23 @@ static PGconn *connect_db(cli *c)
     const char *keys[] = {"fallback_application_name", "dbname", NULL};
     const char *values[] = {"idem-migrate", c->dsn, NULL};
     PGconn *conn = PQconnectStartParams(keys, values, 1);
+    long long limit = 0;
+    char why[512];
 
     if (conn == NULL) {
         say("out of memory");
         return NULL;
     }
     PQsetNoticeProcessor(conn, on_notice, c);
-    if (PQstatus(conn) != CONNECTION_BAD && connect_wait(conn) != 0)
+    /* libpq's nonblocking connect leaves connect_timeout to its caller, unchecked: a
+     * value that is not a number is refused here, as libpq's blocking connect does. */
+    if (PQstatus(conn) != CONNECTION_BAD &&
+        cli_connect_timeout_ms(&limit, conn, why, sizeof(why)) != 0)
+        say("cannot connect: %s", why);
+    else if (PQstatus(conn) != CONNECTION_BAD && connect_wait(conn, limit) != 0)
         say("cannot connect: timeout expired (connect_timeout)");
     else if (PQstatus(conn) != CONNECTION_OK)
-        say("cannot connect: %s", redacted(PQerrorMessage(conn), c->dsn));
+        cli_error_redacted("idem-migrate", c->dsn, "cannot connect", PQerrorMessage(conn));
     if (PQstatus(conn) != CONNECTION_OK) {
         PQfinish(conn);
         return NULL;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <idem/idem.h>
@@ -111,16 +112,38 @@ static int bench(const char *label, int threads, unsigned int connections, long 
     return 0;
 }
 
+/* --help and --version, as the other tools take them: 0 when one was given (and done). */
+static int help_or_version(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: idem-poolbench [PAIRS>=16 [RUNS 1..%d]]\n"
+               "The cost of one acquire + release pair, uncontended and contended; connects\n"
+               "with the PG* environment variables.\n"
+               "  -h, --help     print this help\n"
+               "  -V, --version  print the version\n",
+               MAX_RUNS);
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+        printf("idem-poolbench %s\n", idem_version());
+        return 0;
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     long pairs = argc > 1 ? atol(argv[1]) : 400000;
     int runs = argc > 2 ? atoi(argv[2]) : 5;
-    int rc = 0;
+    int rc = help_or_version(argc, argv);
 
+    if (rc >= 0)
+        return rc;
     if (pairs < 16 || runs < 1 || runs > MAX_RUNS) {
         fprintf(stderr, "usage: idem-poolbench [PAIRS>=16 [RUNS 1..%d]]\n", MAX_RUNS);
         return 64;
     }
+    rc = 0;
     printf("acquire+release pairs: %ld per run, %d runs (ns per pair, each run)\n", pairs, runs);
     rc |= bench("1 thread, 1 connection", 1, 1, pairs, runs);
     rc |= bench("1 thread, 4 connections", 1, 4, pairs, runs);

@@ -70,11 +70,16 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done (list: also when nothing matches)\n"
-    "   1  error: a database error, or the schema lacks migration 0003\n"
+    "   1  error: a database error, the schema lacks migration 0003, connection\n"
+    "      settings that cannot work (a DSN that does not parse, a wrong password, a\n"
+    "      role or database that does not exist), or a role without idem_operator's\n"
+    "      rights (the message says what to GRANT)\n"
     "   2  show: nothing is recorded for the key; resolve: no open item for it (--as: no\n"
     "      external operation under it)\n"
     "  64  usage error\n"
-    "  75  database unavailable; resolve --as: an attempt holds a live lease, try later\n";
+    "  75  database unavailable: no server answers (or not in time), connection lost,\n"
+    "      a lock or statement timeout; resolve --as: an attempt holds a live lease, try\n"
+    "      later\n";
 
 typedef struct cli {
     const char *command;
@@ -92,6 +97,9 @@ typedef struct cli {
 } cli;
 
 #define usage_error(...) cli_usage_error("idem-reconcile", __VA_ARGS__)
+/* Every line on stderr: "idem-reconcile: " and one line, whatever libpq or the server put
+ * in it (cli.c). */
+#define say(...) cli_say("idem-reconcile", __VA_ARGS__)
 
 /* ---- options ----------------------------------------------------------------------------- */
 
@@ -118,7 +126,17 @@ static int parse_age(int64_t *out, const char *text)
     return 0;
 }
 
-/* A UTC time: YYYY-MM-DD, optionally with THH:MM:SS or " HH:MM:SS", optionally with Z. */
+static int days_in_month(int year, int month)
+{
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+
+    return days[month - 1] + (month == 2 && leap);
+}
+
+/* A UTC time: YYYY-MM-DD, optionally with THH:MM:SS or " HH:MM:SS", optionally with Z.
+ * 0, -1 when it is not one, or -2 for a day its month does not have (2024-02-31), which
+ * timegm() would move on into the next month in silence. */
 static int parse_time(int64_t *out, const char *text)
 {
     struct tm tm;
@@ -139,6 +157,8 @@ static int parse_time(int64_t *out, const char *text)
         tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 || tm.tm_sec > 60 ||
         tm.tm_year < 1970)
         return -1;
+    if (tm.tm_mday > days_in_month(tm.tm_year, tm.tm_mon))
+        return -2;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
     t = timegm(&tm);
@@ -161,6 +181,35 @@ static int parse_resolution(cli *c, const char *arg)
     return usage_error("--as: '%s' is not completed, failed or abandoned", arg);
 }
 
+/* --since: an age or a UTC time. */
+static int parse_since(cli *c, const char *arg)
+{
+    int rc;
+
+    if (parse_age(&c->filter.since, arg) == 0)
+        return 0;
+    rc = parse_time(&c->filter.since, arg);
+    if (rc == -2)
+        return usage_error("--since: '%s' is not a day of the calendar (its month is shorter)",
+                           arg);
+    if (rc != 0)
+        return usage_error("--since: '%s' is neither a UTC time (2024-05-01, "
+                           "2024-05-01T09:30:00Z) nor an age (90m, 24h, 7d)",
+                           arg);
+    return 0;
+}
+
+/* --open or --resolved; both at once would match nothing, and the last one given would
+ * otherwise win in silence. */
+static int set_state(cli *c, idem_reconcile_state state)
+{
+    if (c->filter.state != IDEM_RECONCILE_ANY && c->filter.state != state)
+        return usage_error("--open and --resolved contradict each other: give one of them, or "
+                           "neither for every item");
+    c->filter.state = state;
+    return 0;
+}
+
 static int parse_option(cli *c, int opt, const char *arg)
 {
     long long n;
@@ -176,17 +225,11 @@ static int parse_option(cli *c, int opt, const char *arg)
         c->filter.kind = arg;
         return 0;
     case 'o':
-        c->filter.state = IDEM_RECONCILE_OPEN;
-        return 0;
+        return set_state(c, IDEM_RECONCILE_OPEN);
     case 'r':
-        c->filter.state = IDEM_RECONCILE_RESOLVED;
-        return 0;
+        return set_state(c, IDEM_RECONCILE_RESOLVED);
     case 's':
-        if (parse_age(&c->filter.since, arg) != 0 && parse_time(&c->filter.since, arg) != 0)
-            return usage_error("--since: '%s' is neither a UTC time (2024-05-01, "
-                               "2024-05-01T09:30:00Z) nor an age (90m, 24h, 7d)",
-                               arg);
-        return 0;
+        return parse_since(c, arg);
     case 'l':
         if (cli_parse_number(&n, arg, 0, 1000000000) != 0)
             return usage_error("--limit: '%s' is not a whole number from 0 to 1000000000", arg);
@@ -298,7 +341,7 @@ static int parse_args(cli *c, int argc, char **argv)
 
 /* Connect, bounded by --connect-timeout, else by PGCONNECT_TIMEOUT (cli.c makes 10 s the
  * default); a connect_timeout in the DSN wins over both. */
-static PGconn *connect_db(const cli *c)
+static PGconn *connect_db(const cli *c, int *transient)
 {
     char timeout[16];
 
@@ -306,13 +349,12 @@ static PGconn *connect_db(const cli *c)
         snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
         setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    return cli_connect("idem-reconcile", c->dsn);
+    return cli_connect("idem-reconcile", c->dsn, transient);
 }
 
 static int fail(const char *what, int rc, const idem_error *err)
 {
-    fprintf(stderr, "idem-reconcile: %s: %s\n", what,
-            err->message[0] != '\0' ? err->message : idem_strerror(rc));
+    say("%s: %s", what, err->message[0] != '\0' ? err->message : idem_strerror(rc));
     switch (rc) {
     case IDEM_ENOTFOUND:
         return EXIT_NOT_FOUND;
@@ -321,6 +363,8 @@ static int fail(const char *what, int rc, const idem_error *err)
     case IDEM_EUNAVAIL:
     case IDEM_EBUSY:
         return EXIT_TEMPFAIL;
+    case IDEM_EDB: /* a lock or statement timeout, say */
+        return cli_sqlstate_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
     default:
         return EXIT_ERROR;
     }
@@ -392,7 +436,7 @@ static int print_json(json_t *doc)
 
     json_decref(doc);
     if (text == NULL) {
-        fprintf(stderr, "idem-reconcile: out of memory\n");
+        say("out of memory");
         return EXIT_ERROR;
     }
     puts(text);
@@ -404,7 +448,7 @@ static void print_item_row(const idem_reconcile_item *it)
 {
     char first[32], last[32], resolved[32];
 
-    printf("%-16s %-36s %-10s %-24s %-7s %6lld  %-19s  %-19s  ", it->tenant, it->operation_id,
+    printf("%-16s %-36s %-16s %-24s %-7s %6lld  %-19s  %-19s  ", it->tenant, it->operation_id,
            it->kind, it->tool, matches_text(it->fingerprint_matches), it->count,
            format_time(first, sizeof(first), it->first_seen, 0),
            format_time(last, sizeof(last), it->last_seen, 0));
@@ -432,7 +476,7 @@ static int cmd_list(cli *c, PGconn *conn)
         return rc;
     }
     if (n > 0)
-        printf("%-16s %-36s %-10s %-24s %-7s %6s  %-19s  %-19s  %s\n", "TENANT", "OPERATION ID",
+        printf("%-16s %-36s %-16s %-24s %-7s %6s  %-19s  %-19s  %s\n", "TENANT", "OPERATION ID",
                "KIND", "TOOL", "MATCHES", "COUNT", "FIRST SEEN (UTC)", "LAST SEEN (UTC)",
                "RESOLVED");
     for (size_t i = 0; i < n; i++) {
@@ -653,7 +697,7 @@ int main(int argc, char **argv)
     idem_reconcile_filter filter = IDEM_RECONCILE_FILTER_INIT;
     cli c;
     PGconn *conn;
-    int code;
+    int code, transient;
 
     memset(&c, 0, sizeof(c));
     c.filter = filter;
@@ -661,9 +705,9 @@ int main(int argc, char **argv)
     code = parse_args(&c, argc, argv);
     if (code >= 0)
         return code;
-    conn = connect_db(&c);
+    conn = connect_db(&c, &transient);
     if (conn == NULL)
-        return EXIT_TEMPFAIL;
+        return transient ? EXIT_TEMPFAIL : EXIT_ERROR;
     if ((code = cli_check_all_tenants(conn, "idem-reconcile", "idem_operator")) != 0) {
         PQfinish(conn);
         return code < 0 ? EXIT_TEMPFAIL : EXIT_ERROR;

@@ -61,10 +61,14 @@ static const char usage_text[] =
     "   0  done, or another idem-sweep is running (said on stderr with --verbose)\n"
     "   1  error: a database error, the schema lacks migration 0003 (run idem-migrate\n"
     "      up), connected through a connection pooler (connect to the server directly),\n"
-    "      the metrics file could not be written, out of memory\n"
+    "      connection settings that cannot work (a DSN that does not parse, a wrong\n"
+    "      password, a role or database that does not exist), a role without\n"
+    "      idem_sweeper's rights (the message says what to GRANT), the metrics file\n"
+    "      could not be written, out of memory\n"
     "  64  usage error\n"
-    "  75  database unavailable: cannot connect, connection lost, or a table lock held\n"
-    "      longer than --lock-timeout; the next run retries\n";
+    "  75  database unavailable: no server answers (or not in time), connection lost,\n"
+    "      or a table lock held longer than --lock-timeout (--dry-run too); the next\n"
+    "      run retries\n";
 
 typedef struct cli {
     const char *dsn;
@@ -76,6 +80,9 @@ typedef struct cli {
 } cli;
 
 #define usage_error(...) cli_usage_error("idem-sweep", __VA_ARGS__)
+/* Every line on stderr: "idem-sweep: " and one line, whatever libpq or the server put in
+ * it (cli.c). */
+#define say(...) cli_say("idem-sweep", __VA_ARGS__)
 
 static int parse_uint(unsigned int *out, const char *opt, const char *arg, long long min,
                       long long max, long long scale)
@@ -170,7 +177,7 @@ static int parse_args(cli *c, int argc, char **argv)
 
 /* Connect, bounded by --connect-timeout, else by PGCONNECT_TIMEOUT (cli.c makes 10 s the
  * default); a connect_timeout in the DSN wins over both. */
-static PGconn *connect_db(const cli *c)
+static PGconn *connect_db(const cli *c, int *transient)
 {
     char timeout[16];
 
@@ -178,7 +185,7 @@ static PGconn *connect_db(const cli *c)
         snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
         setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    return cli_connect("idem-sweep", c->dsn);
+    return cli_connect("idem-sweep", c->dsn, transient);
 }
 
 /* Refuse a connection through a pooler: the sweep lock is session-level, held across the
@@ -190,15 +197,15 @@ static int refuse_pooler(PGconn *conn)
     int pooled = 0;
 
     if (idem_pooler_detect(&pooled, conn, &err) != 0) {
-        fprintf(stderr, "idem-sweep: %s\n", err.message);
+        say("%s", err.message);
         return err.code == IDEM_EUNAVAIL ? EXIT_TEMPFAIL : EXIT_ERROR;
     }
     if (!pooled)
         return EXIT_OK;
-    fprintf(stderr, "idem-sweep: connected through a connection pooler (PgBouncer?): the sweep "
-                    "lock is a session-level advisory lock held across transactions, which a "
-                    "pooler in transaction mode spreads over server sessions; connect to the "
-                    "PostgreSQL server directly (its own host and port)\n");
+    say("connected through a connection pooler (PgBouncer?): the sweep lock is a session-level "
+        "advisory lock held across transactions, which a pooler in transaction mode spreads "
+        "over server sessions; connect to the PostgreSQL server directly (its own host and "
+        "port)");
     return EXIT_ERROR;
 }
 
@@ -207,10 +214,10 @@ static void on_log(void *ctx, int level, const char *message)
     const cli *c = ctx;
 
     if (c->verbose || level >= IDEM_LOG_WARNING)
-        fprintf(stderr, "idem-sweep: %s\n", message);
+        say("%s", message);
 }
 
-static int exit_for(int rc)
+static int exit_for(int rc, const idem_error *err)
 {
     switch (rc) {
     case IDEM_OK:
@@ -221,6 +228,10 @@ static int exit_for(int rc)
         return EXIT_TEMPFAIL;
     case IDEM_EINVAL:
         return EXIT_USAGE;
+    case IDEM_EDB:
+        /* A statement the library does not classify itself (--dry-run's count) may still
+         * have met a lock held past --lock-timeout, or a lost connection. */
+        return cli_sqlstate_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
     default:
         return EXIT_ERROR;
     }
@@ -240,7 +251,7 @@ static int print_json(const idem_sweep_result *r, int locked, int dry_run)
 
     json_decref(doc);
     if (text == NULL) {
-        fprintf(stderr, "idem-sweep: out of memory\n");
+        say("out of memory");
         return EXIT_ERROR;
     }
     puts(text);
@@ -289,7 +300,7 @@ static int write_metrics(const char *path, const idem_sweep_result *r)
     int rc = -1;
 
     if (tmp == NULL) {
-        fprintf(stderr, "idem-sweep: out of memory\n");
+        say("out of memory");
         return EXIT_ERROR;
     }
     snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
@@ -306,8 +317,7 @@ static int write_metrics(const char *path, const idem_sweep_result *r)
     if (rc == 0 && rename(tmp, path) != 0)
         rc = -1;
     if (rc != 0) {
-        fprintf(stderr, "idem-sweep: cannot write the metrics file %s: %s\n", path,
-                strerror(errno));
+        say("cannot write the metrics file %s: %s", path, strerror(errno));
         unlink(tmp);
     }
     free(tmp);
@@ -316,18 +326,18 @@ static int write_metrics(const char *path, const idem_sweep_result *r)
 
 static int report(const cli *c, int rc, const idem_sweep_result *r, const idem_error *err)
 {
-    int code = exit_for(rc);
+    int code = exit_for(rc, err);
 
     if (rc == IDEM_ELOCKED && c->verbose)
-        fprintf(stderr, "idem-sweep: %s\n", err->message);
+        say("%s", err->message);
     else if (rc != 0 && rc != IDEM_ELOCKED)
-        fprintf(stderr, "idem-sweep: %s\n", err->message[0] ? err->message : idem_strerror(rc));
+        say("%s", err->message[0] ? err->message : idem_strerror(rc));
     if (rc == 0 && c->verbose)
-        fprintf(stderr, "idem-sweep: %s %llu records, %s %llu tombstones in %u batches, %.3f s%s\n",
-                c->opts.dry_run ? "due to expire:" : "expired", r->expired,
-                c->opts.dry_run ? "due to purge:" : "purged", r->purged, r->batches,
-                (double)r->duration_ms / 1000.0,
-                r->complete || c->opts.dry_run ? "" : "; more is due: the next run continues");
+        say("%s %llu records, %s %llu tombstones in %u batches, %.3f s%s",
+            c->opts.dry_run ? "due to expire:" : "expired", r->expired,
+            c->opts.dry_run ? "due to purge:" : "purged", r->purged, r->batches,
+            (double)r->duration_ms / 1000.0,
+            r->complete || c->opts.dry_run ? "" : "; more is due: the next run continues");
     if (code == EXIT_OK && c->json)
         code = print_json(r, rc == IDEM_ELOCKED, c->opts.dry_run);
     if (rc == 0 && code == EXIT_OK && c->metrics_file != NULL && !c->opts.dry_run)
@@ -342,7 +352,7 @@ int main(int argc, char **argv)
     idem_error err = IDEM_ERROR_INIT;
     cli c;
     PGconn *conn;
-    int code, rc;
+    int code, rc, transient;
 
     memset(&c, 0, sizeof(c));
     memset(&result, 0, sizeof(result));
@@ -352,9 +362,9 @@ int main(int argc, char **argv)
         return code;
     c.opts.log = on_log;
     c.opts.log_ctx = &c;
-    conn = connect_db(&c);
+    conn = connect_db(&c, &transient);
     if (conn == NULL)
-        return EXIT_TEMPFAIL;
+        return transient ? EXIT_TEMPFAIL : EXIT_ERROR;
     if ((code = refuse_pooler(conn)) != EXIT_OK) {
         PQfinish(conn);
         return code;

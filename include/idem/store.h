@@ -296,7 +296,9 @@ IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem
  * (INSERT, UPDATE, DELETE, each with RETURNING) or a SELECT, returning exactly one row
  * whose first column is JSON (json, jsonb, or text holding JSON); the receipt is that
  * column's text, stored and replayed byte for byte. A statement that fails, returns no
- * row, several rows, or non-JSON ends the call `effect_failed`, with nothing stored.
+ * row, several rows, SQL NULL, non-JSON, or a receipt longer than the store's
+ * max_response_bytes ends the call `effect_failed`, with nothing stored. A trailing ';' and
+ * comments after the statement are fine; a second statement is refused.
  * Opaque; thread-safe once made; it may serve any number of stores.
  */
 typedef struct idem_declared idem_declared;
@@ -309,7 +311,8 @@ typedef struct idem_declared idem_declared;
  *                object (its value as text: a string's characters, a number's shortest
  *                form, true/false, an object or array as canonical JSON; a missing member
  *                or JSON null is SQL NULL), or "$tenant" / "$operation_id" for the key's
- *                parts. Copied. NULL when nparams is 0.
+ *                parts (other names starting with '$' are refused). Copied. NULL when
+ *                nparams is 0.
  * @return 0, IDEM_EINVAL (err->field: "sql", "params"), IDEM_ENOMEM.
  */
 IDEM_API int idem_declared_new(idem_declared **out, const char *sql, const char *const *params,

@@ -61,6 +61,14 @@ static int ledger_exists(void)
     return migratetest_relation_exists(fx.conn, "idem.schema_migrations");
 }
 
+/* 0009 only grants (the roles may read the ledger): running it again is harmless, so it
+ * stays pending when its ledger row is lost, and up runs it again. 0008 is the newest
+ * migration that creates something. */
+#define GRANT_ONLY_VERSION      9
+#define NEWEST_CREATING_VERSION 8
+#define STR_(x)                 #x
+#define STR(x)                  STR_(x)
+
 Test(migrate_ledger, dropped_ledger_is_reported_and_up_refuses_without_running_anything)
 {
     idem_error err = IDEM_ERROR_INIT;
@@ -72,11 +80,16 @@ Test(migrate_ledger, dropped_ledger_is_reported_and_up_refuses_without_running_a
     list = status_or_fail(NULL);
     cr_assert_not(idem_migrate_list_ledger_exists(list));
     cr_assert(idem_migrate_list_ledger_incomplete(list));
-    cr_assert_eq(migratetest_count_state(list, IDEM_MIGRATION_UNRECORDED),
-                 idem_migrate_list_count(list));
+    for (size_t i = 0; i < idem_migrate_list_count(list); i++) {
+        const idem_migration *m = idem_migrate_list_at(list, i);
+        cr_assert_eq(m->state,
+                     m->version == GRANT_ONLY_VERSION ? IDEM_MIGRATION_PENDING
+                                                      : IDEM_MIGRATION_UNRECORDED,
+                     "%s: %s", m->name, idem_migrate_state_name(m->state));
+    }
     idem_migrate_list_free(list);
     list = NULL;
-    snprintf(to, sizeof(to), "baseline --to %d", idem_migrate_latest_version());
+    snprintf(to, sizeof(to), "baseline --to %d", NEWEST_CREATING_VERSION);
     cr_assert_eq(idem_migrate_plan(&list, fx.conn, 0, NULL, &err), IDEM_ESCHEMA);
     cr_assert_null(list);
     cr_assert_not_null(strstr(err.message, "idem.schema_migrations is missing"), "%s", err.message);
@@ -97,11 +110,13 @@ Test(migrate_ledger, deleted_ledger_row_is_unrecorded_and_up_refuses_naming_it)
     long rows;
 
     up_or_fail(NULL);
-    exec("DELETE FROM idem.schema_migrations WHERE version = "
-         "(SELECT max(version) FROM idem.schema_migrations)");
+    exec("DELETE FROM idem.schema_migrations WHERE version = " STR(NEWEST_CREATING_VERSION));
     rows = migratetest_ledger_count(fx.conn);
     list = status_or_fail(NULL);
     last = idem_migrate_list_at(list, idem_migrate_list_count(list) - 1);
+    cr_assert_eq(last->version, GRANT_ONLY_VERSION);
+    cr_assert_eq(last->state, IDEM_MIGRATION_APPLIED);
+    last = idem_migrate_list_at(list, idem_migrate_list_count(list) - 2);
     cr_assert_eq(last->state, IDEM_MIGRATION_UNRECORDED, "%s",
                  idem_migrate_state_name(last->state));
     cr_assert_str_eq(idem_migrate_state_name(last->state), "unrecorded");
@@ -113,6 +128,25 @@ Test(migrate_ledger, deleted_ledger_row_is_unrecorded_and_up_refuses_naming_it)
     cr_assert_eq(idem_migrate_check(fx.conn, &err), IDEM_ESCHEMA);
     cr_assert_not_null(strstr(err.message, last->name), "%s", err.message);
     idem_migrate_list_free(list);
+}
+
+Test(migrate_ledger, lost_row_of_a_grant_only_migration_is_pending_and_up_runs_it_again)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    long rows;
+
+    up_or_fail(NULL);
+    rows = migratetest_ledger_count(fx.conn);
+    exec("DELETE FROM idem.schema_migrations WHERE version = " STR(GRANT_ONLY_VERSION));
+    list = status_or_fail(NULL);
+    cr_assert_not(idem_migrate_list_ledger_incomplete(list));
+    cr_assert_eq(migratetest_count_state(list, IDEM_MIGRATION_PENDING), 1);
+    idem_migrate_list_free(list);
+    cr_assert_eq(idem_migrate_check(fx.conn, &err), IDEM_ESCHEMA);
+    up_or_fail(NULL);
+    cr_assert_eq(migratetest_ledger_count(fx.conn), rows);
+    cr_assert_eq(idem_migrate_check(fx.conn, &err), 0, "%s", err.message);
 }
 
 Test(migrate_ledger, baseline_records_what_exists_without_running_it)
@@ -156,6 +190,94 @@ Test(migrate_ledger, baseline_refuses_a_migration_whose_objects_are_missing_and_
     cr_assert_eq(migratetest_ledger_count(fx.conn), 3);
     cr_assert(migratetest_relation_exists(fx.conn, "idem.three"));
     free(dir);
+}
+
+static void baseline_refused(const char *const *says, size_t n)
+{
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_baseline(fx.conn, idem_migrate_latest_version(), NULL, &err),
+                 IDEM_ESCHEMA, "%s", err.message);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_not_null(strstr(err.message, says[i]), "no \"%s\" in: %s", says[i], err.message);
+}
+
+static void baseline_or_fail(void)
+{
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_baseline(fx.conn, idem_migrate_latest_version(), NULL, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(idem_migrate_check(fx.conn, &err), 0, "%s", err.message);
+}
+
+/* Row-level security taken off a tenant table, then the ledger lost: recording 0007 would
+ * silently drop the tenant-isolation guarantee. */
+Test(migrate_ledger, baseline_refuses_a_tenant_table_without_row_level_security)
+{
+    static const char *const says[] = {
+        "0007_row_security.sql is not applied",
+        "idem.operations, whose tenants it isolates, has row-level security disabled and no "
+        "policy tenant_isolation",
+        "Nothing was recorded",
+        "SELECT idem.isolate_tenants('idem.operations');",
+    };
+
+    up_or_fail(NULL);
+    exec("DROP POLICY tenant_isolation ON idem.operations");
+    exec("ALTER TABLE idem.operations DISABLE ROW LEVEL SECURITY");
+    exec("DROP TABLE idem.schema_migrations");
+    baseline_refused(says, sizeof(says) / sizeof(says[0]));
+    cr_assert_not(ledger_exists(), "a refused baseline created the ledger");
+    exec("SELECT idem.isolate_tenants('idem.operations')"); /* as the message says */
+    baseline_or_fail();
+}
+
+Test(migrate_ledger, baseline_refuses_a_tenant_table_whose_row_level_security_is_not_forced)
+{
+    static const char *const says[] = {
+        "0007_row_security.sql is not applied",
+        "idem.outbox, whose tenants it isolates, has row-level security not forced.",
+    };
+    long rows;
+
+    up_or_fail(NULL);
+    exec("ALTER TABLE idem.outbox NO FORCE ROW LEVEL SECURITY");
+    exec("DELETE FROM idem.schema_migrations WHERE version >= 7");
+    rows = migratetest_ledger_count(fx.conn);
+    baseline_refused(says, sizeof(says) / sizeof(says[0]));
+    cr_assert_eq(migratetest_ledger_count(fx.conn), rows, "a refused baseline recorded rows");
+    exec("ALTER TABLE idem.outbox FORCE ROW LEVEL SECURITY");
+    baseline_or_fail();
+}
+
+/* 0009's grant is checked too; and a ledger that baseline creates again is readable by
+ * idem's roles, as 0009 left the one it replaces. */
+Test(migrate_ledger, baseline_checks_that_the_roles_may_read_the_ledger_and_keeps_it_so)
+{
+    static const char *const says[] = {
+        "0009_ledger_read.sql is not applied",
+        "role idem_app lacks SELECT on idem.schema_migrations",
+        "GRANT SELECT ON idem.schema_migrations TO idem_app;",
+    };
+    char *as_app;
+    PGconn *app;
+    idem_error err = IDEM_ERROR_INIT;
+
+    up_or_fail(NULL);
+    pgtest_create_roles(fx.conn);
+    exec("REVOKE SELECT ON idem.schema_migrations FROM idem_app");
+    exec("DELETE FROM idem.schema_migrations WHERE version = " STR(GRANT_ONLY_VERSION));
+    baseline_refused(says, sizeof(says) / sizeof(says[0]));
+    exec("GRANT SELECT ON idem.schema_migrations TO idem_app");
+    baseline_or_fail();
+    exec("DROP TABLE idem.schema_migrations");
+    baseline_or_fail();
+    as_app = pgtest_as(fx.conninfo, PGTEST_APP);
+    app = pgtest_connect(as_app);
+    cr_assert_eq(idem_migrate_check(app, &err), 0, "%s", err.message);
+    PQfinish(app);
+    free(as_app);
 }
 
 Test(migrate_ledger, baseline_needs_a_version)

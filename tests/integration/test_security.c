@@ -195,6 +195,30 @@ Test(security, app_role_cannot_change_the_schema)
     PQfinish(app);
 }
 
+/* A server checks the schema at start-up (idem_migrate_check()), and idem-demo migrates
+ * (idem_migrate_up(), nothing left to apply), as idem_app; idem-migrate status and verify
+ * may run as the sweeper's or the operator's role. Each reads the ledger (0009), and may
+ * not write it. */
+Test(security, roles_read_the_ledger_to_check_the_schema_but_cannot_change_it)
+{
+    static const char *const roles[] = {PGTEST_APP, PGTEST_SWEEPER, PGTEST_OPERATOR};
+    idem_error err = IDEM_ERROR_INIT;
+
+    for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
+        PGconn *conn = connect_as(roles[i]);
+
+        cr_assert_eq(idem_migrate_check(conn, &err), 0, "%s: %s", roles[i], err.message);
+        cr_assert_eq(idem_migrate_up(conn, 0, NULL, &err), 0, "%s: %s", roles[i], err.message);
+        refused(conn, "DELETE FROM idem.schema_migrations", "42501");
+        refused(conn, "UPDATE idem.schema_migrations SET duration_ms = 0", "42501");
+        refused(conn,
+                "INSERT INTO idem.schema_migrations (version, name, checksum, duration_ms)"
+                " VALUES (9999, '9999_x.sql', sha256('x'), 0)",
+                "42501");
+        PQfinish(conn);
+    }
+}
+
 /* Concurrent calls with one operation ID in two tenants. */
 typedef struct racer {
     const char *tenant;

@@ -230,8 +230,8 @@ Test(store_declared, many_threads_on_one_key_create_exactly_one_task)
     cr_assert_eq(storetest_operations(), 1);
 }
 
-/* Each bad statement ends effect_failed with nothing stored. */
-static void expect_effect_failed(const char *sql, const char *why)
+/* Each bad statement ends effect_failed with nothing stored, its message saying @says. */
+static void expect_effect_failed(const char *sql, const char *why, const char *says)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
@@ -242,6 +242,8 @@ static void expect_effect_failed(const char *sql, const char *why)
     cr_assert_eq(rc, IDEM_EEFFECT, "%s: %s %s", why, idem_err_name(rc), err.message);
     cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED, "%s", why);
     cr_assert_null(out.receipt);
+    cr_assert_not_null(strstr(err.message, says), "%s: message '%s' lacks '%s'", why, err.message,
+                       says);
     cr_assert_eq(storetest_operations(), 0, "%s: nothing stored", why);
     cr_assert_eq(storetest_tasks(), 0, "%s: the statement rolled back", why);
     idem_declared_free(d);
@@ -253,17 +255,194 @@ Test(store_declared, a_statement_that_fails_returns_no_row_several_rows_or_non_j
     storetest_open(NULL, 2);
     expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                          " VALUES ('acme', '', 'x') RETURNING json_build_object('id', task_id)",
-                         "a CHECK violation");
+                         "a CHECK violation", "violates check constraint");
     expect_effect_failed("UPDATE idem_example.support_tasks SET status = 'closed'"
                          " WHERE false RETURNING json_build_object('id', task_id)",
-                         "no row");
+                         "no row", "returned 0 rows");
     expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                          " VALUES ('acme', 'a', 'x'), ('acme', 'b', 'x')"
                          " RETURNING json_build_object('id', task_id)",
-                         "two rows");
+                         "two rows", "returned 2 rows");
     expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                          " VALUES ('acme', 'a', 'x') RETURNING 'not json'::text",
-                         "non-JSON");
+                         "non-JSON", "type json");
+}
+
+Test(store_declared, a_statement_returning_sql_null_says_so_and_stores_nothing)
+{
+    storetest_open(NULL, 2);
+    expect_effect_failed("SELECT NULL::json", "SELECT NULL",
+                         "declared effect: the declared statement returned SQL NULL instead of "
+                         "JSON");
+    expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                         " VALUES ('acme', 'a', 'x') RETURNING NULL::jsonb",
+                         "INSERT ... RETURNING NULL", "returned SQL NULL instead of JSON");
+}
+
+/* A statement whose receipt is @bytes long: {"s" : "xx..."} (json_build_object's spacing). */
+static idem_declared *receipt_of(size_t bytes)
+{
+    static const char *const params[] = {"$tenant", "$operation_id"};
+    char sql[512];
+    idem_declared *d = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+             " VALUES ($1, 'big', $2) RETURNING json_build_object('s', repeat('x', %zu))",
+             bytes - strlen("{\"s\" : \"\"}"));
+    cr_assert_eq(idem_declared_new(&d, sql, params, 2, &err), 0, "%s", err.message);
+    return d;
+}
+
+Test(store_declared, a_receipt_over_max_response_bytes_fails_naming_the_limit_and_stores_nothing)
+{
+    idem_store_options opts = IDEM_STORE_OPTIONS_INIT;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *big = receipt_of(2000010), *at_limit = receipt_of(100), *over = receipt_of(101);
+    storetest_open(NULL, 2);
+
+    /* The default limit, 1 MiB. */
+    cr_assert_eq(run_declared(&out, big, "acme", "op-big", "{}", 1, &err), IDEM_EEFFECT, "%s",
+                 idem_status_name(out.status));
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_null(out.receipt);
+    cr_assert_str_eq(err.message, "declared effect: receipt: 2000010 bytes exceed the limit of "
+                                  "1048576 (max_response_bytes)");
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(storetest_tasks(), 0, "the statement rolled back");
+    /* A key that already has a record answers from it, whatever the receipt would be. */
+    cr_assert_eq(task(&out, "acme", "op-taken", "s", 1), 0);
+    cr_assert_eq(run_declared(&out, big, "acme", "op-taken", "{\"subject\":\"s\"}", 1, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    storetest_close();
+
+    /* The limit is inclusive. */
+    opts.max_response_bytes = 100;
+    storetest_open(&opts, 2);
+    cr_assert_eq(run_declared(&out, at_limit, "acme", "op-100", "{}", 1, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(out.receipt_len, 100);
+    cr_assert_eq(run_declared(&out, over, "acme", "op-101", "{}", 1, &err), IDEM_EEFFECT);
+    cr_assert_str_eq(err.message, "declared effect: receipt: 101 bytes exceed the limit of 100 "
+                                  "(max_response_bytes)");
+    cr_assert_eq(storetest_operations(), 2, "op-taken's and op-100's");
+    cr_assert_eq(storetest_tasks(), 2);
+    idem_declared_free(big);
+    idem_declared_free(at_limit);
+    idem_declared_free(over);
+    idem_outcome_clear(&out);
+}
+
+/* idem_declared_new() refuses the declaration: IDEM_EINVAL naming @field, with @says. */
+static void expect_refused(const char *sql, const char *const *params, size_t nparams,
+                           const char *field, const char *says)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+
+    cr_assert_eq(idem_declared_new(&d, sql, params, nparams, &err), IDEM_EINVAL, "<%s> accepted",
+                 sql);
+    cr_assert_null(d);
+    cr_assert_str_eq(err.field, field);
+    cr_assert_not_null(strstr(err.message, says), "message '%s' lacks '%s'", err.message, says);
+}
+
+Test(store_declared, sql_referring_beyond_its_parameters_is_refused)
+{
+    static const char *const one[] = {"subject"};
+    static const char *const quoted_args[] = {"a"};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+    storetest_open(NULL, 2);
+
+    /* $2 would have been the store's tenant. */
+    expect_refused("SELECT json_build_object('subject', $1, 'tenant', $2)", one, 1, "sql",
+                   "$2, beyond the 1 parameter declared");
+    expect_refused("SELECT json_build_object('x', $0)", one, 1, "sql", "$0");
+    expect_refused("SELECT json_build_object('x', $1)", NULL, 0, "sql", "$1, beyond the 0");
+    /* In quotes, comments and dollar quotes $N is text. */
+    cr_assert_eq(idem_declared_new(&d,
+                                   "SELECT -- $7\n json_build_object('a', $1::text, 'b',"
+                                   " '$2', 'c', $$ $3 $$, 'd', $t$ $4 $t$) /* $6 */",
+                                   quoted_args, 1, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(run_declared(&out, d, "acme", "op-q", "{\"a\":\"x\"}", 1, &err), 0, "%s",
+                 err.message);
+    cr_assert_str_eq(out.receipt, "{\"a\" : \"x\", \"b\" : \"$2\", \"c\" : \" $3 \", "
+                                  "\"d\" : \" $4 \"}");
+    idem_declared_free(d);
+    idem_outcome_clear(&out);
+}
+
+Test(store_declared, params_starting_with_a_dollar_other_than_the_keys_parts_are_refused)
+{
+    static const char *const bogus[] = {"$tenant", "$bogus"};
+    static const char *const tenants[] = {"$tenants"};
+    static const char *const dollar[] = {"$"};
+
+    expect_refused("SELECT json_build_object('t', $1, 'b', $2)", bogus, 2, "params",
+                   "parameter $2 is \"$bogus\": names starting with '$' are reserved for the "
+                   "key's parts");
+    expect_refused("SELECT json_build_object('t', $1)", tenants, 1, "params", "\"$tenants\"");
+    expect_refused("SELECT json_build_object('t', $1)", dollar, 1, "params", "\"$\"");
+}
+
+Test(store_declared, a_trailing_comment_or_semicolon_does_not_break_the_statement)
+{
+    static const char *const params[] = {"$tenant", "subject", "$operation_id"};
+    static const char *const endings[] = {" -- the new task", ";",           "; \n\t",
+                                          "-- a\n-- b",       " /* done */", "; -- done",
+                                          ";\n/* c */ ;"};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    storetest_open(NULL, 2);
+
+    for (size_t i = 0; i < sizeof(endings) / sizeof(endings[0]); i++) {
+        char sql[512], op[16];
+        idem_declared *d = NULL;
+
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                 " VALUES ($1, $2, $3) RETURNING json_build_object('id', task_id)%s",
+                 endings[i]);
+        snprintf(op, sizeof(op), "op-end-%zu", i);
+        cr_assert_eq(idem_declared_new(&d, sql, params, 3, &err), 0, "%s", err.message);
+        cr_assert_eq(run_declared(&out, d, "acme", op, "{\"subject\":\"s\"}", 1, &err), 0,
+                     "<%s>: %s", endings[i], err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+        idem_declared_free(d);
+    }
+    cr_assert_eq(storetest_tasks(), 7);
+    cr_assert_eq(storetest_operations(), 7);
+    idem_outcome_clear(&out);
+}
+
+/* A declaration freed and another made at once (often at the same address): the
+ * connection that prepared the first runs the second's SQL, never the first's. */
+Test(store_declared, a_new_declaration_never_runs_a_freed_ones_statement)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char sql[64], op[16], receipt[32];
+
+    storetest_open(NULL, 1);
+    for (int i = 0; i < 6; i++) {
+        idem_declared *d = NULL;
+
+        snprintf(sql, sizeof(sql), "SELECT json_build_object('run', %d)", i);
+        snprintf(op, sizeof(op), "op-run-%d", i);
+        snprintf(receipt, sizeof(receipt), "{\"run\" : %d}", i);
+        cr_assert_eq(idem_declared_new(&d, sql, NULL, 0, &err), 0, "%s", err.message);
+        cr_assert_eq(run_declared(&out, d, "acme", op, "{}", 1, &err), 0, "%s", err.message);
+        cr_assert_str_eq(out.receipt, receipt, "declaration %d", i);
+        idem_outcome_clear(&out);
+        idem_declared_free(d);
+    }
 }
 
 Test(store_declared, a_late_retry_is_expired_and_never_runs_the_statement)

@@ -25,12 +25,16 @@ newdb() {
 
 q() { psql -Atq -d "$1" -c "$2"; }
 
-# login_role NAME GROUP: a login role in one of idem's group roles (made by migration
-# 0007), created unless it exists; other tests may create it at the same time.
-login_role() {
-    q postgres "DO \$\$ BEGIN CREATE ROLE $1 LOGIN IN ROLE $2;
+# create_role NAME OPTIONS: a role, created unless it exists; other tests may create it at
+# the same time.
+create_role() {
+    q postgres "DO \$\$ BEGIN CREATE ROLE $1 $2;
         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END \$\$" >/dev/null
 }
+
+# login_role NAME GROUP: a login role in one of idem's group roles (made by migration
+# 0007).
+login_role() { create_role "$1" "LOGIN IN ROLE $2"; }
 
 # check NAME EXPECTED-EXIT COMMAND...: runs COMMAND; its stdout in $out, stderr in $err.
 check() {
@@ -66,23 +70,57 @@ contains() { grep -q -- "$1" <<<"$out"; }
 err_contains() { grep -q -- "$1" <<<"$err"; }
 json_ok() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert $1, d" "$out"; }
 
-# hold_lock DB KEY: a psql session holding advisory lock KEY until release_lock.
-hold_lock() {
+# hold DB SQL READY: a psql session that runs SQL and keeps what it locked until
+# release_lock; returns once the query READY answers 1 on DB.
+hold() {
     mkfifo "$scratch/hold"
     psql -Atq -d "$1" -f "$scratch/hold" >/dev/null 2>&1 &
     holder=$!
     exec 7>"$scratch/hold"
-    echo "SELECT pg_advisory_lock($2);" >&7
+    echo "$2" >&7
     for _ in $(seq 1 100); do
-        [ "$(q "$1" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")" = 1 ] && break
+        [ "$(q "$1" "$3")" = 1 ] && break
         sleep 0.1
     done
+}
+
+# hold_lock DB KEY: a psql session holding advisory lock KEY until release_lock.
+hold_lock() {
+    hold "$1" "SELECT pg_advisory_lock($2);" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+}
+
+# hold_table_lock DB TABLE: a psql session holding TABLE in ACCESS EXCLUSIVE mode (as a
+# migration does) until release_lock.
+hold_table_lock() {
+    hold "$1" "BEGIN; LOCK $2 IN ACCESS EXCLUSIVE MODE;" "SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND granted AND mode = 'AccessExclusiveLock' AND relation = '$2'::regclass"
 }
 
 release_lock() {
     exec 7>&-
     wait "$holder"
     rm -f "$scratch/hold"
+}
+
+# silent_listener: a TCP port on 127.0.0.1 that accepts connections and never answers
+# (a server that hangs, a forwarder to nowhere), in $silent_port until silent_stop.
+silent_listener() {
+    python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+time.sleep(600)' >"$scratch/silent_port" &
+    silent_pid=$!
+    for _ in $(seq 1 100); do
+        silent_port=$(cat "$scratch/silent_port")
+        [ -n "$silent_port" ] && break
+        sleep 0.1
+    done
+}
+
+silent_stop() {
+    kill "$silent_pid" 2>/dev/null
+    wait "$silent_pid" 2>/dev/null
 }
 
 finish() {

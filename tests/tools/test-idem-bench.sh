@@ -23,6 +23,15 @@ globals=$(nm --defined-only "$runner" | awk '$2 ~ /^[BDC]$/ && $3 ~ /^bench_/ {p
 
 "$bench" --pool 0 >/dev/null 2>&1
 [ $? = 64 ] || fail "--pool 0: not a usage error"
+# A list with an empty item is a typo, not a shorter list.
+for list in 1,,2 ,1 1, ''; do
+    err=$("$bench" --threads "$list" 2>&1 >/dev/null)
+    [ $? = 64 ] || fail "--threads '$list': not a usage error"
+    [ -z "$list" ] || grep -q "bad value for --threads: $list (an empty item)" <<<"$err" ||
+        fail "--threads '$list': the message does not say why: $err"
+done
+"$bench" --mode create,,replay >/dev/null 2>&1
+[ $? = 64 ] || fail "--mode create,,replay: not a usage error"
 
 if ! psql -Atqc 'SELECT 1' dbname=postgres >/dev/null 2>&1; then
     if [ -n "${IDEM_REQUIRE_PG:-}" ]; then

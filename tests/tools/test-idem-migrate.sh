@@ -76,6 +76,32 @@ check usage_bad_option 64 "$tool" --frob status
 check usage_bad_to 64 "$tool" --to x up
 check no_server 2 "$tool" --dsn "host=/nonexistent port=1" status
 
+# connect_timeout by libpq's rules: a value that is not a whole number is refused at once
+# (not taken for "no limit", which hung on a server that never answers); zero or negative
+# waits indefinitely (not "expired at once").
+python3 -c 'import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+time.sleep(600)' >"$scratch/silent_port" &
+silent_pid=$!
+for _ in $(seq 1 100); do
+    silent_port=$(cat "$scratch/silent_port")
+    [ -n "$silent_port" ] && break
+    sleep 0.1
+done
+check timeout_garbage 2 timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port connect_timeout=abc"
+expect timeout_garbage_says_so contains 'invalid integer value "abc" for connection option "connect_timeout"'
+check timeout_garbage_env 2 env PGCONNECT_TIMEOUT=abc timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port"
+check timeout_expires 2 timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port connect_timeout=1"
+expect timeout_expires_says_so contains "timeout expired"
+kill "$silent_pid"
+wait "$silent_pid" 2>/dev/null
+db=$(newdb timeout)
+check timeout_negative_waits 3 env PGCONNECT_TIMEOUT=-5 "$tool" --dsn "dbname=$db" status
+check timeout_spaces 3 "$tool" --dsn "dbname=$db connect_timeout=' 3 '" status
+
 # Fresh database: status pending (3), plan prints SQL and runs nothing, up, then clean.
 db=$(newdb fresh)
 check verify_fresh 7 "$tool" --dsn "dbname=$db" verify
@@ -88,6 +114,9 @@ expect status_fresh_up_would_not_refuse lacks "up would refuse"
 check status_fresh_json 3 "$tool" --dsn "dbname=$db" status --json
 expect status_fresh_json_no_refusal python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["up_would_refuse"] is None and not d["ledger"]' "$out"
 latest=$("$tool" --version | sed -n 's/.*schema version \([0-9]*\).*/\1/p')
+# The newest migration that creates something: 0009 only grants, which up may run again, so
+# a ledger that lost its row leaves it pending rather than unrecorded.
+newest_creating=8
 check baseline_not_applied 9 "$tool" --dsn "dbname=$db" baseline --to "$latest"
 expect baseline_not_applied_says_why contains "0001_operations.sql is not applied"
 expect baseline_not_applied_records_nothing test "$(q "$db" "SELECT to_regclass('idem.schema_migrations') IS NULL")" = t
@@ -250,7 +279,7 @@ check noledger_first_up 0 "$tool" --dsn "dbname=$db" up
 q "$db" "DROP TABLE idem.schema_migrations"
 check noledger_status 8 "$tool" --dsn "dbname=$db" status
 expect noledger_status_says_missing contains "LEDGER MISSING"
-expect noledger_status_names_remedy contains "baseline --to $latest"
+expect noledger_status_names_remedy contains "baseline --to $newest_creating"
 expect noledger_status_does_not_say_run_up lacks "run idem-migrate up"
 check noledger_status_json 8 "$tool" --dsn "dbname=$db" status --json
 expect noledger_status_json_says_so python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["ledger_incomplete"] and not d["ledger"] and d["unrecorded"] > 0 and "baseline" in d["up_would_refuse"]' "$out"
@@ -269,15 +298,39 @@ check noledger_verify_after 0 "$tool" --dsn "dbname=$db" verify
 
 # One ledger row deleted: status names it (exit 8) instead of advising up; baseline
 # restores it.
-q "$db" "DELETE FROM idem.schema_migrations WHERE version = $latest"
+q "$db" "DELETE FROM idem.schema_migrations WHERE version = $newest_creating"
 check norow_status 8 "$tool" --dsn "dbname=$db" status
 expect norow_status_says_incomplete contains "LEDGER INCOMPLETE: 1 migration not recorded"
 expect norow_status_lists_unrecorded contains "unrecorded"
 expect norow_status_does_not_say_run_up lacks "run idem-migrate up"
 check norow_up 8 "$tool" --dsn "dbname=$db" up
-expect norow_up_names_remedy contains "baseline --to $latest"
+expect norow_up_names_remedy contains "baseline --to $newest_creating"
 check norow_baseline 0 "$tool" --dsn "dbname=$db" baseline --to "$latest"
 check norow_status_after 0 "$tool" --dsn "dbname=$db" status
+
+# The row of the grant-only migration deleted: it is pending, and up runs it again.
+q "$db" "DELETE FROM idem.schema_migrations WHERE version = $latest"
+check grantrow_status 3 "$tool" --dsn "dbname=$db" status
+check grantrow_up 0 "$tool" --dsn "dbname=$db" up
+expect grantrow_up_applied contains "applied 0009_ledger_read.sql"
+check grantrow_status_after 0 "$tool" --dsn "dbname=$db" status
+
+# Row-level security taken off a tenant table, then the ledger dropped: baseline refuses
+# to record 0007 (exit 9), naming the table and what it lacks, and writes nothing.
+db=$(newdb norls)
+check norls_up 0 "$tool" --dsn "dbname=$db" -q up
+q "$db" "DROP POLICY tenant_isolation ON idem.operations"
+q "$db" "ALTER TABLE idem.operations DISABLE ROW LEVEL SECURITY"
+q "$db" "DROP TABLE idem.schema_migrations"
+check norls_baseline 9 "$tool" --dsn "dbname=$db" baseline --to "$latest"
+expect norls_names_migration contains "0007_row_security.sql is not applied"
+expect norls_names_table_and_lack contains "idem.operations, whose tenants it isolates, has row-level security disabled and no policy tenant_isolation"
+expect norls_names_remedy contains "SELECT idem.isolate_tenants('idem.operations');"
+expect norls_records_nothing test "$(q "$db" "SELECT to_regclass('idem.schema_migrations') IS NULL")" = t
+check norls_verify 8 "$tool" --dsn "dbname=$db" verify
+q "$db" "SELECT idem.isolate_tenants('idem.operations')"
+check norls_baseline_restored 0 "$tool" --dsn "dbname=$db" baseline --to "$latest"
+check norls_verify_restored 0 "$tool" --dsn "dbname=$db" verify
 
 # A file starting with a UTF-8 byte order mark runs; its checksum is the file's. A
 # pending file whose object already exists: exit 5, saying the ledger may lack it.

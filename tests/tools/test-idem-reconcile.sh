@@ -25,7 +25,23 @@ check usage_since 64 "$tool" list --since yesterday
 check usage_limit 64 "$tool" list --limit -3
 check usage_tenant_for_show 64 "$tool" show acme op-1 --tenant acme
 check usage_note_for_list 64 "$tool" list --note x
+check usage_open_and_resolved 64 "$tool" list --open --resolved
+expect usage_open_and_resolved_names_both err_contains "--open and --resolved"
+check usage_resolved_and_open 64 "$tool" list --resolved --open
+check usage_since_no_such_day 64 "$tool" list --since 2024-02-31
+expect usage_since_no_such_day_says_so err_contains "not a day of the calendar"
+check usage_since_not_leap 64 "$tool" list --since 2023-02-29T10:00:00Z
+check usage_since_april_31 64 "$tool" list --since 2024-04-31
 check no_server 75 "$tool" --dsn "host=/nonexistent port=1" list
+expect no_server_one_line test "$(wc -l <<<"$err")" = 1
+
+# Connection settings that cannot work are an error (1), not "unavailable" (75).
+check dsn_unknown_key 1 "$tool" --dsn "nokey=1" list
+check dsn_missing_equals 1 "$tool" --dsn "host=x missing" list
+check dsn_bad_sslmode 1 "$tool" --dsn "sslmode=bogus" list
+check dsn_bad_connect_timeout 1 "$tool" --dsn "connect_timeout=abc" list
+check no_such_database 1 "$tool" --dsn "dbname=idem_no_such_database" list
+check no_such_role 1 "$tool" --dsn "user=idem_no_such_role" list
 
 db=$(newdb main)
 q "$db" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,
@@ -52,6 +68,8 @@ expect list_tenant_only_globex test "$(grep -c '^acme' <<<"$out")" = 0
 expect list_tenant_has_globex contains "^globex *op-1"
 check list_since 0 "$tool" --dsn "dbname=$db" list --since 1h
 expect list_since_one contains "1 item, 1 open"
+check list_since_leap_day 0 "$tool" --dsn "dbname=$db" list --since 2024-02-29
+check list_open_twice 0 "$tool" --dsn "dbname=$db" list --open --open
 check list_json 0 "$tool" --dsn "dbname=$db" list --json --kind expired
 expect list_json_parses json_ok 'd["count"] == 3 and d["items"][0]["count"] == 3 and d["items"][0]["open"] and d["items"][0]["fingerprint_matches"] is True'
 
@@ -94,6 +112,32 @@ q "$db" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool
 total=$(q "$db" "SELECT count(*) FROM idem.reconciliation_items")
 check operator_role 0 "$tool" --dsn "dbname=$db user=idem_test_operator" list --json
 expect operator_role_lists_all json_ok "d['count'] == $total and 'other' in {i['tenant'] for i in d['items']}"
+
+# A role that may not use schema idem (outside idem_operator, or a member that does not
+# inherit its rights) is refused as a configuration error, with the GRANT to run.
+create_role idem_test_nobody LOGIN
+create_role idem_test_noinherit_operator "LOGIN NOINHERIT IN ROLE idem_operator"
+check no_usage_role 1 "$tool" --dsn "dbname=$db user=idem_test_nobody" list
+expect no_usage_role_names_grant err_contains "GRANT idem_operator TO idem_test_nobody"
+check noinherit_role 1 "$tool" --dsn "dbname=$db user=idem_test_noinherit_operator" list
+expect noinherit_role_names_grant err_contains "GRANT idem_operator TO idem_test_noinherit_operator"
+
+# The table keeps its columns whatever the kind: outcome_unknown and outbox_exhausted
+# fit theirs.
+db=$(newdb layout)
+item "$db" acme op-1 expired 1 "-1 minute"
+item "$db" acme op-2 outcome_unknown 1 "-2 minutes"
+item "$db" acme op-3 outbox_exhausted 1 "-3 minutes"
+check list_layout 0 "$tool" --dsn "dbname=$db" list
+expect list_layout_aligned python3 -c '
+import sys
+header, *rows = sys.argv[1].splitlines()[:-1]
+assert len(rows) == 3, rows
+for word, value in (("TOOL", "create_support_task "), ("MATCHES", "yes "), ("FIRST SEEN", "20")):
+    at = header.index(word)
+    for row in rows:
+        assert row[at:].startswith(value), (word, header, row)
+' "$out"
 
 # A schema without migration 0003: exit 1, saying what to do.
 db=$(newdb old 2)

@@ -35,6 +35,27 @@ check usage_empty_metrics 64 "$tool" --metrics-file ''
 expect usage_says_try_help err_contains "Try 'idem-sweep --help'"
 check no_server 75 "$tool" --dsn "host=/nonexistent port=1"
 expect no_server_says_so err_contains "cannot connect"
+expect no_server_one_line test "$(wc -l <<<"$err")" = 1
+silent_listener
+check silent_server 75 timeout 30 "$tool" --dsn "host=127.0.0.1 port=$silent_port" --connect-timeout 2
+expect silent_server_says_timeout err_contains "timeout expired"
+silent_stop
+
+# Connection settings that cannot work are an error (1), not "unavailable" (75, which
+# tells cron to try again): they never fix themselves.
+check dsn_unknown_key 1 "$tool" --dsn "nokey=1"
+expect dsn_unknown_key_says_so err_contains 'invalid connection option "nokey"'
+check dsn_missing_equals 1 "$tool" --dsn "host=x missing"
+check dsn_bad_sslmode 1 "$tool" --dsn "sslmode=bogus"
+check dsn_bad_connect_timeout 1 "$tool" --dsn "connect_timeout=abc"
+expect dsn_bad_connect_timeout_says_so err_contains 'invalid integer value "abc"'
+check no_such_database 1 "$tool" --dsn "dbname=idem_no_such_database"
+expect no_such_database_says_so err_contains "does not exist"
+check no_such_role 1 "$tool" --dsn "user=idem_no_such_role"
+# A server that answers but is busy ("too many connections", 53300) is unavailable: 75.
+create_role idem_test_no_slots "LOGIN CONNECTION LIMIT 0"
+check busy_server 75 "$tool" --dsn "user=idem_test_no_slots"
+expect busy_server_says_so err_contains "too many connections"
 
 db=$(newdb main)
 records "$db" due- 7 completed "-1 hour" "+1 day"
@@ -120,6 +141,14 @@ expect locked_json_says_so json_ok 'd["locked_out"] and d["expired"] == 0'
 expect locked_changed_nothing test "$(q "$db" "SELECT count(*) FROM idem.operations WHERE operation_id LIKE 'locked-%' AND state = 'completed'")" = 3
 release_lock
 
+# A table lock held past --lock-timeout (a migration, say): 75, the next run retries;
+# --dry-run's count too.
+hold_table_lock "$db" idem.operations
+check table_locked_dry_run 75 "$tool" --dsn "dbname=$db" --dry-run --lock-timeout 1
+expect table_locked_dry_run_says_so err_contains "lock timeout"
+check table_locked 75 "$tool" --dsn "dbname=$db" --lock-timeout 1
+release_lock
+
 # Two sweepers at once: both exit 0, and the backlog is worked once.
 db=$(newdb race)
 records "$db" r- 6000 completed "-1 hour" "+1 day"
@@ -160,6 +189,16 @@ expect app_role_changed_nothing test "$(count "$db" completed)" = 4
 check sweeper_role 0 "$tool" --dsn "dbname=$db user=idem_test_sweeper" --json
 expect sweeper_role_every_tenant json_ok 'd["expired"] == 4'
 expect sweeper_role_tombstones test "$(count "$db" expired)" = 4
+
+# A role that may not use schema idem (outside idem_sweeper, or a member that does not
+# inherit its rights) is refused as a configuration error, with the GRANT to run.
+create_role idem_test_nobody LOGIN
+create_role idem_test_noinherit_sweeper "LOGIN NOINHERIT IN ROLE idem_sweeper"
+check no_usage_role 1 "$tool" --dsn "dbname=$db user=idem_test_nobody"
+expect no_usage_role_names_grant err_contains "GRANT idem_sweeper TO idem_test_nobody"
+check noinherit_role 1 "$tool" --dsn "dbname=$db user=idem_test_noinherit_sweeper"
+expect noinherit_role_names_grant err_contains "GRANT idem_sweeper TO idem_test_noinherit_sweeper"
+expect noinherit_role_says_inherit err_contains "ALTER ROLE idem_test_noinherit_sweeper INHERIT"
 
 # A schema without migration 0003: exit 1, saying what to do.
 db=$(newdb old 2)
