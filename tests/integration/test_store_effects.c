@@ -456,11 +456,6 @@ Test(store_effects, a_table_that_changed_under_every_connections_kept_statement_
     idem_pool_release(held);
     call_noting("op-kept-b1", 1);
     call_noting("op-kept-b2", 1);
-    if (!pgtest_through_pgbouncer())
-        cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM pg_stat_activity"
-                                             " WHERE datname = current_database()"
-                                             " AND pid <> pg_backend_pid()"),
-                     2, "two connections");
     PQclear(pgtest_exec(fx.check, "ALTER TABLE idem_example.effect_notes ADD COLUMN note text"));
     call_noting("op-changed-1", 2);
     call_noting("op-changed-2", 1);
