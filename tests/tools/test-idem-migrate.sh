@@ -79,25 +79,14 @@ check no_server 2 "$tool" --dsn "host=/nonexistent port=1" status
 # connect_timeout by libpq's rules: a value that is not a whole number is refused at once
 # (not taken for "no limit", which hung on a server that never answers); zero or negative
 # waits indefinitely (not "expired at once").
-python3 -c 'import socket, time
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(64)
-print(s.getsockname()[1], flush=True)
-time.sleep(600)' >"$scratch/silent_port" &
-silent_pid=$!
-for _ in $(seq 1 100); do
-    silent_port=$(cat "$scratch/silent_port")
-    [ -n "$silent_port" ] && break
-    sleep 0.1
-done
+. "$(dirname "$0")/listener.sh"
+silent_listener
 check timeout_garbage 2 timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port connect_timeout=abc"
 expect timeout_garbage_says_so contains 'invalid integer value "abc" for connection option "connect_timeout"'
 check timeout_garbage_env 2 env PGCONNECT_TIMEOUT=abc timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port"
 check timeout_expires 2 timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port connect_timeout=1"
 expect timeout_expires_says_so contains "timeout expired"
-kill "$silent_pid"
-wait "$silent_pid" 2>/dev/null
+silent_stop
 db=$(newdb timeout)
 check timeout_negative_waits 3 env PGCONNECT_TIMEOUT=-5 "$tool" --dsn "dbname=$db" status
 check timeout_spaces 3 "$tool" --dsn "dbname=$db connect_timeout=' 3 '" status
