@@ -444,9 +444,29 @@ static int print_json(json_t *doc)
     return EXIT_OK;
 }
 
+/* @s as text for a terminal: bytes that would move the cursor or change the terminal (C0
+ * controls, DEL) written \xNN. A note, a provider's reference or error text came from
+ * outside; what is shown must not be able to rewrite what is around it. In @buf; cut at
+ * its size. */
+static const char *shown(char *buf, size_t size, const char *s)
+{
+    size_t o = 0;
+
+    for (; s != NULL && *s != '\0' && o + 5 < size; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if (ch < 0x20 || ch == 0x7f)
+            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", ch);
+        else
+            buf[o++] = (char)ch;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 static void print_item_row(const idem_reconcile_item *it)
 {
-    char first[32], last[32], resolved[32];
+    char first[32], last[32], resolved[32], by[256];
 
     printf("%-16s %-36s %-16s %-24s %-7s %6lld  %-19s  %-19s  ", it->tenant, it->operation_id,
            it->kind, it->tool, matches_text(it->fingerprint_matches), it->count,
@@ -456,7 +476,7 @@ static void print_item_row(const idem_reconcile_item *it)
         printf("open\n");
     else
         printf("%s by %s\n", format_time(resolved, sizeof(resolved), it->resolved_at, 0),
-               it->resolved_by);
+               shown(by, sizeof(by), it->resolved_by));
 }
 
 static int cmd_list(cli *c, PGconn *conn)
@@ -521,14 +541,14 @@ static void print_record(const idem_reconcile_record *r)
         printf("  remembered to  %s UTC\n",
                format_time(t, sizeof(t), r->forget_at != 0 ? r->forget_at : r->expires_at, 0));
     if (r->trace_id != NULL)
-        printf("  trace ID       %s\n", r->trace_id);
+        printf("  trace ID       %s\n", r->trace_id); /* validated: no control characters */
     if (r->receipt != NULL)
         printf("  receipt        %.*s\n", (int)r->receipt_len, r->receipt);
 }
 
 static void print_item_detail(const idem_reconcile_item *it)
 {
-    char first[32], last[32], resolved[32];
+    char first[32], last[32], resolved[32], text[4096];
 
     printf("  %s: %lld request%s, first %s, last %s UTC; tool %s; fingerprint %s matches the "
            "tombstone: %s\n",
@@ -538,11 +558,12 @@ static void print_item_detail(const idem_reconcile_item *it)
            matches_text(it->fingerprint_matches));
     if (it->resolved_at != 0)
         printf("    resolved %s UTC by %s\n",
-               format_time(resolved, sizeof(resolved), it->resolved_at, 0), it->resolved_by);
+               format_time(resolved, sizeof(resolved), it->resolved_at, 0),
+               shown(text, sizeof(text), it->resolved_by));
     else
         printf("    open\n");
     if (it->note != NULL)
-        printf("    note: %s\n", it->note);
+        printf("    note: %s\n", shown(text, sizeof(text), it->note));
 }
 
 /* An external operation's downstream key, lease, outbox item and attempts; NULL when the key
@@ -584,11 +605,12 @@ static json_t *history_json(const idem_external_history *h)
 
 static void print_history(const idem_external_history *h)
 {
-    char t[32], u[32];
+    char t[32], u[32], text[4096];
 
     printf("external operation: downstream key %s\n", idem_external_history_downstream_key(h));
     if (idem_external_history_provider_ref(h) != NULL)
-        printf("  provider ref   %s\n", idem_external_history_provider_ref(h));
+        printf("  provider ref   %s\n",
+               shown(text, sizeof(text), idem_external_history_provider_ref(h)));
     if (idem_external_history_lease_expires_at(h) != 0)
         printf("  lease          %s %s UTC\n",
                idem_external_history_lease_live(h) ? "held until" : "lapsed at",
@@ -606,9 +628,9 @@ static void print_history(const idem_external_history *h)
                a->outcome != NULL ? a->outcome : "running", a->ended_at != 0 ? " at " : "",
                format_time(u, sizeof(u), a->ended_at, 0));
         if (a->provider_ref != NULL)
-            printf("; provider ref %s", a->provider_ref);
+            printf("; provider ref %s", shown(text, sizeof(text), a->provider_ref));
         if (a->error != NULL)
-            printf("; error: %s", a->error);
+            printf("; error: %s", shown(text, sizeof(text), a->error));
         printf("\n");
     }
 }

@@ -47,6 +47,13 @@ expect show_downstream_key contains "downstream key key-op-1"
 expect show_attempts contains "attempts: 2"
 expect show_lapsed_attempt contains "1: started .*, lease_expired at"
 expect show_unknown_attempt contains "2: started .*, unknown at .*; error: no reply within 10 s"
+# Text from outside (a provider's error) is shown with its control characters escaped: it
+# cannot rewrite the operator's terminal.
+q "$db" "UPDATE idem.external_attempts SET error = E'bad\\x1b[2Jreply\\r' WHERE tenant = 'acme'
+    AND operation_id = 'op-2' AND attempt = 2" >/dev/null
+check show_control 0 "$tool" --dsn "dbname=$db" show acme op-2
+expect show_control_escaped contains 'error: bad\\x1b\[2Jreply\\x0d'
+expect show_control_no_escape test "$(printf '%s' "$out" | tr -d -c '\033\r' | wc -c)" = 0
 check show_json 0 "$tool" --dsn "dbname=$db" show acme op-1 --json
 expect show_json_history json_ok 'd["external"]["downstream_key"] == "key-op-1" and [a["outcome"] for a in d["external"]["attempts"]] == ["lease_expired", "unknown"] and d["external"]["lease_live"] is False'
 
