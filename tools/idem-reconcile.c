@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "idem/idem.h"
 
 #include "cli.h"
+#include "reconcile_text.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -103,71 +103,6 @@ typedef struct cli {
 
 /* ---- options ----------------------------------------------------------------------------- */
 
-/* An age ("90m", "24h", "7d", "30s") before now, in microseconds since the epoch. */
-static int parse_age(int64_t *out, const char *text)
-{
-    long long n;
-    char unit = text[0] != '\0' ? text[strlen(text) - 1] : '\0';
-    char digits[24];
-    int64_t scale = unit == 's'   ? 1
-                    : unit == 'm' ? 60
-                    : unit == 'h' ? 3600
-                    : unit == 'd' ? 86400
-                                  : 0;
-    size_t len = strlen(text);
-
-    if (scale == 0 || len < 2 || len > sizeof(digits))
-        return -1;
-    memcpy(digits, text, len - 1);
-    digits[len - 1] = '\0';
-    if (cli_parse_number(&n, digits, 0, 36500LL * 86400 / scale) != 0)
-        return -1;
-    *out = ((int64_t)time(NULL) - n * scale) * 1000000;
-    return 0;
-}
-
-static int days_in_month(int year, int month)
-{
-    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-
-    return days[month - 1] + (month == 2 && leap);
-}
-
-/* A UTC time: YYYY-MM-DD, optionally with THH:MM:SS or " HH:MM:SS", optionally with Z.
- * 0, -1 when it is not one, or -2 for a day its month does not have (2024-02-31), which
- * timegm() would move on into the next month in silence. */
-static int parse_time(int64_t *out, const char *text)
-{
-    struct tm tm;
-    int n = 0, m = 0;
-    time_t t;
-
-    memset(&tm, 0, sizeof(tm));
-    if (sscanf(text, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &n) != 3 || n != 10)
-        return -1;
-    if ((text[n] == 'T' || text[n] == ' ') &&
-        (sscanf(text + n + 1, "%2d:%2d:%2d%n", &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &m) != 3 ||
-         m != 8))
-        return -1;
-    n += m > 0 ? m + 1 : 0;
-    if (strcmp(text + n, "") != 0 && strcmp(text + n, "Z") != 0)
-        return -1;
-    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour < 0 ||
-        tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 || tm.tm_sec > 60 ||
-        tm.tm_year < 1970)
-        return -1;
-    if (tm.tm_mday > days_in_month(tm.tm_year, tm.tm_mon))
-        return -2;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    t = timegm(&tm);
-    if (t < 0)
-        return -1;
-    *out = (int64_t)t * 1000000;
-    return 0;
-}
-
 static int parse_resolution(cli *c, const char *arg)
 {
     static const char *const names[] = {"completed", "failed", "abandoned"};
@@ -186,9 +121,9 @@ static int parse_since(cli *c, const char *arg)
 {
     int rc;
 
-    if (parse_age(&c->filter.since, arg) == 0)
+    if (rt_parse_age(&c->filter.since, arg) == 0)
         return 0;
-    rc = parse_time(&c->filter.since, arg);
+    rc = rt_parse_time(&c->filter.since, arg);
     if (rc == -2)
         return usage_error("--since: '%s' is not a day of the calendar (its month is shorter)",
                            arg);
@@ -370,113 +305,13 @@ static int fail(const char *what, int rc, const idem_error *err)
     }
 }
 
-/* ---- output ------------------------------------------------------------------------------ */
-
-/* "2024-05-01 09:30:00" (UTC), or with @iso "2024-05-01T09:30:00.123456Z"; "" for 0. */
-static const char *format_time(char *buf, size_t size, int64_t us, int iso)
-{
-    time_t t = (time_t)(us / 1000000);
-    struct tm tm;
-    char base[24];
-
-    if (us == 0 || gmtime_r(&t, &tm) == NULL) {
-        buf[0] = '\0';
-        return buf;
-    }
-    strftime(base, sizeof(base), iso ? "%Y-%m-%dT%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
-    if (iso)
-        snprintf(buf, size, "%s.%06dZ", base, (int)(us % 1000000));
-    else
-        snprintf(buf, size, "%s", base);
-    return buf;
-}
-
-static json_t *time_json(int64_t us)
-{
-    char buf[48];
-
-    return us != 0 ? json_string(format_time(buf, sizeof(buf), us, 1)) : json_null();
-}
-
-static json_t *str_json(const char *s)
-{
-    return s != NULL ? json_string(s) : json_null();
-}
-
-static const char *matches_text(int matches)
-{
-    return matches > 0 ? "yes" : matches == 0 ? "no" : "unknown";
-}
-
-static json_t *item_json(const idem_reconcile_item *it)
-{
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:o, s:o, s:b, s:o, s:o, s:o}", "tenant",
-                     it->tenant, "operation_id", it->operation_id, "kind", it->kind, "tool",
-                     it->tool, "fingerprint", it->fingerprint, "fingerprint_matches",
-                     it->fingerprint_matches < 0 ? json_null()
-                                                 : json_boolean(it->fingerprint_matches),
-                     "count", (json_int_t)it->count, "first_seen", time_json(it->first_seen),
-                     "last_seen", time_json(it->last_seen), "open", it->resolved_at == 0,
-                     "resolved_at", time_json(it->resolved_at), "resolved_by",
-                     str_json(it->resolved_by), "note", str_json(it->note));
-}
-
-static json_t *items_json(const idem_reconcile_items *items)
-{
-    json_t *array = json_array();
-
-    for (size_t i = 0; array != NULL && i < idem_reconcile_items_count(items); i++)
-        json_array_append_new(array, item_json(idem_reconcile_items_at(items, i)));
-    return array;
-}
-
 static int print_json(json_t *doc)
 {
-    char *text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-
-    json_decref(doc);
-    if (text == NULL) {
+    if (rt_print_json(doc) != 0) {
         say("out of memory");
         return EXIT_ERROR;
     }
-    puts(text);
-    free(text);
     return EXIT_OK;
-}
-
-/* @s as text for a terminal: bytes that would move the cursor or change the terminal (C0
- * controls, DEL) written \xNN. A note, a provider's reference or error text came from
- * outside; what is shown must not be able to rewrite what is around it. In @buf; cut at
- * its size. */
-static const char *shown(char *buf, size_t size, const char *s)
-{
-    size_t o = 0;
-
-    for (; s != NULL && *s != '\0' && o + 5 < size; s++) {
-        unsigned char ch = (unsigned char)*s;
-
-        if (ch < 0x20 || ch == 0x7f)
-            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", ch);
-        else
-            buf[o++] = (char)ch;
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
-static void print_item_row(const idem_reconcile_item *it)
-{
-    char first[32], last[32], resolved[32], by[256];
-
-    printf("%-16s %-36s %-16s %-24s %-7s %6lld  %-19s  %-19s  ", it->tenant, it->operation_id,
-           it->kind, it->tool, matches_text(it->fingerprint_matches), it->count,
-           format_time(first, sizeof(first), it->first_seen, 0),
-           format_time(last, sizeof(last), it->last_seen, 0));
-    if (it->resolved_at == 0)
-        printf("open\n");
-    else
-        printf("%s by %s\n", format_time(resolved, sizeof(resolved), it->resolved_at, 0),
-               shown(by, sizeof(by), it->resolved_by));
 }
 
 static int cmd_list(cli *c, PGconn *conn)
@@ -490,8 +325,8 @@ static int cmd_list(cli *c, PGconn *conn)
         return fail("list", rc, &err);
     n = idem_reconcile_items_count(items);
     if (c->json) {
-        rc =
-            print_json(json_pack("{s:I, s:o}", "count", (json_int_t)n, "items", items_json(items)));
+        rc = print_json(
+            json_pack("{s:I, s:o}", "count", (json_int_t)n, "items", rt_items_json(items)));
         idem_reconcile_items_free(items);
         return rc;
     }
@@ -500,70 +335,12 @@ static int cmd_list(cli *c, PGconn *conn)
                "KIND", "TOOL", "MATCHES", "COUNT", "FIRST SEEN (UTC)", "LAST SEEN (UTC)",
                "RESOLVED");
     for (size_t i = 0; i < n; i++) {
-        print_item_row(idem_reconcile_items_at(items, i));
+        rt_print_item_row(idem_reconcile_items_at(items, i));
         open += idem_reconcile_items_at(items, i)->resolved_at == 0;
     }
     printf("%zu item%s, %zu open\n", n, n == 1 ? "" : "s", open);
     idem_reconcile_items_free(items);
     return EXIT_OK;
-}
-
-static json_t *record_json(const idem_reconcile_record *r)
-{
-    if (r == NULL)
-        return json_null();
-    return json_pack(
-        "{s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "state", r->state, "tool",
-        r->tool, "payload_version", r->payload_version, "fingerprint", r->fingerprint, "receipt",
-        r->receipt != NULL ? json_stringn(r->receipt, r->receipt_len) : json_null(), "trace_id",
-        str_json(r->trace_id), "created_at", time_json(r->created_at), "completed_at",
-        time_json(r->completed_at), "expires_at", time_json(r->expires_at), "forget_at",
-        time_json(r->forget_at), "expired_at", time_json(r->expired_at));
-}
-
-static void print_record(const idem_reconcile_record *r)
-{
-    char t[32];
-    int tomb = strcmp(r->state, "expired") == 0;
-
-    printf("%s: state %s\n", tomb ? "tombstone" : "record", r->state);
-    printf("  tool           %s (payload version %d)\n", r->tool, r->payload_version);
-    printf("  fingerprint    %s\n", r->fingerprint);
-    printf("  created        %s UTC\n", format_time(t, sizeof(t), r->created_at, 0));
-    if (r->completed_at != 0)
-        printf("  completed      %s UTC\n", format_time(t, sizeof(t), r->completed_at, 0));
-    if (tomb)
-        printf("  expired        %s UTC (receipt dropped)\n",
-               format_time(t, sizeof(t), r->expired_at, 0));
-    else
-        printf("  kept until     %s UTC\n", format_time(t, sizeof(t), r->expires_at, 0));
-    if (r->forget_at != 0 || tomb)
-        printf("  remembered to  %s UTC\n",
-               format_time(t, sizeof(t), r->forget_at != 0 ? r->forget_at : r->expires_at, 0));
-    if (r->trace_id != NULL)
-        printf("  trace ID       %s\n", r->trace_id); /* validated: no control characters */
-    if (r->receipt != NULL)
-        printf("  receipt        %.*s\n", (int)r->receipt_len, r->receipt);
-}
-
-static void print_item_detail(const idem_reconcile_item *it)
-{
-    char first[32], last[32], resolved[32], text[4096];
-
-    printf("  %s: %lld request%s, first %s, last %s UTC; tool %s; fingerprint %s matches the "
-           "tombstone: %s\n",
-           it->kind, it->count, it->count == 1 ? "" : "s",
-           format_time(first, sizeof(first), it->first_seen, 0),
-           format_time(last, sizeof(last), it->last_seen, 0), it->tool, it->fingerprint,
-           matches_text(it->fingerprint_matches));
-    if (it->resolved_at != 0)
-        printf("    resolved %s UTC by %s\n",
-               format_time(resolved, sizeof(resolved), it->resolved_at, 0),
-               shown(text, sizeof(text), it->resolved_by));
-    else
-        printf("    open\n");
-    if (it->note != NULL)
-        printf("    note: %s\n", shown(text, sizeof(text), it->note));
 }
 
 /* An external operation's downstream key, lease, outbox item and attempts; NULL when the key
@@ -576,63 +353,6 @@ static idem_external_history *read_history(PGconn *conn, const cli *c)
     if (idem_external_history_get(&h, conn, c->tenant, c->operation_id, &err) != 0)
         return NULL;
     return h;
-}
-
-static json_t *history_json(const idem_external_history *h)
-{
-    json_t *attempts;
-
-    if (h == NULL)
-        return json_null();
-    attempts = json_array();
-    for (size_t i = 0; attempts != NULL && i < idem_external_history_count(h); i++) {
-        const idem_external_attempt_record *a = idem_external_history_at(h, i);
-
-        json_array_append_new(
-            attempts, json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "number", a->number, "started_at",
-                                time_json(a->started_at), "ended_at", time_json(a->ended_at),
-                                "outcome", str_json(a->outcome), "provider_ref",
-                                str_json(a->provider_ref), "error", str_json(a->error)));
-    }
-    return json_pack("{s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "downstream_key",
-                     idem_external_history_downstream_key(h), "provider_ref",
-                     str_json(idem_external_history_provider_ref(h)), "lease_expires_at",
-                     time_json(idem_external_history_lease_expires_at(h)), "lease_live",
-                     idem_external_history_lease_live(h), "outbox_state",
-                     str_json(idem_external_history_outbox_state(h)), "next_attempt_at",
-                     time_json(idem_external_history_next_attempt_at(h)), "attempts", attempts);
-}
-
-static void print_history(const idem_external_history *h)
-{
-    char t[32], u[32], text[4096];
-
-    printf("external operation: downstream key %s\n", idem_external_history_downstream_key(h));
-    if (idem_external_history_provider_ref(h) != NULL)
-        printf("  provider ref   %s\n",
-               shown(text, sizeof(text), idem_external_history_provider_ref(h)));
-    if (idem_external_history_lease_expires_at(h) != 0)
-        printf("  lease          %s %s UTC\n",
-               idem_external_history_lease_live(h) ? "held until" : "lapsed at",
-               format_time(t, sizeof(t), idem_external_history_lease_expires_at(h), 0));
-    if (idem_external_history_outbox_state(h) != NULL)
-        printf("  outbox item    %s%s%s\n", idem_external_history_outbox_state(h),
-               idem_external_history_next_attempt_at(h) != 0 ? ", next attempt at " : "",
-               format_time(t, sizeof(t), idem_external_history_next_attempt_at(h), 0));
-    printf("attempts: %zu\n", idem_external_history_count(h));
-    for (size_t i = 0; i < idem_external_history_count(h); i++) {
-        const idem_external_attempt_record *a = idem_external_history_at(h, i);
-
-        printf("  %d: started %s UTC, %s%s%s", a->number,
-               format_time(t, sizeof(t), a->started_at, 0),
-               a->outcome != NULL ? a->outcome : "running", a->ended_at != 0 ? " at " : "",
-               format_time(u, sizeof(u), a->ended_at, 0));
-        if (a->provider_ref != NULL)
-            printf("; provider ref %s", shown(text, sizeof(text), a->provider_ref));
-        if (a->error != NULL)
-            printf("; error: %s", shown(text, sizeof(text), a->error));
-        printf("\n");
-    }
 }
 
 static int cmd_show(cli *c, PGconn *conn)
@@ -651,22 +371,22 @@ static int cmd_show(cli *c, PGconn *conn)
     history = read_history(conn, c);
     if (c->json) {
         rc = print_json(json_pack("{s:s, s:s, s:o, s:o, s:o}", "tenant", c->tenant, "operation_id",
-                                  c->operation_id, "record", record_json(record), "items",
-                                  items_json(items), "external", history_json(history)));
+                                  c->operation_id, "record", rt_record_json(record), "items",
+                                  rt_items_json(items), "external", rt_history_json(history)));
         idem_external_history_free(history);
         idem_reconcile_key_free(key);
         return rc;
     }
     printf("tenant %s, operation %s\n", c->tenant, c->operation_id);
     if (record != NULL)
-        print_record(record);
+        rt_print_record(record);
     else
         printf("no record or tombstone: the key has been forgotten\n");
     printf("reconciliation items: %zu\n", idem_reconcile_items_count(items));
     for (size_t i = 0; i < idem_reconcile_items_count(items); i++)
-        print_item_detail(idem_reconcile_items_at(items, i));
+        rt_print_item_detail(idem_reconcile_items_at(items, i));
     if (history != NULL)
-        print_history(history);
+        rt_print_history(history);
     idem_external_history_free(history);
     idem_reconcile_key_free(key);
     return EXIT_OK;
