@@ -69,7 +69,7 @@ int rt_parse_time(int64_t *out, const char *text)
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
     t = timegm(&tm);
-    if (t < 0)
+    if (t < 0 || t >= (time_t)253402300800LL) /* 10000-01-01: a leap second rolls over */
         return -1;
     *out = (int64_t)t * 1000000;
     return 0;

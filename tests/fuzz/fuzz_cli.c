@@ -12,16 +12,21 @@
  * - a failure says why on stderr, "idem-fingerprint: ..."; a success writes nothing there;
  * - cli_parse_number() accepts exactly a whole decimal number in range, as strtoll() reads
  *   one (leading blanks and a sign allowed, nothing after the digits), with its value, and
- *   leaves *out untouched when it refuses.
+ *   leaves *out untouched when it refuses;
+ * - idem-reconcile's --since parsers (tools/reconcile_text.h): a time it accepts is a day
+ *   of the calendar from 1970, which rt_format_time() writes back as the same time; one
+ *   it refuses leaves *out untouched; an age it accepts lies in the past.
  * Built with libFuzzer (-Dfuzzing=true, clang) or with standalone.c (any compiler). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "reconcile_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int idem_fingerprint_main(int argc, char **argv);
@@ -130,6 +135,27 @@ static void check_number(const char *text)
     }
 }
 
+/* idem-reconcile's --since, as a time and as an age. */
+static void check_since(const char *text)
+{
+    int64_t t = 4242, again = 0, age = 4242;
+    char written[64];
+    int rc = rt_parse_time(&t, text);
+
+    check(rc == 0 || rc == -1 || rc == -2);
+    if (rc != 0) {
+        check(t == 4242);
+    } else {
+        check(t >= 0 && t % 1000000 == 0);
+        rt_format_time(written, sizeof(written), t, 0);
+        check(t == 0 || rt_parse_time(&again, written) == 0);
+        check(t == 0 || again == t);
+    }
+    rc = rt_parse_age(&age, text);
+    check(rc == 0 || rc == -1);
+    check(rc != 0 ? age == 4242 : age <= (int64_t)time(NULL) * 1000000);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *args[ARGS_MAX + 1] = {NULL}; /* owned copies: getopt permutes argv */
@@ -148,6 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(args[argc - 1], data + pos, n);
         args[argc - 1][n] = '\0';
         check_number(args[argc - 1]);
+        check_since(args[argc - 1]);
         argv[argc] = args[argc - 1];
         argc++;
         pos += n + 1;

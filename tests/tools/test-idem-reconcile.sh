@@ -32,6 +32,8 @@ check usage_since_no_such_day 64 "$tool" list --since 2024-02-31
 expect usage_since_no_such_day_says_so err_contains "not a day of the calendar"
 check usage_since_not_leap 64 "$tool" list --since 2023-02-29T10:00:00Z
 check usage_since_april_31 64 "$tool" list --since 2024-04-31
+# A leap second on the last day of 9999 would roll over into the year 10000.
+check usage_since_year_10000 64 "$tool" list --since 9999-12-31T23:59:60
 check no_server 75 "$tool" --dsn "host=/nonexistent port=1" list
 expect no_server_one_line test "$(wc -l <<<"$err")" = 1
 
