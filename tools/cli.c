@@ -1,6 +1,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,30 @@ static long long now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The loop libpq documents for PQconnectPoll(), within @limit ms (0: none), as libpq's
+ * blocking connect would wait (cli_connect_timeout_ms()). 0, or -1 when the time ran out. */
+int cli_connect_wait(PGconn *conn, long long limit)
+{
+    long long deadline = now_ms() + limit;
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+    while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+        struct pollfd pfd = {PQsocket(conn), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
+        long long left = deadline - now_ms();
+        int n = poll(&pfd, 1,
+                     limit == 0       ? -1
+                     : left <= 0      ? 0
+                     : left > INT_MAX ? INT_MAX
+                                      : (int)left);
+
+        if (n == 0)
+            return -1;
+        if (n > 0 || errno != EINTR)
+            st = PQconnectPoll(conn);
+    }
+    return 0;
 }
 
 /* What the server says when it refuses these very settings (in English, as libpq and an

@@ -69,4 +69,9 @@ int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role
  * control characters (a server message's newlines and tabs) turned into spaces. */
 void cli_one_line(char *s);
 
+/* The loop libpq documents for PQconnectPoll() on a connection made with
+ * PQconnectStartParams(), within @limit ms (0: none), as libpq's blocking connect would wait
+ * (cli_connect_timeout_ms()). 0, or -1 when the time ran out. */
+int cli_connect_wait(PGconn *conn, long long limit);
+
 #endif
