@@ -319,3 +319,15 @@ void cli_one_line(char *s)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
 }
+
+int cli_print_json(json_t *doc)
+{
+    char *text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+
+    json_decref(doc);
+    if (text == NULL)
+        return -1;
+    puts(text);
+    free(text);
+    return 0;
+}

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include <idem/common.h>
+#include <jansson.h>
 #include <libpq-fe.h>
 
 /* Seconds a tool waits for a server to answer when connecting, unless the DSN sets
@@ -73,5 +74,9 @@ void cli_one_line(char *s);
  * PQconnectStartParams(), within @limit ms (0: none), as libpq's blocking connect would wait
  * (cli_connect_timeout_ms()). 0, or -1 when the time ran out. */
 int cli_connect_wait(PGconn *conn, long long limit);
+
+/* Print @doc (its reference stolen) on stdout, indented, keys in their order. 0, or -1 when
+ * out of memory (NULL @doc included). */
+int cli_print_json(json_t *doc);
 
 #endif

@@ -307,7 +307,7 @@ static int fail(const char *what, int rc, const idem_error *err)
 
 static int print_json(json_t *doc)
 {
-    if (rt_print_json(doc) != 0) {
+    if (cli_print_json(doc) != 0) {
         say("out of memory");
         return EXIT_ERROR;
     }

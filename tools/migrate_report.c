@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "migrate_report.h"
 
 counts mr_count_states(const idem_migrate_list *list)
@@ -91,17 +92,10 @@ int mr_print_status_json(const idem_migrate_list *list, PGconn *conn, const find
                          int up_to_date)
 {
     json_t *doc = status_json(list, conn, f, up_to_date);
-    char *text;
 
     if (doc != NULL)
         json_object_set_new(doc, "citus", distribution_json(f->distribution));
-    text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(doc);
-    if (text == NULL)
-        return -1;
-    puts(text);
-    free(text);
-    return 0;
+    return cli_print_json(doc);
 }
 
 static void print_status_row(const idem_migration *m)

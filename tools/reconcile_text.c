@@ -133,18 +133,6 @@ json_t *rt_items_json(const idem_reconcile_items *items)
     return array;
 }
 
-int rt_print_json(json_t *doc)
-{
-    char *text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-
-    json_decref(doc);
-    if (text == NULL)
-        return -1;
-    puts(text);
-    free(text);
-    return 0;
-}
-
 /* @s as text for a terminal: bytes that would move the cursor or change the terminal (C0
  * controls, DEL) written \xNN. A note, a provider's reference or error text came from
  * outside; what is shown must not be able to rewrite what is around it. In @buf; cut at

@@ -23,9 +23,6 @@ json_t *rt_items_json(const idem_reconcile_items *items);
 json_t *rt_record_json(const idem_reconcile_record *r);
 json_t *rt_history_json(const idem_external_history *h);
 
-/* Print @doc (stolen) indented; 0, or -1 out of memory. */
-int rt_print_json(json_t *doc);
-
 void rt_print_item_row(const idem_reconcile_item *it);
 void rt_print_record(const idem_reconcile_record *r);
 void rt_print_item_detail(const idem_reconcile_item *it);
