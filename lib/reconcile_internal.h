@@ -7,6 +7,8 @@
 
 /* The kind of a retry refused after its key's retention window. */
 #define IDEM__RECONCILE_EXPIRED "expired"
+/* The kind of a local record left pending after its transaction ended (reconcile.h). */
+#define IDEM__RECONCILE_STALLED "stalled_pending"
 
 /* Record one more request of @kind for the key, in autocommit on a pooled connection:
  * insert the item, or raise its count, update last_seen, tool, fingerprint and whether it

@@ -32,7 +32,8 @@ void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigne
 extern const idem__stmt idem__store_stmt_lookup_as, idem__store_stmt_resolve_as,
     idem__store_stmt_claim_as;
 extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
-    idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get;
+    idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get,
+    idem__store_stmt_stalled;
 
 /* One tool's windows, the store's own copy (sorted by tool for bsearch). */
 typedef struct tool_window {

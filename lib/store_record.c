@@ -135,6 +135,64 @@ static int conflict(call *c, idem_conn *conn)
     return rc;
 }
 
+/* Whether the key's pending record is a local one left pending past its claim plus the
+ * call's deadline (stmt_stalled): 1, 0, or a negative code. */
+static int stalled(call *c, idem_conn *conn)
+{
+    const char *values[3] = {c->req->tenant, c->req->operation_id, NULL};
+    char deadline[24];
+    PGresult *res = NULL;
+    int rc;
+
+    snprintf(deadline, sizeof(deadline), "%u", c->store->opts.deadline_ms);
+    values[2] = deadline;
+    rc = idem__tenant_exec(&res, conn, c->req->tenant, &idem__store_stmt_stalled, values, NULL,
+                           NULL, 0, c->err);
+    if (rc != 0)
+        return rc;
+    rc = PQntuples(res) == 1;
+    PQclear(res);
+    return rc;
+}
+
+/* A pending record. An external effect's, or a local one inside its claim's transaction
+ * (committed meanwhile, or not yet): another attempt holds it, in_progress. A local one
+ * still pending past its claim plus the deadline was left so by an attempt whose
+ * transaction ended without its record (an earlier version's, or a statement run by hand):
+ * its effect may have committed, so it never runs again. It is recorded for reconciliation
+ * (kind stalled_pending), and the call answers outcome_unknown until an operator resolves
+ * it (idem-reconcile resolve --as). */
+static int pending(call *c, idem_conn *conn)
+{
+    const idem_request *req = c->req;
+    int rc = stalled(c, conn);
+
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        c->out->status = IDEM_STATUS_IN_PROGRESS;
+        COUNT(c->store, in_progress);
+        return idem__error_set(c->err, IDEM_EBUSY,
+                               "operation %s is in progress in another attempt; retry later "
+                               "with the same key",
+                               req->operation_id);
+    }
+    rc = idem__reconcile_record(conn, req->tenant, req->operation_id, IDEM__RECONCILE_STALLED,
+                                req->tool, &c->fp, 1, c->err);
+    if (rc != 0)
+        return idem__error_context(c->err,
+                                   "operation %s was left pending, but could not be "
+                                   "recorded for reconciliation; retry later with the "
+                                   "same key",
+                                   req->operation_id);
+    c->out->status = IDEM_STATUS_OUTCOME_UNKNOWN;
+    return idem__error_set(c->err, IDEM_EUNKNOWN,
+                           "operation %s was left pending by an attempt whose transaction ended "
+                           "without its record: its effect may have committed, so it is not run "
+                           "again until it is reconciled (idem-reconcile show %s %s)",
+                           req->operation_id, req->tenant, req->operation_id);
+}
+
 int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
 {
     const char *state = PQgetvalue(res, 0, COL_STATE);
@@ -150,14 +208,8 @@ int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
     }
     if (strcmp(state, "outcome_unknown") == 0)
         return outcome_unknown(c);
-    if (strcmp(state, "pending") == 0) {
-        c->out->status = IDEM_STATUS_IN_PROGRESS;
-        COUNT(c->store, in_progress);
-        return idem__error_set(c->err, IDEM_EBUSY,
-                               "operation %s is in progress in another attempt; retry later "
-                               "with the same key",
-                               c->req->operation_id);
-    }
+    if (strcmp(state, "pending") == 0)
+        return pending(c, conn);
     if (set_receipt(c->out, PQgetvalue(res, 0, COL_RESPONSE),
                     (size_t)PQgetlength(res, 0, COL_RESPONSE), c->err) != 0) {
         c->out->status = IDEM_STATUS_UNAVAILABLE;

@@ -87,12 +87,29 @@ const idem__stmt idem__store_stmt_claim_as = {
     " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY,
     13};
 
+/* The finishing statement travels with COMMIT. idem.finish_guard() (migration 0010) raises
+ * unless the tenant is still the call's and exactly one claimed row was finished: an
+ * effect that changed idem.tenant, or changed or removed the claimed row, would otherwise
+ * commit its writes with the record left pending. The raise aborts the transaction, so the
+ * COMMIT behind it rolls back (IDEM3, IDEM4: store_write.c). */
 const idem__stmt idem__store_stmt_finish = {
     "idem_store_finish",
-    "UPDATE idem.operations SET state = $3, response = $4, completed_at = now()"
+    "WITH done AS (UPDATE idem.operations SET state = $3, response = $4, completed_at = now()"
     " WHERE tenant = $1 AND operation_id = $2 AND claim_token = $5::uuid"
-    " AND state = 'pending'",
+    " AND state = 'pending' RETURNING 1)"
+    " SELECT idem.finish_guard($1, (SELECT count(*) FROM done))",
     5};
+
+/* A pending record met by a call: whether it is local (no downstream key, no lease) and
+ * older than the call's deadline ($3, ms). A local record is pending only inside the
+ * transaction that claims it; one that another session reads past that time was left so
+ * by an attempt whose transaction ended without finishing it (store_record.c). */
+const idem__stmt idem__store_stmt_stalled = {
+    "idem_store_stalled",
+    "SELECT 1 FROM idem.operations WHERE tenant = $1 AND operation_id = $2"
+    " AND state = 'pending' AND attempts IS NULL AND lease_expires_at IS NULL"
+    " AND created_at < now() - make_interval(secs => $3::int8 / 1000.0)",
+    3};
 
 /* Undo a claim that an effect committed by itself (it must not; see idem__store_write_attempt). */
 const idem__stmt idem__store_stmt_unclaim = {

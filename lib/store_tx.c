@@ -47,12 +47,26 @@ static const char *keyword(const char *p, char word[16])
     return p + n;
 }
 
+/* Whether the setting named at @p (after blanks, perhaps double-quoted) is @name. */
+static int names_setting(const char *p, const char *name)
+{
+    size_t n = strlen(name);
+
+    p = skip_blank(p);
+    if (*p == '"')
+        return strncasecmp(p + 1, name, n) == 0 && p[n + 1] == '"';
+    return strncasecmp(p, name, n) == 0 && !isalnum((unsigned char)p[n]) && p[n] != '_' &&
+           p[n] != '.' && p[n] != '$';
+}
+
 /* Why @sql may not run as an effect's statement, or NULL. An effect runs inside the
  * store's transaction on a pooled connection: a statement that ends that transaction
  * would commit the effect without its record (and a retry would run it again); one that
  * changes the transaction's characteristics breaks the record's write; session state
  * would stay on the connection for every later call, whatever its tenant. Recognised by
- * the statement's first keywords; set_config(..., false) inside a query is not. */
+ * the statement's first keywords; set_config() inside a query is not (the finishing
+ * statement's guard refuses what it did to the tenant, and row-level security's own check
+ * what it did to row_security: store_write.c). */
 static const char *refused_statement(const char *sql)
 {
     char w1[16], w2[16], w3[16];
@@ -72,6 +86,10 @@ static const char *refused_statement(const char *sql)
     }
     if (!strcmp(w1, "BEGIN") || !strcmp(w1, "START"))
         return "the store's transaction is already open";
+    if (!strcmp(w1, "SET") && !strcmp(w2, "LOCAL") &&
+        (names_setting(rest, "idem.tenant") || names_setting(rest, "row_security")))
+        return "an effect runs as the call's tenant under row-level security, which its record "
+               "is written under too";
     if (!strcmp(w1, "SET") && strcmp(w2, "LOCAL") != 0 && strcmp(w2, "CONSTRAINTS") != 0)
         return !strcmp(w2, "TRANSACTION")
                    ? "it would change the store's transaction, which its record is written in"

@@ -302,28 +302,62 @@ int idem__store_commit_unknown(size_t failed_at, size_t commit_at, const char *s
     return failed_at == commit_at && strcmp(sqlstate, "XX000") == 0;
 }
 
+/* Whether the finishing statement's failure (c->err) is the effect's doing: it changed
+ * idem.tenant (IDEM3) or the claimed row (IDEM4), which idem.finish_guard() refuses, or it
+ * turned row-level security off, so that idem's table could not be written (42501, "query
+ * would be affected by row-level security policy"; at the claim the same would be the
+ * deployment's). The transaction rolled back, the effect's writes with it. */
+static int finish_refused(const idem_error *err)
+{
+    return strcmp(err->sqlstate, "IDEM3") == 0 || strcmp(err->sqlstate, "IDEM4") == 0 ||
+           (strcmp(err->sqlstate, "42501") == 0 &&
+            strstr(err->message, "would be affected by row-level security") != NULL);
+}
+
+/* The effect left the transaction so that its record could not be finished: effect_failed,
+ * field sql, in the server's words; nothing was kept. */
+static enum step effect_broke_finish(call *c, idem_conn *conn, int *out_rc)
+{
+    char said[IDEM_ERROR_MESSAGE_MAX], sqlstate[sizeof(c->err->sqlstate)];
+    int rls = strcmp(c->err->sqlstate, "42501") == 0;
+
+    snprintf(said, sizeof(said), "%s", c->err->message);
+    snprintf(sqlstate, sizeof(sqlstate), "%s", c->err->sqlstate);
+    idem__store_rollback(conn);
+    COUNT(c->store, effect_failures);
+    c->out->status = IDEM_STATUS_EFFECT_FAILED;
+    *out_rc = idem__error_field(c->err, IDEM_EEFFECT, "sql",
+                                rls ? "the effect turned row_security off (SET LOCAL row_security "
+                                      "or set_config()), so the call's record could not be "
+                                      "written; nothing of the call is kept (%s)"
+                                    : "the call's record could not be finished; nothing of the "
+                                      "call is kept (%s)",
+                                said);
+    snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "%s", sqlstate);
+    return STEP_DONE;
+}
+
 /* What the closing pipeline's results mean; @claim is the claim's result when the claim
  * travelled in the same pipeline; @commit_failed: COMMIT failed in a way that leaves its
- * outcome unknown (idem__store_commit_unknown()). */
-static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const idem__pipe_cmd *finish,
-                              const PGresult *claim, int rc, int commit_failed, int *out_rc)
+ * outcome unknown (idem__store_commit_unknown()); @finish_failed: the finishing statement
+ * is the one that failed. */
+static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const PGresult *claim, int rc,
+                              int commit_failed, int finish_failed, int *out_rc)
 {
     /* The claim in this pipeline found the key taken: the attempt is void (read-only on
      * plain PostgreSQL, so the finishing UPDATE failed; elsewhere it changed nothing). */
     if (claim != NULL && !idem__store_claimed(claim))
         return answer_taken(c, conn, tx, claim, rc != 0, out_rc);
-    if (rc == 0) {
-        if (strcmp(PQcmdTuples(finish->result), "1") == 0) {
-            *out_rc = 0;
-            return STEP_DONE;
-        }
-        /* The claim in this pipeline found the key taken: nothing was written. */
-        return answer_taken(c, conn, tx, claim, 0, out_rc);
-    }
+    /* The finishing statement returns a row only when it finished the claimed record
+     * (idem.finish_guard() raises otherwise). */
+    if (rc == 0)
+        return *out_rc = 0, STEP_DONE;
     if (rc == IDEM_EUNAVAIL || commit_failed || PQstatus(idem_conn_pg(conn)) != CONNECTION_OK) {
         idem_conn_discard(conn);
         return STEP_RESOLVE; /* COMMIT may or may not have been carried out */
     }
+    if (finish_failed && finish_refused(c->err))
+        return effect_broke_finish(c, conn, out_rc);
     /* The effect went on after one of its statements failed, and the record could not be
      * written in the aborted transaction: the statement's failure is the call's. */
     if (strcmp(c->err->sqlstate, "25P02") == 0 && tx->failure.code != 0) {
@@ -353,9 +387,10 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
     if (rc != 0 && !tx->begun && idem__store_claim_busy(c, failed_at, c->err->sqlstate))
         step = busy(c, conn, out_rc);
     else
-        step = after_commit(
-            c, conn, tx, &cmds[finish_at], tx->begun ? NULL : cmds[c->claim_at].result, rc,
-            rc != 0 && idem__store_commit_unknown(failed_at, n - 1, c->err->sqlstate), out_rc);
+        step =
+            after_commit(c, conn, tx, tx->begun ? NULL : cmds[c->claim_at].result, rc,
+                         rc != 0 && idem__store_commit_unknown(failed_at, n - 1, c->err->sqlstate),
+                         rc != 0 && failed_at == finish_at, out_rc);
     idem__store_pipe_clear(cmds, n);
     return step;
 }

@@ -69,6 +69,9 @@ ParameterizedTestParameters(store_effect_rules,
         {"DISCARD ALL"},
         {"DEALLOCATE ALL"},
         {"LISTEN somewhere"},
+        {"SET LOCAL idem.tenant = 'other'"},
+        {"set local \"idem.tenant\" to ''"},
+        {"SET LOCAL row_security = off"},
     };
     return cr_make_param_array(refused_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
@@ -272,4 +275,58 @@ Test(store_effect_rules, an_unknown_effect_result_is_named_as_such)
                  IDEM_EEFFECT);
     cr_assert(strstr(err.message, "returned 2: neither IDEM_EFFECT_OK") != NULL, "%s", err.message);
     cr_assert_eq(storetest_operations(), 0);
+}
+
+/* What an effect does to the tenant setting, to row-level security or to its own claim,
+ * in ways no statement text shows, and what the finishing statement's guard says of it. */
+typedef struct guard_case {
+    char sql[96];
+    char says[48]; /* in the call's message */
+} guard_case;
+
+ParameterizedTestParameters(store_effect_rules, an_effect_that_breaks_its_record_commits_nothing)
+{
+    static guard_case cases[] = {
+        {"SELECT set_config('idem.tenant', 'other', true)", "changed idem.tenant"},
+        {"SELECT set_config('idem.tenant', '', true)", "changed idem.tenant"},
+        {"DO $$ BEGIN PERFORM set_config('idem.tenant', 'other', true); END $$",
+         "changed idem.tenant"},
+        {"SELECT set_config('row_security', 'off', true)", "turned row_security off"},
+        {"DELETE FROM idem.operations WHERE operation_id = 'op-guard'", "claimed record"},
+        {"UPDATE idem.operations SET claim_token = gen_random_uuid()"
+         " WHERE operation_id = 'op-guard'",
+         "claimed record"},
+    };
+    return cr_make_param_array(guard_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* The effect's write and the claim roll back together; the call ends effect_failed, field
+ * sql, in the guard's words; the key stays free, and a retry with a well-behaved effect
+ * creates once. */
+ParameterizedTest(guard_case *c, store_effect_rules,
+                  an_effect_that_breaks_its_record_commits_nothing)
+{
+    effect_sql e = {"", 0, 0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-guard", "{\"subject\":\"s\"}");
+
+    snprintf(e.sql, sizeof(e.sql), "%s", c->sql);
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, write_then_run, &e, &err), IDEM_EEFFECT,
+                 "%s: %s", c->sql, err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED, "%s: %s", c->sql, err.message);
+    cr_assert_eq(e.rc, 0, "%s runs", c->sql);
+    cr_assert_str_eq(err.field, "sql");
+    cr_assert(strstr(err.message, c->says) != NULL, "%s: %s", c->sql, err.message);
+    cr_assert(strstr(err.message, "nothing of the call is kept") != NULL, "%s", err.message);
+    cr_assert_eq(storetest_tasks(), 0, "%s: the effect's write is rolled back", c->sql);
+    cr_assert_eq(storetest_operations(), 0, "%s: no record, pending or other", c->sql);
+    snprintf(e.sql, sizeof(e.sql), "SELECT current_setting('idem.tenant')");
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, write_then_run, &e, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(storetest_tasks(), 1);
+    cr_assert_eq(storetest_operations(), 1);
+    idem_outcome_clear(&out);
 }
