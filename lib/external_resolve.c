@@ -8,31 +8,44 @@
 #include "external_internal.h"
 #include "idem/reconcile.h"
 #include "idem/validate.h"
+#include "reconcile_internal.h"
 
 /* $1 tenant, $2 operation_id, $3 'completed' or 'failed', $4 the receipt (binary), $5
  * provider_ref, $6 note, $7 by. Only an external record that is outcome_unknown, or pending
- * without a live lease, changes. Returns whether it did, how many items were resolved, and
- * the record as it was (state, external, lease live) to say why not. */
+ * without a live lease, changes; or a local record left pending (stalled_pending,
+ * reconcile.h), whose resolution is kept as a resolved item of that kind even when none was
+ * recorded. Returns whether it changed, how many items were resolved, and the record as it
+ * was (state, external, lease live, stalled) to say why not. */
+#define STALLED IDEM__STALLED_SQL("o")
 static const char SQL_RESOLVE[] =
     "WITH target AS (SELECT o.state, o.attempts IS NOT NULL AS external,"
-    " (o.lease_expires_at IS NOT NULL AND o.lease_expires_at > now()) AS live FROM idem.operations "
-    "o"
+    " (o.lease_expires_at IS NOT NULL AND o.lease_expires_at > now()) AS live,"
+    " (" STALLED ") AS stalled FROM idem.operations o"
     " WHERE o.tenant = $1 AND o.operation_id = $2),"
     " done AS (UPDATE idem.operations o SET state = $3, response = $4, completed_at = now(),"
     " provider_ref = coalesce($5, o.provider_ref), lease_expires_at = NULL," IDEM__WINDOWS_FROM_NOW
-    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.attempts IS NOT NULL"
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND ((o.attempts IS NOT NULL"
     " AND (o.state = 'outcome_unknown' OR (o.state = 'pending'"
-    " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now()))) RETURNING 1),"
+    " AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= now())))) OR (" STALLED "))"
+    " RETURNING o.attempts IS NOT NULL AS external, o.tool, o.fingerprint),"
     " lapsed AS (UPDATE idem.external_attempts a SET ended_at = now(), outcome = 'lease_expired'"
     " FROM done WHERE a.tenant = $1 AND a.operation_id = $2 AND a.ended_at IS NULL),"
     " box AS (UPDATE idem.outbox b SET state = $3, updated_at = now() FROM done"
     " WHERE b.tenant = $1 AND b.operation_id = $2),"
     " items AS (UPDATE idem.reconciliation_items r SET resolved_at = now(),"
     " resolved_by = coalesce($7, current_user::text), note = $6 FROM done"
-    " WHERE r.tenant = $1 AND r.operation_id = $2 AND r.resolved_at IS NULL"
-    " AND r.kind IN ('outcome_unknown', 'outbox_exhausted', 'lease_lost') RETURNING 1)"
-    " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM items),"
-    " (SELECT state FROM target), (SELECT external FROM target), (SELECT live FROM target)";
+    " WHERE done.external AND r.tenant = $1 AND r.operation_id = $2 AND r.resolved_at IS NULL"
+    " AND r.kind IN ('outcome_unknown', 'outbox_exhausted', 'lease_lost') RETURNING 1),"
+    " stalled AS (INSERT INTO idem.reconciliation_items AS r (tenant, operation_id, kind, tool,"
+    " fingerprint, fingerprint_matches, resolved_at, resolved_by, note)"
+    " SELECT $1, $2, '" IDEM__RECONCILE_STALLED "', done.tool, done.fingerprint, true, now(),"
+    " coalesce($7, current_user::text), $6 FROM done WHERE NOT done.external"
+    " ON CONFLICT (tenant, operation_id, kind) DO UPDATE SET resolved_at = EXCLUDED.resolved_at,"
+    " resolved_by = EXCLUDED.resolved_by, note = EXCLUDED.note RETURNING 1)"
+    " SELECT (SELECT count(*) FROM done),"
+    " (SELECT count(*) FROM items) + (SELECT count(*) FROM stalled),"
+    " (SELECT state FROM target), (SELECT external FROM target), (SELECT live FROM target),"
+    " (SELECT stalled FROM target)";
 
 static const char *const resolution_names[] = {"completed", "failed", "abandoned"};
 
@@ -97,9 +110,21 @@ static int make_receipt(char **out, size_t *len, const idem_resolution *r, idem_
 static int refused(const PGresult *res, const char *tenant, const char *operation_id,
                    idem_error *err)
 {
-    if (PQgetisnull(res, 0, 2) || strcmp(PQgetvalue(res, 0, 3), "t") != 0)
-        return idem__error_set(err, IDEM_ENOTFOUND, "no external operation %s in tenant %s",
-                               operation_id, tenant);
+    int external = strcmp(PQgetvalue(res, 0, 3), "t") == 0;
+
+    if (PQgetisnull(res, 0, 2))
+        return idem__error_set(err, IDEM_ENOTFOUND, "no operation %s in tenant %s", operation_id,
+                               tenant);
+    if (!external && strcmp(PQgetvalue(res, 0, 2), "pending") == 0)
+        return idem__error_set(err, IDEM_EBUSY,
+                               "operation %s is pending for less than %d s: an attempt may still "
+                               "be running; resolve it once it is listed as stalled_pending",
+                               operation_id, IDEM_RECONCILE_STALLED_AFTER_S);
+    if (!external)
+        return idem__error_set(err, IDEM_ENOTFOUND,
+                               "no external operation or stalled local record %s in tenant %s: "
+                               "it is a local record, already %s",
+                               operation_id, tenant, PQgetvalue(res, 0, 2));
     if (strcmp(PQgetvalue(res, 0, 4), "t") == 0)
         return idem__error_set(err, IDEM_EBUSY,
                                "operation %s has a live lease: an attempt is running; resolve it "

@@ -22,10 +22,24 @@
         "resolved_at") ", 0),"                                                                     \
                        " resolved_by, note"
 
+/* The recorded items, and an open item of kind stalled_pending for each local record left
+ * pending past IDEM_RECONCILE_STALLED_AFTER_S that has none recorded yet (no request came
+ * for it since): read from the record, count 0, seen when it was claimed. */
+#define ITEMS_AND_STALLED                                                                          \
+    "(SELECT tenant, operation_id, kind, tool, fingerprint, fingerprint_matches, count,"           \
+    " first_seen, last_seen, resolved_at, resolved_by, note FROM idem.reconciliation_items"        \
+    " UNION ALL SELECT o.tenant, o.operation_id, '" IDEM__RECONCILE_STALLED "', o.tool,"           \
+    " o.fingerprint, true, 0::int8, o.created_at, o.created_at, NULL::timestamptz, NULL::text,"    \
+    " NULL::text FROM idem.operations o WHERE" IDEM__STALLED_SQL(                                  \
+        "o") " AND NOT EXISTS (SELECT 1"                                                           \
+             " FROM idem.reconciliation_items r WHERE r.tenant = o.tenant"                         \
+             " AND r.operation_id = o.operation_id AND r.kind = '" IDEM__RECONCILE_STALLED         \
+             "')) AS i"
+
 /* $1 tenant, $2 operation_id, $3 kind (each NULL for any), $4 state (0 any, 1 open,
  * 2 resolved), $5 since (microseconds since the epoch), $6 limit (NULL for none). */
 static const char SQL_LIST[] =
-    "SELECT " ITEM_COLUMNS " FROM idem.reconciliation_items"
+    "SELECT " ITEM_COLUMNS " FROM " ITEMS_AND_STALLED
     " WHERE ($1::text IS NULL OR tenant = $1) AND ($2::text IS NULL OR operation_id = $2)"
     " AND ($3::text IS NULL OR kind = $3)"
     " AND ($4::int4 = 0 OR ($4 = 1) = (resolved_at IS NULL))"

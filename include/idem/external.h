@@ -383,10 +383,16 @@ IDEM_API int idem_resolution_init(idem_resolution *res, unsigned int version);
  * open reconciliation items of kinds outcome_unknown, outbox_exhausted and lease_lost are
  * resolved with the note.
  *
+ * A local record left pending (kind `stalled_pending`, ::IDEM_RECONCILE_STALLED_AFTER_S in
+ * reconcile.h) is resolved the same way: its effect may have committed, and nothing runs it
+ * again; completed replays the receipt, failed and abandoned reject later calls with it.
+ * Its resolution is kept as a resolved item of that kind, recorded or not before.
+ *
  * @param conn  borrowed; idle. Nothing is prepared on it.
- * @return 0; IDEM_EBUSY (a live lease: an attempt is running); IDEM_ENOTFOUND (no external
- *         operation under the key); IDEM_ECONFLICT (it has already ended: the message says
- *         how); IDEM_EINVAL (err->field names it: tenant, operation_id, resolution.as,
+ * @return 0; IDEM_EBUSY (a live lease: an attempt is running; or a local record pending for
+ *         less than ::IDEM_RECONCILE_STALLED_AFTER_S); IDEM_ENOTFOUND (no operation under
+ *         the key, or a local one that is not pending); IDEM_ECONFLICT (it has already ended: the
+ * message says how); IDEM_EINVAL (err->field names it: tenant, operation_id, resolution.as,
  *         resolution.receipt, resolution.provider_ref, resolution.note, resolution.by);
  *         IDEM_ESCHEMA; IDEM_EUNAVAIL; IDEM_EDB; IDEM_ENOMEM.
  */

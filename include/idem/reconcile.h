@@ -7,8 +7,9 @@
  * after its key's retention window (it hit a tombstone, or its UUIDv7 operation ID was older
  * than the tool's key memory). The call ran no effect; whoever reconciles decides whether
  * the original action happened (the tombstone says when it was recorded) and what the
- * caller should be told. Kinds are an open set: external effects will add
- * `outcome_unknown`.
+ * caller should be told. Kinds are an open set: external effects add `outcome_unknown`,
+ * `outbox_exhausted` and `lease_lost`; a local record left pending is `stalled_pending`
+ * (::IDEM_RECONCILE_STALLED_AFTER_S), listed even before a request meets it.
  *
  * There is one item per (tenant, operation_id, kind), in `idem.reconciliation_items`. A
  * repeated late retry raises its count, updates when it was last seen and whether its
@@ -37,6 +38,15 @@ extern "C" {
 
 /** Longest kind name, in bytes: `[a-z0-9_]`, 1 to this. */
 #define IDEM_RECONCILE_KIND_MAX 64
+/** A local record (of a call's own effect, not an external one) is pending only inside the
+ *  transaction that claims it. One that is still pending this many seconds after its
+ *  claim, with no lease, was left so by an attempt whose transaction ended without
+ *  finishing it (an earlier version's, or a statement run by hand): its effect may have
+ *  committed. It is listed as an open item of kind `stalled_pending` (recorded as soon as a
+ *  request for the key meets it past the store's deadline), and resolved with
+ *  idem_external_resolve() (`idem-reconcile resolve --as`), never by running the effect
+ *  again. */
+#define IDEM_RECONCILE_STALLED_AFTER_S 60
 /** Longest resolution note, in bytes (UTF-8; tabs and newlines allowed, no other control
  *  characters). */
 #define IDEM_RECONCILE_NOTE_MAX 4000

@@ -80,4 +80,25 @@ q "$db" "UPDATE idem.operations SET state = 'pending', lease_expires_at = now() 
 check resolve_live_lease 75 "$tool" --dsn "dbname=$db" resolve globex op-1 --as failed --note x
 expect resolve_live_lease_says err_contains "live lease"
 
+# A local record left pending after its transaction ended (stalled_pending): listed before
+# any request meets it, resolved with --as like an external one, never too early.
+stalled() { # stalled DB TENANT OPERATION_ID AGE
+    q "$1" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,
+        fingerprint, state, claim_token, created_at, expires_at, forget_at)
+        VALUES ('$2', '$3', 'create_task', 1, sha256('$3'), 'pending', gen_random_uuid(),
+        now() - interval '$4', now() + interval '7 days', now() + interval '30 days')"
+}
+stalled "$db" acme local-1 "10 minutes"
+stalled "$db" acme local-2 "5 seconds"
+check list_stalled 0 "$tool" --dsn "dbname=$db" list --kind stalled_pending --json
+expect list_stalled_one json_ok '[i["operation_id"] for i in d["items"]] == ["local-1"] and d["items"][0]["count"] == 0'
+check resolve_stalled_too_early 75 "$tool" --dsn "dbname=$db" resolve acme local-2 --as failed --note x
+expect resolve_stalled_too_early_says err_contains "stalled_pending"
+check resolve_stalled 0 "$tool" --dsn "dbname=$db" resolve acme local-1 --as completed \
+    --receipt '{"task_id": 7}' --note "the task was there" --by Ops
+expect resolve_stalled_record test "$(q "$db" "SELECT state || ' ' || convert_from(response, 'UTF8') FROM idem.operations WHERE tenant = 'acme' AND operation_id = 'local-1'")" = 'completed {"task_id":7}'
+expect resolve_stalled_item test "$(q "$db" "SELECT kind || ' ' || resolved_by || ': ' || note FROM idem.reconciliation_items WHERE tenant = 'acme' AND operation_id = 'local-1'")" = "stalled_pending Ops: the task was there"
+check list_stalled_after 0 "$tool" --dsn "dbname=$db" list --kind stalled_pending --open --json
+expect list_stalled_after_none json_ok 'd["items"] == []'
+
 finish
