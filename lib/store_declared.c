@@ -255,6 +255,25 @@ static void refused_receipt(call *c)
                  c->store->opts.max_response_bytes);
 }
 
+/* Row-level security refused the record the statement writes with the tool's: the tool's
+ * SQL changed idem.tenant (or turned row_security off) on its way; say so, keeping the
+ * server's words, field sql. */
+static void record_refused(call *c)
+{
+    char said[IDEM_ERROR_MESSAGE_MAX];
+
+    if (strcmp(c->err->sqlstate, "42501") != 0 ||
+        strstr(c->err->message, "row-level security policy for table \"operations\"") == NULL)
+        return;
+    snprintf(said, sizeof(said), "%s", c->err->message);
+    idem__error_field(c->err, IDEM_EEFFECT, "sql",
+                      "the declared statement changed idem.tenant or turned row_security off, so "
+                      "its record could not be written under the call's tenant; nothing of the "
+                      "call is kept (%s)",
+                      said);
+    snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "42501");
+}
+
 /* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
 static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, size_t at,
                                   int *out_rc)
@@ -286,6 +305,7 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     }
     COUNT(c->store, effect_failures);
     refused_receipt(c);
+    record_refused(c);
     idem__error_context(c->err, "declared effect");
     c->err->code = IDEM_EEFFECT;
     c->out->status = IDEM_STATUS_EFFECT_FAILED;

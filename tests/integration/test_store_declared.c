@@ -464,3 +464,14 @@ Test(store_declared, a_late_retry_is_expired_and_never_runs_the_statement)
     cr_assert_eq(storetest_tasks(), 1, "neither late call ran the statement");
     idem_outcome_clear(&out);
 }
+
+/* A declared statement that changes the tenant setting on its way meets the tenant policy
+ * when its record is written with its rows: nothing is kept, and the call says why. */
+Test(store_declared, a_statement_that_changes_the_tenant_stores_nothing)
+{
+    storetest_open(NULL, 2);
+    expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+                         " SELECT 'acme', 'a', 'x' FROM (SELECT set_config('idem.tenant',"
+                         " 'other', true)) AS s RETURNING '{\"id\" : 1}'",
+                         "tenant changed", "changed idem.tenant");
+}
