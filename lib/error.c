@@ -260,10 +260,67 @@ static const struct {
     {"42501", IDEM_EPERM,
      "grant the connecting role idem_app (the application: GRANT idem_app TO <role>), "
      "idem_sweeper or idem_operator, as its work needs (README, \"Security\")"},
-    {"3D000", IDEM_ESCHEMA, "check the database name in the connection string"},
+    {"3D000", IDEM_EPERM, "check the database name in the connection string"},
     {"28000", IDEM_EPERM, "check the role and its authentication in the connection string"},
     {"28P01", IDEM_EPERM, "check the role and its password in the connection string"},
 };
+
+/* What a server, or a pooler in front of it, answers when it refuses a connection's
+ * settings for good (the message holds both words; "" matches any), and what to fix.
+ * libpq keeps a refused connection's SQLSTATE to itself: these are the words in English,
+ * as libpq, PostgreSQL (with lc_messages in English) and PgBouncer write them. The first
+ * entry that matches decides. tools/cli.c's refused_for_good() knows the same words. */
+static const struct {
+    const char *says;
+    const char *and_says;
+    const char *advice;
+} login_refusals[] = {
+    {"password authentication failed", "",
+     "check the role and its password in the connection string"},
+    {"authentication failed", "",
+     "check the role and how the server (pg_hba.conf) or pooler (its auth_file) authenticates it"},
+    {"no pg_hba.conf entry", "",
+     "pg_hba.conf has no entry for this host, role, database and SSL use"},
+    {"not permitted to log in", "", "the role lacks LOGIN: connect as a login role"},
+    {"permission denied for database", "", "grant the role CONNECT on the database"},
+    {"does not exist", "database \"", "check the database (dbname) in the connection string"},
+    {"does not exist", "role \"", "check the role (user) in the connection string"},
+    {"does not exist", "", "check the connection string's settings"},
+    {"no such database", "", "check the database (dbname) in the connection string"},
+    {"no such user", "", "check the role (user) in the connection string"},
+    {"does not support SSL", "", "the server takes no SSL connection: check sslmode"},
+};
+
+/* The advice for the refusal @message holds, or NULL. */
+static const char *login_advice(const char *message)
+{
+    for (size_t i = 0; i < sizeof(login_refusals) / sizeof(login_refusals[0]); i++) {
+        if (strstr(message, login_refusals[i].says) != NULL &&
+            strstr(message, login_refusals[i].and_says) != NULL)
+            return login_refusals[i].advice;
+    }
+    return NULL;
+}
+
+int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
+{
+    const char *advice;
+
+    if (rc != IDEM_EUNAVAIL || pg == NULL)
+        return rc;
+    advice = PQconnectionNeedsPassword(pg) ? "the server asks for a password: give it (password "
+                                             "in the connection string, PGPASSWORD or the "
+                                             "password file)"
+                                           : login_advice(PQerrorMessage(pg));
+    if (advice == NULL)
+        return rc;
+    if (err == NULL)
+        return IDEM_EPERM;
+    err->code = IDEM_EPERM;
+    if (err->hint[0] == '\0')
+        snprintf(err->hint, sizeof(err->hint), "%s", advice);
+    return idem__error_context(err, "misconfigured (%s)", advice);
+}
 
 int idem__error_misconfigured(idem_error *err, int rc)
 {
