@@ -220,6 +220,17 @@ static void copy_field(char *dst, size_t size, const PGresult *res, int field)
     snprintf(dst, size, "%s", v != NULL ? v : "");
 }
 
+/* @buf (of @size bytes) was cut to fit: end it with "..." instead of the last characters
+ * (whole ones: no UTF-8 sequence is left broken), so that it does not read as whole. */
+static void mark_cut(char *buf, size_t size)
+{
+    size_t at = size - 4;
+
+    while (at > 0 && ((unsigned char)buf[at] & 0xC0) == 0x80)
+        at--;
+    memcpy(buf + at, "...", 4);
+}
+
 int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, const char *fmt, ...)
 {
     char context[IDEM_ERROR_MESSAGE_MAX / 2];
@@ -233,7 +244,8 @@ int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, con
     if (err == NULL)
         return code;
     va_start(ap, fmt);
-    vsnprintf(context, sizeof(context), fmt, ap);
+    if (vsnprintf(context, sizeof(context), fmt, ap) >= (int)sizeof(context))
+        mark_cut(context, sizeof(context));
     va_end(ap);
     pg_message(lower, sizeof(lower), conn, res);
     idem_error_clear(err);
@@ -260,10 +272,67 @@ static const struct {
     {"42501", IDEM_EPERM,
      "grant the connecting role idem_app (the application: GRANT idem_app TO <role>), "
      "idem_sweeper or idem_operator, as its work needs (README, \"Security\")"},
-    {"3D000", IDEM_ESCHEMA, "check the database name in the connection string"},
+    {"3D000", IDEM_EPERM, "check the database name in the connection string"},
     {"28000", IDEM_EPERM, "check the role and its authentication in the connection string"},
     {"28P01", IDEM_EPERM, "check the role and its password in the connection string"},
 };
+
+/* What a server, or a pooler in front of it, answers when it refuses a connection's
+ * settings for good (the message holds both words; "" matches any), and what to fix.
+ * libpq keeps a refused connection's SQLSTATE to itself: these are the words in English,
+ * as libpq, PostgreSQL (with lc_messages in English) and PgBouncer write them. The first
+ * entry that matches decides. tools/cli.c's refused_for_good() knows the same words. */
+static const struct {
+    const char *says;
+    const char *and_says;
+    const char *advice;
+} login_refusals[] = {
+    {"password authentication failed", "",
+     "check the role and its password in the connection string"},
+    {"authentication failed", "",
+     "check the role and how the server (pg_hba.conf) or pooler (its auth_file) authenticates it"},
+    {"no pg_hba.conf entry", "",
+     "pg_hba.conf has no entry for this host, role, database and SSL use"},
+    {"not permitted to log in", "", "the role lacks LOGIN: connect as a login role"},
+    {"permission denied for database", "", "grant the role CONNECT on the database"},
+    {"does not exist", "database \"", "check the database (dbname) in the connection string"},
+    {"does not exist", "role \"", "check the role (user) in the connection string"},
+    {"does not exist", "", "check the connection string's settings"},
+    {"no such database", "", "check the database (dbname) in the connection string"},
+    {"no such user", "", "check the role (user) in the connection string"},
+    {"does not support SSL", "", "the server takes no SSL connection: check sslmode"},
+};
+
+/* The advice for the refusal @message holds, or NULL. */
+static const char *login_advice(const char *message)
+{
+    for (size_t i = 0; i < sizeof(login_refusals) / sizeof(login_refusals[0]); i++) {
+        if (strstr(message, login_refusals[i].says) != NULL &&
+            strstr(message, login_refusals[i].and_says) != NULL)
+            return login_refusals[i].advice;
+    }
+    return NULL;
+}
+
+int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
+{
+    const char *advice;
+
+    if (rc != IDEM_EUNAVAIL || pg == NULL)
+        return rc;
+    advice = PQconnectionNeedsPassword(pg) ? "the server asks for a password: give it (password "
+                                             "in the connection string, PGPASSWORD or the "
+                                             "password file)"
+                                           : login_advice(PQerrorMessage(pg));
+    if (advice == NULL)
+        return rc;
+    if (err == NULL)
+        return IDEM_EPERM;
+    err->code = IDEM_EPERM;
+    if (err->hint[0] == '\0')
+        snprintf(err->hint, sizeof(err->hint), "%s", advice);
+    return idem__error_context(err, "misconfigured (%s)", advice);
+}
 
 int idem__error_misconfigured(idem_error *err, int rc)
 {
@@ -279,4 +348,96 @@ int idem__error_misconfigured(idem_error *err, int rc)
         }
     }
     return rc;
+}
+
+/* @name as a GRANT a reader copies writes it: as it is when it needs no quotes (lower case
+ * letters, digits, '_' and '$', not first a digit or '$'), else double-quoted. */
+static void quote_ident(char *out, size_t size, const char *name)
+{
+    size_t o = 0;
+    int plain = (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_';
+
+    for (const char *p = name; plain && *p != '\0'; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '$';
+    if (plain) {
+        snprintf(out, size, "%s", name);
+        return;
+    }
+    out[o++] = '"';
+    for (const char *p = name; *p != '\0' && o + 3 < size; p++) {
+        if (*p == '"')
+            out[o++] = '"';
+        out[o++] = *p;
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+}
+
+/* What the server names in "permission denied for <kind> <name>", and the GRANT that
+ * gives the privilege: on a relation it depends on the statement, which the server does
+ * not say. */
+static const struct {
+    const char *kind;
+    const char *grant;
+} grants[] = {
+    {"table ", "{SELECT | INSERT | UPDATE | DELETE} ON TABLE"},
+    {"view ", "{SELECT | INSERT | UPDATE | DELETE} ON TABLE"},
+    {"materialized view ", "SELECT ON TABLE"},
+    {"foreign table ", "{SELECT | INSERT | UPDATE | DELETE} ON TABLE"},
+    {"sequence ", "USAGE ON SEQUENCE"},
+    {"schema ", "USAGE ON SCHEMA"},
+    {"function ", "EXECUTE ON FUNCTION"},
+    {"procedure ", "EXECUTE ON PROCEDURE"},
+};
+
+#define DENIED "permission denied"
+
+/* The last "permission denied" in @message: the server's words come after the context. */
+static const char *last_denied(const char *message)
+{
+    const char *found = NULL;
+
+    for (const char *p = message; (p = strstr(p, DENIED)) != NULL; p++)
+        found = p;
+    return found;
+}
+
+/* The GRANT for the object after "permission denied for " (@what), to @role. */
+static void grant_advice(char *out, size_t size, const char *what, const char *role)
+{
+    char name[IDEM_ERROR_FIELD_MAX * 2];
+
+    for (size_t i = 0; i < sizeof(grants) / sizeof(grants[0]); i++) {
+        size_t n = strlen(grants[i].kind);
+
+        if (strncmp(what, grants[i].kind, n) != 0 || what[n] == '\0')
+            continue;
+        quote_ident(name, sizeof(name), what + n);
+        snprintf(out, size, "GRANT %s %s TO %s, as the statement needs", grants[i].grant, name,
+                 role);
+        return;
+    }
+    snprintf(out, size, "grant role %s the privilege the statement needs, on what the server names",
+             role);
+}
+
+int idem__error_privilege(idem_error *err, const char *role)
+{
+    char who[IDEM_ERROR_FIELD_MAX * 2];
+    char advice[IDEM_ERROR_DETAIL_MAX];
+    const char *denied;
+
+    if (err == NULL || err->code != IDEM_EDB || strcmp(err->sqlstate, "42501") != 0 ||
+        (denied = last_denied(err->message)) == NULL)
+        return err != NULL ? err->code : 0;
+    quote_ident(who, sizeof(who), role != NULL && role[0] != '\0' ? role : "<role>");
+    grant_advice(advice, sizeof(advice),
+                 strncmp(denied, DENIED " for ", strlen(DENIED " for ")) == 0
+                     ? denied + strlen(DENIED " for ")
+                     : "",
+                 who);
+    err->code = IDEM_EPERM;
+    if (err->hint[0] == '\0')
+        snprintf(err->hint, sizeof(err->hint), "%s", advice);
+    return idem__error_context(err, "misconfigured (%s)", advice);
 }

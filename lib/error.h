@@ -44,6 +44,25 @@ int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, con
  * Returns the code. */
 int idem__error_misconfigured(idem_error *err, int rc);
 
+/* A connection that failed (@rc IDEM_EUNAVAIL, @pg CONNECTION_BAD) because the server, or a
+ * pooler in front of it, refused its settings for good: a wrong or missing password, an
+ * authentication that failed, no pg_hba.conf entry, a role that may not log in, a role or
+ * database that does not exist, no CONNECT privilege, SSL demanded of a server without it.
+ * Then IDEM_EPERM, with advice on what to fix in front of the message and in err->hint.
+ * Told by PQconnectionNeedsPassword() and by libpq's and the server's words in English
+ * (libpq gives no SQLSTATE for a refused connection): any other failure, a refusal in
+ * another language included, keeps @rc. Returns the code. */
+int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc);
+
+/* A statement refused for want of a privilege: err->code IDEM_EDB, SQLSTATE 42501, and the
+ * server's words "permission denied" (for table notes, schema app, ...). Then IDEM_EPERM,
+ * with the GRANT that gives it to @role (the object the server names; for a relation the
+ * privilege the statement needs, which the server does not say) in front of the message
+ * and in err->hint. Row-level security's refusal (42501 too, "new row violates row-level
+ * security policy") and a refusal in another language than English keep their code.
+ * Returns the code. */
+int idem__error_privilege(idem_error *err, const char *role);
+
 /* SQLSTATE classes. NULL or "" is neither. */
 int idem__sqlstate_is_disconnect(const char *sqlstate); /* class 08, 57P01..57P03 */
 int idem__sqlstate_is_retryable(const char *sqlstate);  /* 40001, 40P01 */

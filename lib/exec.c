@@ -122,14 +122,13 @@ static int exec_text(PGresult **out, idem_conn *conn, const char *sql, int npara
                      const char *const *values, idem_error *err)
 {
     PGresult *res = NULL;
-    char what[64];
+    const char *what = sql; /* whole: an effect's statement is named as it was written */
     int rc, sent;
 
     assert(out != NULL && conn != NULL && sql != NULL);
     if (nparams >= 0 && outside_tx_with_timeout(conn))
         return exec_as_pipeline(
             out, conn, (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL}, err);
-    snprintf(what, sizeof(what), "%.48s", sql);
     idem__exec_io_start(conn);
     if (idem__exec_fault_take(sql) != 0)
         idem__exec_drop_socket(conn);
@@ -164,11 +163,11 @@ static int prepared(idem_conn *conn, const idem__stmt *stmt, const char *name, P
     int rc;
 
     if (has_sqlstate(res, "42P05")) {
-        rc = session_mismatch(conn, res, stmt->name, err);
+        rc = session_mismatch(conn, res, idem__exec_stmt_what(conn, stmt), err);
         PQclear(res);
         return rc;
     }
-    rc = take_result_in(&kept, conn, res, stmt->name, NULL, in_pipeline, err);
+    rc = take_result_in(&kept, conn, res, idem__exec_stmt_what(conn, stmt), NULL, in_pipeline, err);
     if (rc == 0) {
         PQclear(kept);
         rc = idem__exec_remember_prepared(conn, stmt, name, err);
@@ -195,6 +194,7 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
                              int result_format, idem_error *err)
 {
     PGresult *res = NULL;
+    const char *what;
     int rc;
 
     assert(out != NULL && conn != NULL && stmt != NULL);
@@ -208,11 +208,11 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
     if (idem__exec_fault_take(stmt->name) != 0)
         idem__exec_drop_socket(conn);
     idem__exec_trace_add(1);
-    rc =
-        idem__exec_reply(&res, conn, send_stmt(conn, stmt, values, lengths, formats, result_format),
-                         stmt->name, err);
+    what = idem__exec_stmt_what(conn, stmt);
+    rc = idem__exec_reply(
+        &res, conn, send_stmt(conn, stmt, values, lengths, formats, result_format), what, err);
     if (rc == 0)
-        rc = take_result(out, conn, res, stmt->name, stmt, err);
+        rc = take_result(out, conn, res, what, stmt, err);
     idem__exec_io_end(conn);
     return rc;
 }
@@ -288,7 +288,7 @@ static int pipe_take_parse(idem_conn *conn, const idem__pipe_cmd *cmd, const pip
 {
     PGresult *res;
 
-    if ((*io = pipe_take(&res, conn, cmd->stmt->name, err)) != 0)
+    if ((*io = pipe_take(&res, conn, idem__exec_stmt_what(conn, cmd->stmt), err)) != 0)
         return rc;
     if (PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
@@ -310,6 +310,7 @@ static int pipe_take_parse(idem_conn *conn, const idem__pipe_cmd *cmd, const pip
 static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, const pipe_prep *preps,
                         size_t *failed_at, idem_error *err)
 {
+    const char *what;
     int rc = 0, io;
     PGresult *res;
 
@@ -330,7 +331,8 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, const p
                 return rc != 0 ? rc : idem__error_pg(err, conn->pg, NULL, "pipeline");
             }
         }
-        if ((io = pipe_take(&res, conn, idem__exec_cmd_name(&cmds[i]), err)) != 0) {
+        what = cmds[i].stmt != NULL ? idem__exec_stmt_what(conn, cmds[i].stmt) : cmds[i].sql;
+        if ((io = pipe_take(&res, conn, what, err)) != 0) {
             *failed_at = n;
             return io;
         }
@@ -338,8 +340,7 @@ static int pipe_collect(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, const p
             PQclear(res);
             continue;
         }
-        rc = take_result_in(&cmds[i].result, conn, res, idem__exec_cmd_name(&cmds[i]), cmds[i].stmt,
-                            1, err);
+        rc = take_result_in(&cmds[i].result, conn, res, what, cmds[i].stmt, 1, err);
         if (rc != 0)
             *failed_at = i;
         if (res == NULL || PQstatus(conn->pg) != CONNECTION_OK)

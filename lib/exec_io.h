@@ -27,6 +27,11 @@ void idem__exec_trace_add(unsigned long statements);
 #define idem__exec_trace_add(n)       ((void)0)
 #endif
 
+/* How messages name @stmt: a caller's SQL kept by this connection (idem__conn_text_stmt())
+ * by its whole text, as it would be named had it gone as text (its statement's name holds
+ * only its first characters); idem's own statements by their names. */
+const char *idem__exec_stmt_what(const idem_conn *conn, const idem__stmt *stmt);
+
 /* The name @stmt has on this connection's server session, or NULL when it is not
  * prepared there. */
 const char *idem__exec_prepared_name(const idem_conn *conn, const idem__stmt *stmt);

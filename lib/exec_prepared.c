@@ -86,6 +86,11 @@ static int is_text_stmt(const idem_conn *conn, const idem__stmt *stmt)
     return 0;
 }
 
+const char *idem__exec_stmt_what(const idem_conn *conn, const idem__stmt *stmt)
+{
+    return is_text_stmt(conn, stmt) ? stmt->sql : stmt->name;
+}
+
 /* A kept text statement failed because its plan no longer fits its table, changed since it
  * was prepared ("cached plan must not change result type"): every connection of the pool
  * may hold such a statement. The pool's epoch moves on; a connection that kept texts under

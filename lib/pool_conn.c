@@ -37,6 +37,30 @@ static int wait_socket(int fd, short events, long long deadline_ms)
     }
 }
 
+/* A connection that failed at once, before anything was waited for: libpq may have
+ * refused the settings without trying (sslmode=bogus), which PQpingParams() tells without
+ * connecting (PQPING_NO_ATTEMPT), or on its first try, saying so (in English: `invalid
+ * integer value "x" for connection option "port"`). Otherwise every host failed at once
+ * too (no socket there, a name that does not resolve): the ping's attempt fails as fast,
+ * and the failure is the connection's. */
+static int settings_refused(PGconn *pg, const char *const *keys, const char *const *values,
+                            idem_error *err)
+{
+    char why[IDEM_ERROR_MESSAGE_MAX];
+    size_t n;
+
+    if (PQstatus(pg) != CONNECTION_BAD ||
+        (strstr(PQerrorMessage(pg), "for connection option") == NULL &&
+         PQpingParams(keys, values, 1) != PQPING_NO_ATTEMPT))
+        return 0;
+    snprintf(why, sizeof(why), "%s", PQerrorMessage(pg));
+    n = strlen(why);
+    while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
+        why[--n] = '\0';
+    return idem__error_field(err, IDEM_EINVAL, "conninfo", "%s",
+                             why[0] != '\0' ? why : "libpq refuses these settings");
+}
+
 int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *values,
                      unsigned int timeout_ms, PQnoticeProcessor notices, void *notices_arg,
                      idem_error *err)
@@ -49,10 +73,12 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
     if (pg == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory opening a connection");
     PQsetNoticeProcessor(pg, notices, notices_arg);
+    rc = settings_refused(pg, keys, values, err);
     /* The loop libpq documents for PQconnectPoll(), with our own deadline around it. */
     while (rc == 0 && st != PGRES_POLLING_OK) {
         if (st == PGRES_POLLING_FAILED || PQstatus(pg) == CONNECTION_BAD)
-            rc = idem__error_pg(err, pg, NULL, "cannot connect");
+            rc =
+                idem__error_login_refused(err, pg, idem__error_pg(err, pg, NULL, "cannot connect"));
         else if (!wait_socket(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
                               deadline))
             rc = idem__error_set(err, IDEM_EUNAVAIL,

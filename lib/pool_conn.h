@@ -70,7 +70,9 @@ enum idem__conn_state {
 
 /* Open a connection (PQconnectStartParams with expand_dbname), giving up after
  * timeout_ms (0 = no limit); libpq's notices go to notices(notices_arg, ...). On success
- * *out is the caller's. Returns 0, IDEM_EUNAVAIL or IDEM_ENOMEM. */
+ * *out is the caller's. Returns 0, IDEM_EUNAVAIL, IDEM_ENOMEM, IDEM_EINVAL (field
+ * "conninfo": libpq refused the settings without trying, PQPING_NO_ATTEMPT) or IDEM_EPERM
+ * (the server refused them for good: idem__error_login_refused()). */
 int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *values,
                      unsigned int timeout_ms, PQnoticeProcessor notices, void *notices_arg,
                      idem_error *err);

@@ -203,7 +203,7 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     if ((why = refused_statement(sql)) != NULL) {
         tx->refused = 1; /* the call ends effect_failed, whatever the effect returns */
         idem__error_field(&tx->failure, IDEM_EINVAL, "sql",
-                          "the effect's statement \"%.32s\" is refused: %s", skip_blank(sql), why);
+                          "the effect's statement is refused (%s): %s", why, skip_blank(sql));
         if (err != NULL)
             *err = tx->failure;
         return IDEM_EINVAL;

@@ -239,6 +239,22 @@ static enum step busy(call *c, idem_conn *conn, int *out_rc)
     return STEP_DONE;
 }
 
+/* The effect's statement lacked a privilege on the application's own objects (42501,
+ * "permission denied"): the deployment is wrong, and no retry helps until an operator
+ * grants it, so the call is misconfigured, in the statement's words with the GRANT in
+ * front. Row-level security's refusal is the effect's (idem__error_privilege()). */
+static int privilege_missing(call *c, idem_conn *conn, const idem_tx *tx, int *out_rc)
+{
+    idem_error denied = tx->failure;
+
+    if (strcmp(tx->sqlstate, "42501") != 0 ||
+        idem__error_privilege(&denied, PQuser(idem_conn_pg(conn))) != IDEM_EPERM)
+        return 0;
+    *c->err = denied;
+    *out_rc = IDEM_EPERM;
+    return 1;
+}
+
 /* The effect failed: what the call turns into. */
 static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, int *out_rc)
 {
@@ -273,6 +289,8 @@ static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, i
         *out_rc = tx->setup_rc != 0 ? tx->setup_rc : IDEM_EUNAVAIL;
         return STEP_DONE;
     }
+    if (privilege_missing(c, conn, tx, out_rc))
+        return STEP_DONE;
     COUNT(c->store, effect_failures);
     c->out->status = IDEM_STATUS_EFFECT_FAILED;
     c->err->code = IDEM_EEFFECT;

@@ -147,13 +147,17 @@ int cli_connect_wait(PGconn *conn, long long limit)
     return 0;
 }
 
-/* What the server says when it refuses these very settings (in English, as libpq and an
- * English-speaking server say it; any other refusal is taken as passing). */
+/* What the server, or a pooler in front of it, says when it refuses these very settings,
+ * and what libpq says of a value it reads only when it tries (`invalid integer value "x"
+ * for connection option "port"`): in English, as libpq, an English-speaking server and
+ * PgBouncer say it; any other refusal is taken as passing. The library knows the same
+ * words (lib/error.c, idem__error_login_refused(); lib/pool_conn.c). */
 static int refused_for_good(PGconn *failed)
 {
-    static const char *const says[] = {"authentication failed",          "does not exist",
-                                       "no pg_hba.conf entry",           "not permitted to log in",
-                                       "permission denied for database", "does not support SSL"};
+    static const char *const says[] = {
+        "authentication failed",          "does not exist",       "no pg_hba.conf entry",
+        "not permitted to log in",        "no such database",     "no such user",
+        "permission denied for database", "does not support SSL", "for connection option"};
     const char *message = PQerrorMessage(failed);
 
     if (PQconnectionNeedsPassword(failed))
@@ -165,13 +169,15 @@ static int refused_for_good(PGconn *failed)
 }
 
 /* Whether a failed connection's settings are at fault rather than the network or the
- * server's state, so that no later try can work: connect_timeout is not a number; libpq
- * refused the settings without trying (a DSN that does not parse, sslmode=bogus); or the
- * server answered and refused these settings for good (a wrong password, a role or
- * database that does not exist). libpq keeps the SQLSTATE of a refused connection to
- * itself; its PQpingParams() says whether the server answered at all, and the refusal's
- * words say why: a busy server ("too many clients", starting up) answers too, and passes.
- * A connection that ran out of time had no answer: no second wait for the ping. */
+ * server's state, so that no later try can work: connect_timeout is not a number; the
+ * server (or a pooler in front of it) answered and refused these settings for good (a
+ * wrong password, a role or database that does not exist), which libpq's words say, as it
+ * keeps the SQLSTATE of a refused connection to itself; or libpq refused the settings
+ * without trying (a DSN that does not parse, sslmode=bogus), which its PQpingParams()
+ * says. The refusal's words decide before the ping: a pooler that forwards the server's
+ * refusal leaves the ping without an answer (PQPING_NO_RESPONSE). A busy server ("too many
+ * clients", starting up) answers in other words, and passes. A connection that ran out of
+ * time had no answer: no second wait for the ping. */
 static int settings_at_fault(PGconn *failed, const char *const *keys, const char *const *values,
                              long long elapsed_ms)
 {
@@ -181,14 +187,9 @@ static int settings_at_fault(PGconn *failed, const char *const *keys, const char
         return 1;
     if (limit > 0 && elapsed_ms >= limit)
         return 0;
-    switch (PQpingParams(keys, values, 1)) {
-    case PQPING_NO_ATTEMPT: /* the settings are wrong */
+    if (refused_for_good(failed))
         return 1;
-    case PQPING_OK: /* the server answered: refused for good, or only busy */
-        return refused_for_good(failed);
-    default: /* no answer, or the server is starting or shutting down */
-        return 0;
-    }
+    return PQpingParams(keys, values, 1) == PQPING_NO_ATTEMPT;
 }
 
 PGconn *cli_connect(const char *prog, const char *dsn, int *transient)

@@ -156,12 +156,30 @@ IDEM_API size_t idem_conninfo_redact(char *text, size_t size, const char *connin
  * keepalives_count=3) and tcp_user_timeout=30000, so that a peer that vanished is noticed
  * on an idle connection too; the same keywords in @p conninfo override them.
  *
+ * Settings that cannot work are told from a server that cannot be reached, so that only
+ * the latter reads "retry later":
+ * - IDEM_EINVAL, field "conninfo": the string does not parse, or libpq refuses one of its
+ *   values (sslmode=bogus, a port that is not a number), in libpq's words.
+ * - IDEM_EPERM (status misconfigured; what to fix in front of the message and in
+ *   err.hint): the server, or a pooler in front of it, refused the login for good: a wrong
+ *   or missing password, an authentication that failed, no pg_hba.conf entry, a role
+ *   without LOGIN, a role or database that does not exist, no CONNECT privilege, SSL
+ *   required of a server without it. libpq gives no SQLSTATE for a refused connection:
+ *   these are recognised by libpq's, PostgreSQL's and PgBouncer's words in English
+ *   (PQconnectionNeedsPassword() for a missing password). A refusal in other words (a
+ *   server whose lc_messages is another language) stays IDEM_EUNAVAIL, as does an
+ *   authentication method whose own server is down (LDAP, RADIUS), which PostgreSQL
+ *   reports as a failed authentication and which is taken for a refused login.
+ * - IDEM_EUNAVAIL: everything else (no server answers, not within connect_timeout_ms, too
+ *   many connections, the server starting up or shutting down).
+ *
  * @param out       on success, the pool; caller owns it, free with idem_pool_free().
  * @param conninfo  libpq key=value string or URI; NULL or "" uses the PG* environment.
  * @param opts      NULL for the defaults.
- * @return 0, IDEM_EINVAL (bad conninfo or options; field "pooler": a pooler refused the
- *         startup option that carries statement_timeout_ms, see ::idem_pooler),
- *         IDEM_EUNAVAIL (server unreachable), IDEM_ENOMEM.
+ * @return 0, IDEM_EINVAL (bad conninfo or options, see above; field "pooler": a pooler
+ *         refused the startup option that carries statement_timeout_ms, see
+ *         ::idem_pooler), IDEM_EPERM (login refused, see above), IDEM_EUNAVAIL (server
+ *         unreachable, or anything not recognised above), IDEM_ENOMEM.
  */
 IDEM_API int idem_pool_new(idem_pool **out, const char *conninfo, const idem_pool_options *opts,
                            idem_error *err);
@@ -176,7 +194,9 @@ IDEM_API void idem_pool_free(idem_pool *pool);
  * @param out  on success, a connection for this thread's use; give it back with
  *             idem_pool_release(). Untouched on failure.
  * @return 0, IDEM_EUNAVAIL (pool exhausted: the message shows the pool's counters; or the
- *         server cannot be reached), IDEM_EINVAL (pool used after fork()), IDEM_ENOMEM.
+ *         server cannot be reached), IDEM_EPERM (a connection opened now was refused for
+ *         good, as idem_pool_new() tells: a password or role changed since),
+ *         IDEM_EINVAL (pool used after fork()), IDEM_ENOMEM.
  *         A caller handed a free slot then opens a connection, so the longest wait is
  *         acquire_timeout_ms + connect_timeout_ms (+ connect_timeout_ms for the health
  *         round trip of a long-idle connection).

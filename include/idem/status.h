@@ -13,9 +13,9 @@
  * | expired         | key past retention; marked for reconciliation       | reconcile          |
  * | outcome_unknown | external dispatch happened, result not recorded     | reconcile          |
  * | effect_failed   | the effect failed (its own error); nothing stored   | return to caller   |
- * | rejected        | the effect's final refusal, stored; every retry gets the same | return to
- * caller, do not retry | | misconfigured   | schema missing or out of date, privilege missing    |
- * return to caller; an operator fixes it |
+ * | rejected        | the effect's final refusal, stored and replayed     | return to caller   |
+ * | misconfigured   | schema missing or out of date, a privilege missing  | return to caller;  |
+ * |                 | (idem's or the application's), a login refused      | an operator fixes  |
  *
  * A refusal never looks like success to a caller that reads only the status, and a
  * permanent error is never classified "retry".

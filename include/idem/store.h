@@ -187,11 +187,14 @@ typedef struct idem_tx idem_tx;
  * since (PostgreSQL: "cached plan must not change result type") makes the call start
  * over once, the statement sent afresh; the pool's connections then prepare it anew.
  * @param out  on success the result; caller PQclear()s it. Untouched on failure.
- * @return 0, IDEM_EDB (err has the SQLSTATE; the transaction is now aborted: return the
- *         code from the effect), IDEM_EUNAVAIL (connection lost), IDEM_EBUSY (another call
- *         recorded the key first: this attempt is void and the store answers from that
- *         record), IDEM_EINVAL (bad arguments, or the statement ended the transaction: the
- *         call then ends effect_failed and nothing is stored).
+ * @return 0, IDEM_EDB (err has the SQLSTATE, and the message names the statement whole
+ *         before the server's words: up to 252 bytes of it, then "...", so that the
+ *         server's words and the store's context keep their room in the message; the
+ *         transaction is now aborted: return the code from the effect), IDEM_EUNAVAIL
+ *         (connection lost), IDEM_EBUSY (another call recorded the key first: this
+ *         attempt is void and the store answers from that record), IDEM_EINVAL (bad
+ *         arguments, or the statement ended the transaction: the call then ends
+ *         effect_failed and nothing is stored).
  */
 IDEM_API int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
                           const char *const *values, idem_error *err);
@@ -232,7 +235,13 @@ enum idem_effect_result {
  *         ways, or was refused (idem_tx_exec()), decides, whatever the effect returns;
  *         an effect that returns IDEM_EFFECT_OK after any other failure of its statements
  *         (one it did not recover from with ROLLBACK TO SAVEPOINT) ends effect_failed,
- *         with that statement's error.
+ *         with that statement's error. Except: a statement refused for want of a
+ *         privilege (42501, "permission denied for table notes") ends the call
+ *         misconfigured (IDEM_EPERM), not effect_failed, with the GRANT naming the
+ *         object and the role in front of the statement's error and in err.hint; a
+ *         refusal by row-level security (42501 too, "new row violates row-level security
+ *         policy") is the effect's own and stays effect_failed. Told by the server's
+ *         words in English: a refusal in another language stays effect_failed.
  */
 typedef int (*idem_effect_fn)(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
                               idem_error *err);

@@ -33,17 +33,6 @@ Test(pool_new, new_rejects_unknown_conninfo_keyword)
     cr_assert_null(pool);
 }
 
-Test(pool_new, new_fails_at_creation_when_the_database_does_not_exist)
-{
-    idem_error err = IDEM_ERROR_INIT;
-    idem_pool *pool = NULL;
-    int rc = idem_pool_new(&pool, "dbname=idem_no_such_database", NULL, &err);
-
-    cr_assert_eq(rc, IDEM_EUNAVAIL, "%s", idem_err_name(rc));
-    cr_assert(strstr(err.message, "does not exist") != NULL, "%s", err.message);
-    cr_assert_null(pool);
-}
-
 Test(pool_new, new_fails_at_creation_when_no_server_listens)
 {
     idem_error err = IDEM_ERROR_INIT;

@@ -330,3 +330,142 @@ ParameterizedTest(guard_case *c, store_effect_rules,
     cr_assert_eq(storetest_operations(), 1);
     idem_outcome_clear(&out);
 }
+
+/* The application's tables for the next tests (plain PostgreSQL: under Citus they would
+ * have to be distributed): one its role has no privilege on, and one it may write whose
+ * row-level security policy admits only the call's tenant. */
+static void application_tables(void)
+{
+    static const char *const sql[] = {
+        "CREATE TABLE idem_example.private_notes (tenant text, body text)",
+        "CREATE TABLE idem_example.tenant_notes (tenant text, body text)",
+        "GRANT SELECT, INSERT ON idem_example.tenant_notes TO " PGTEST_APP,
+        "ALTER TABLE idem_example.tenant_notes ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY own_tenant ON idem_example.tenant_notes"
+        " USING (tenant = current_setting('idem.tenant', true))",
+    };
+
+    if (pgtest_citus_workers() != NULL)
+        cr_skip_test("the application's local tables: plain PostgreSQL only");
+    for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++)
+        PQclear(pgtest_exec(fx.check, sql[i]));
+}
+
+#define DENIED_SQL                                                                                 \
+    "INSERT INTO idem_example.private_notes (tenant, body) VALUES ('acme', 'a note longer than "   \
+    "forty-eight characters')"
+
+/* A privilege the application's role lacks on its own table: misconfigured, not the
+ * effect's failure, with the GRANT naming the table and the role, the server's words and
+ * the statement whole; the same on a retry, where the connection runs the statement as
+ * one it keeps (named by its first characters on the server). Nothing is stored. */
+Test(store_effect_rules, a_missing_privilege_on_the_applications_table_is_misconfigured)
+{
+    static const char *const statements[] = {DENIED_SQL, NULL};
+    idem_store_stats st = IDEM_STORE_STATS_INIT;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+
+    application_tables();
+    storetest_open(NULL, 1);
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        idem_error err = IDEM_ERROR_INIT;
+        idem_request req = storetest_request("acme", "op-denied", "{}");
+
+        req.attempt = attempt;
+        cr_assert_eq(idem_store_execute(&out, fx.store, &req, run_all, (void *)statements, &err),
+                     IDEM_EPERM, "attempt %u: %s", attempt, err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_MISCONFIGURED);
+        cr_assert_str_eq(err.sqlstate, "42501");
+        cr_assert(
+            strstr(err.message, DENIED_SQL ": permission denied for table private_notes") != NULL,
+            "attempt %u: the statement whole, then the server's words: %s", attempt, err.message);
+        cr_assert(strstr(err.hint, "GRANT") != NULL && strstr(err.hint, "private_notes") != NULL &&
+                      strstr(err.hint, PGTEST_APP) != NULL,
+                  "%s", err.hint);
+        cr_assert(strstr(err.message, err.hint) != NULL, "the advice in the message: %s",
+                  err.message);
+    }
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(idem_store_stats_get(&st, fx.store), 0);
+    cr_assert_eq(st.misconfigured, 2);
+    cr_assert_eq(st.effect_failures, 0);
+}
+
+/* Row-level security of the application's own table refusing a row (42501 too): the
+ * effect's failure, as its own rule says no. */
+Test(store_effect_rules, a_row_level_security_refusal_stays_the_effects_failure)
+{
+    static const char *const statements[] = {
+        "INSERT INTO idem_example.tenant_notes (tenant, body) VALUES ('acme', 'mine')",
+        "INSERT INTO idem_example.tenant_notes (tenant, body) VALUES ('other', 'not mine')", NULL};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-rls", "{}");
+
+    application_tables();
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, run_all, (void *)statements, &err),
+                 IDEM_EEFFECT, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_str_eq(err.sqlstate, "42501");
+    cr_assert(strstr(err.message, "violates row-level security policy") != NULL, "%s", err.message);
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.tenant_notes"), 0);
+}
+
+#define LONG_FAILING_SQL                                                                           \
+    "SELECT 1 / 0 AS a_column_whose_name_takes_the_statement_past_forty_eight_characters"
+
+/* A failed statement is named whole in the message: after the effect's first statement
+ * (sent on its own), and on a retry, where the connection keeps it as a statement. */
+Test(store_effect_rules, a_failed_statement_is_named_whole)
+{
+    static const char *const statements[] = {"SELECT 1", LONG_FAILING_SQL, NULL};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+
+    storetest_open(NULL, 1);
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        idem_error err = IDEM_ERROR_INIT;
+        idem_request req = storetest_request("acme", "op-whole", "{}");
+
+        req.attempt = attempt;
+        cr_assert_eq(idem_store_execute(&out, fx.store, &req, run_all, (void *)statements, &err),
+                     IDEM_EEFFECT, "attempt %u: %s", attempt, err.message);
+        cr_assert_str_eq(err.sqlstate, "22012");
+        cr_assert(strstr(err.message, LONG_FAILING_SQL ": division by zero") != NULL,
+                  "attempt %u: %s", attempt, err.message);
+    }
+}
+
+/* A statement too long for the message is cut visibly ("..."), the server's words kept. */
+Test(store_effect_rules, a_statement_too_long_for_the_message_is_cut_visibly)
+{
+    char sql[600];
+    const char *statements[] = {sql, NULL};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-long", "{}");
+
+    snprintf(sql, sizeof(sql), "SELECT 1 / 0 AS \"%0400d\"", 7);
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, run_all, (void *)statements, &err),
+                 IDEM_EEFFECT, "%s", err.message);
+    cr_assert(strstr(err.message, "SELECT 1 / 0 AS \"0000") != NULL, "%s", err.message);
+    cr_assert(strstr(err.message, "...: division by zero") != NULL, "%s", err.message);
+}
+
+/* A refused statement is named whole too. */
+Test(store_effect_rules, a_refused_statement_is_named_whole)
+{
+    static const char *const statements[] = {
+        "SET search_path = a_schema_whose_name_is_longer_than_thirty_two_characters", NULL};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-refused-whole", "{}");
+
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, run_all, (void *)statements, &err),
+                 IDEM_EEFFECT, "%s", err.message);
+    cr_assert_str_eq(err.field, "sql");
+    cr_assert(strstr(err.message, statements[0]) != NULL, "%s", err.message);
+}

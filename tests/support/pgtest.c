@@ -193,6 +193,26 @@ void pgtest_create_roles(PGconn *conn)
     done = 1;
 }
 
+void pgtest_create_role(PGconn *conn, const char *name, const char *options)
+{
+    char sql[512];
+
+    snprintf(sql, sizeof(sql),
+             "DO $$ BEGIN CREATE ROLE %s %s;"
+             " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+             name, options);
+    PQclear(pgtest_exec(conn, sql));
+}
+
+const char *pgtest_tcp(void)
+{
+    const char *tcp = getenv("IDEM_PG_TCP");
+
+    cr_assert(tcp != NULL && tcp[0] != '\0',
+              "IDEM_PG_TCP is not set (tools/with-postgres sets it)");
+    return tcp;
+}
+
 char *pgtest_as(const char *conninfo, const char *role)
 {
     size_t len = strlen(conninfo) + strlen(role) + 8;

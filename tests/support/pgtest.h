@@ -37,6 +37,23 @@ char *pgtest_new_migrated_database(const char *tag);
 /* in idem_app and idem_operator: a worker that recovers every tenant's durable intents */
 #define PGTEST_RECOVERER "idem_test_recoverer"
 
+/* A login role whose password the server checks, over TCP only: tools/with-postgres (and
+ * with-citus) put scram-sha-256 for it in pg_hba.conf, trust being the rule elsewhere.
+ * Tests create it with pgtest_create_role() and this password. */
+#define PGTEST_PASSWORD_ROLE "idem_test_password"
+#define PGTEST_PASSWORD      "idem-test-password"
+/* A role PgBouncer (tools/with-postgres --pgbouncer) lets in and the server never has. */
+#define PGTEST_GHOST_ROLE "idem_test_ghost"
+
+/* Create role @name WITH @options (SQL, e.g. "LOGIN CONNECTION LIMIT 0") unless it exists
+ * (tolerates other test processes creating it at the same time); @conn is a superuser's.
+ * Fails the test on error. */
+void pgtest_create_role(PGconn *conn, const char *name, const char *options);
+
+/* A conninfo reaching the server over TCP (IDEM_PG_TCP, set by tools/with-postgres), or the
+ * test fails. Borrowed. */
+const char *pgtest_tcp(void);
+
 /* Create the login roles above when they are missing (tolerates other test processes
  * creating them at the same time); @conn is a superuser's connection to a migrated
  * database. Fails the test on error. */

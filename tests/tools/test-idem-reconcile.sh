@@ -44,6 +44,18 @@ check dsn_bad_sslmode 1 "$tool" --dsn "sslmode=bogus" list
 check dsn_bad_connect_timeout 1 "$tool" --dsn "connect_timeout=abc" list
 check no_such_database 1 "$tool" --dsn "dbname=idem_no_such_database" list
 check no_such_role 1 "$tool" --dsn "user=idem_no_such_role" list
+check dsn_bad_port 1 "$tool" --dsn "port=notaport" list
+# Through PgBouncer, which passes the server's refusal on (and leaves PQping() without an
+# answer): a role it knows that the server does not have, a database the server does not
+# have, a role it does not know itself. Names of this run's own, so that no other test
+# meets the same PgBouncer pool, which after a failed server login makes clients wait.
+if [ -n "${IDEM_PGBOUNCER:-}" ]; then
+    ghost_db=$(newdb ghost)
+    check pooler_no_such_role 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$ghost_db user=idem_test_ghost" list
+    expect pooler_no_such_role_says_so err_contains 'role "idem_test_ghost" does not exist'
+    check pooler_no_such_database 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=${ghost_db}_none" list
+    check pooler_unknown_role 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$ghost_db user=idem_no_such_role" list
+fi
 
 db=$(newdb main)
 q "$db" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,

@@ -52,6 +52,18 @@ expect dsn_bad_connect_timeout_says_so err_contains 'invalid integer value "abc"
 check no_such_database 1 "$tool" --dsn "dbname=idem_no_such_database"
 expect no_such_database_says_so err_contains "does not exist"
 check no_such_role 1 "$tool" --dsn "user=idem_no_such_role"
+check dsn_bad_port 1 "$tool" --dsn "port=notaport"
+# Through PgBouncer, which passes the server's refusal on (and leaves PQping() without an
+# answer): a role it knows that the server does not have, a database the server does not
+# have, a role it does not know itself. Names of this run's own, so that no other test
+# meets the same PgBouncer pool, which after a failed server login makes clients wait.
+if [ -n "${IDEM_PGBOUNCER:-}" ]; then
+    ghost_db=$(newdb ghost)
+    check pooler_no_such_role 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$ghost_db user=idem_test_ghost"
+    expect pooler_no_such_role_says_so err_contains 'role "idem_test_ghost" does not exist'
+    check pooler_no_such_database 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=${ghost_db}_none"
+    check pooler_unknown_role 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$ghost_db user=idem_no_such_role"
+fi
 # A server that answers but is busy ("too many connections", 53300) is unavailable: 75.
 create_role idem_test_no_slots "LOGIN CONNECTION LIMIT 0"
 check busy_server 75 "$tool" --dsn "user=idem_test_no_slots"
