@@ -62,6 +62,11 @@ void pgtest_sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+long pgtest_late_ms(long deadline_ms)
+{
+    return deadline_ms + (deadline_ms > PGTEST_LOAD_SLACK_MS ? deadline_ms : PGTEST_LOAD_SLACK_MS);
+}
+
 PGconn *pgtest_connect(const char *conninfo)
 {
     PGconn *conn = PQconnectdb(conninfo != NULL ? conninfo : "");
