@@ -11,7 +11,7 @@ if ! psql -Atqc 'select 1' dbname=postgres >/dev/null 2>&1; then
     echo "SKIPPED: no PostgreSQL server; run under tools/with-postgres" >&2
     exit 77
 fi
-db="t_demo_$$"
+db="t_demo_$$_$SRANDOM" # the pid alone comes round again in a long run
 psql -Atqc "CREATE DATABASE $db" dbname=postgres
 out=$("$demo" --dsn "dbname=$db")
 expected='Committed, but response was lost
@@ -46,7 +46,7 @@ out2=$("$demo" --dsn "dbname=$db")
 echo "$out2" | grep -q '^After retry: tasks=1 operations=1$' || { echo "$out2" >&2; exit 1; }
 
 if [ -n "${IDEM_PGBOUNCER:-}" ]; then
-    db="t_demo_pgb_$$"
+    db="t_demo_pgb_$$_$SRANDOM"
     psql -Atqc "CREATE DATABASE $db" dbname=postgres
     # Through the pooler the demo does not migrate: it says how to.
     if out=$("$demo" --dsn "$IDEM_PGBOUNCER dbname=$db" 2>&1); then

@@ -97,7 +97,9 @@ Test(library_bug, a_lock_wait_past_the_calls_deadline_in_the_effect_is_unavailab
     PQclear(pgtest_exec(holder, "CREATE TABLE bug_rows (id int PRIMARY KEY);"
                                 " INSERT INTO bug_rows VALUES (1)"));
     PQclear(pgtest_exec(holder, "BEGIN; SELECT * FROM bug_rows WHERE id = 1 FOR UPDATE"));
-    opts.deadline_ms = 300;
+    /* Long enough that the claim goes in first and the same call, once the lock is free,
+     * is served on a loaded machine. */
+    opts.deadline_ms = PGTEST_LOAD_SLACK_MS;
     cr_assert_eq(idem_store_new(&quick, pool, &opts, &err), 0, "%s", err.message);
     req.tenant = "acme";
     req.operation_id = "op-locked";

@@ -10,9 +10,15 @@
 #include <unistd.h>
 
 #include "extest.h"
+#include "pgtest.h"
 
 #define ARGS    "{\"to\":\"ada@example.com\",\"subject\":\"Receipt\"}"
 #define THREADS 16
+
+/* A short lease, which still lasts through a few calls on a loaded machine; a heartbeat
+ * renews it every HEARTBEAT_MS, leaving it PGTEST_LOAD_SLACK_MS to arrive. */
+#define SHORT_LEASE_MS (PGTEST_LOAD_SLACK_MS + 500)
+#define HEARTBEAT_MS   500
 
 static fake_provider *provider;
 
@@ -153,14 +159,14 @@ Test(lease, a_crash_after_dispatch_resumes_after_the_lease_with_the_same_key_and
     idem_error err = IDEM_ERROR_INIT;
     char ref[FAKE_REF_SIZE], key[64];
 
-    opts.lease_ms = 200;
+    opts.lease_ms = SHORT_LEASE_MS;
     cr_assert_eq(idem_external_new(&fast, ex.store, &opts, &err), 0, "%s", err.message);
     a = lease_of(fast, "op-1");
     snprintf(key, sizeof(key), "%s", idem_external_attempt_downstream_key(a));
     cr_assert_eq(fake_provider_send(provider, key, "hello", ref), FAKE_SENT);
     idem_external_attempt_free(a); /* the worker dies before it reports */
     cr_assert_eq(answer("op-1"), IDEM_STATUS_IN_PROGRESS, "while the lease lasts");
-    usleep(300 * 1000); /* the lease ends on the database's clock */
+    usleep((SHORT_LEASE_MS + 100) * 1000); /* the lease ends on the database's clock */
     b = lease_of(fast, "op-1");
     cr_assert_eq(idem_external_attempt_number(b), 2);
     cr_assert_str_eq(idem_external_attempt_downstream_key(b), key);
@@ -249,11 +255,11 @@ Test(lease, a_heartbeat_keeps_the_lease_through_a_long_dispatch)
     idem_error err = IDEM_ERROR_INIT;
     int64_t before;
 
-    opts.lease_ms = 200;
+    opts.lease_ms = SHORT_LEASE_MS;
     cr_assert_eq(idem_external_new(&fast, ex.store, &opts, &err), 0);
     a = lease_of(fast, "op-1");
-    for (int i = 0; i < 4; i++) { /* 400 ms in all: twice the lease */
-        usleep(100 * 1000);
+    for (int i = 0; i < 2 * SHORT_LEASE_MS / HEARTBEAT_MS; i++) { /* twice the lease in all */
+        usleep(HEARTBEAT_MS * 1000);
         before = idem_external_attempt_lease_expires_at(a);
         cr_assert_eq(idem_external_extend(a, &err), 0, "%s", err.message);
         cr_assert_gt(idem_external_attempt_lease_expires_at(a), before);

@@ -197,7 +197,7 @@ Test(pool_broken, statement_timeout_cancels_a_long_query_and_keeps_the_connectio
     idem_error err = IDEM_ERROR_INIT;
     PGresult *res = NULL;
 
-    o.statement_timeout_ms = 100;
+    o.statement_timeout_ms = 1000; /* the statements before and after the long one fit */
     idem_pool *pool = pooltest_open(&o);
     idem_conn *conn = pooltest_acquire(pool);
 

@@ -84,14 +84,14 @@ Test(pool_pooler, transaction_mode_prepares_nothing_on_the_server_session)
 Test(pool_pooler, transaction_mode_sets_the_statement_timeout_inside_each_transaction_only)
 {
     idem_error err = IDEM_ERROR_INIT;
-    idem_pool *pool = open_with(IDEM_POOLER_TRANSACTION, 150);
+    idem_pool *pool = open_with(IDEM_POOLER_TRANSACTION, 1500);
     idem_conn *conn = pooltest_acquire(pool);
     idem__pipe_cmd cmds[3] = {
         {NULL, "BEGIN", 0, NULL, NULL, NULL, 0, NULL},
         {NULL, "SELECT current_setting('statement_timeout')", 0, NULL, NULL, NULL, 0, NULL},
         {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL}};
     idem__pipe_cmd slow[2] = {{NULL, "BEGIN", 0, NULL, NULL, NULL, 0, NULL},
-                              {NULL, "SELECT pg_sleep(2)", 0, NULL, NULL, NULL, 0, NULL}};
+                              {NULL, "SELECT pg_sleep(4)", 0, NULL, NULL, NULL, 0, NULL}};
     size_t failed_at;
     char *v;
 
@@ -100,10 +100,10 @@ Test(pool_pooler, transaction_mode_sets_the_statement_timeout_inside_each_transa
     cr_assert_str_eq(v, "0");
     free(v);
     v = show_timeout_params(conn);
-    cr_assert_str_eq(v, "150ms", "outside a transaction, the command's own: %s", v);
+    cr_assert_str_eq(v, "1500ms", "outside a transaction, the command's own: %s", v);
     free(v);
     cr_assert_eq(idem__conn_pipeline(conn, cmds, 3, &failed_at, &err), 0, "%s", err.message);
-    cr_assert_str_eq(PQgetvalue(cmds[1].result, 0, 0), "150ms");
+    cr_assert_str_eq(PQgetvalue(cmds[1].result, 0, 0), "1500ms");
     for (int i = 0; i < 3; i++)
         PQclear(cmds[i].result);
     v = pooltest_query(conn, "SHOW statement_timeout");
@@ -119,7 +119,7 @@ Test(pool_pooler, transaction_mode_sets_the_statement_timeout_inside_each_transa
 Test(pool_pooler, auto_on_a_direct_connection_prepares_statements_by_name)
 {
     idem_error err = IDEM_ERROR_INIT;
-    idem_pool *pool = open_with(IDEM_POOLER_AUTO, 150);
+    idem_pool *pool = open_with(IDEM_POOLER_AUTO, 1500);
     idem_conn *conn = pooltest_acquire(pool);
     int pooled = -1;
     char *v;
@@ -129,7 +129,7 @@ Test(pool_pooler, auto_on_a_direct_connection_prepares_statements_by_name)
     cr_assert_eq(exec_add(conn, &err), 42, "%s", err.message);
     cr_assert_eq(prepared_here(conn), 1);
     v = show_timeout_params(conn);
-    cr_assert_str_eq(v, "150ms", "the timeout is per transaction with auto: %s", v);
+    cr_assert_str_eq(v, "1500ms", "the timeout is per transaction with auto: %s", v);
     free(v);
     idem_pool_release(conn);
 }

@@ -9,6 +9,10 @@
 
 TestSuite(pool_unresponsive, .init = pooltest_init, .fini = pooltest_fini);
 
+/* What the pool waits for a silent server, and for the new connection that replaces its
+ * connection: long enough to open one on a loaded machine. */
+#define CONNECT_TIMEOUT_MS PGTEST_LOAD_SLACK_MS
+
 /* Freeze a backend (as if the network dropped its packets, the socket staying open). */
 static void freeze_backend(long pid, int frozen)
 {
@@ -29,7 +33,7 @@ Test(pool_unresponsive, health_round_trip_to_a_silent_server_gives_up_at_connect
 
     o.max_size = 1;
     o.health_check_idle_ms = 0;
-    o.connect_timeout_ms = 300;
+    o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
     idem_pool *pool = pooltest_open(&o);
     idem_conn *conn = pooltest_acquire(pool);
     long pid = pooltest_backend_pid(conn);
@@ -50,7 +54,7 @@ Test(pool_unresponsive, rollback_on_release_to_a_silent_server_gives_up_and_clos
     idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
 
     o.max_size = 1;
-    o.connect_timeout_ms = 300;
+    o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
     idem_pool *pool = pooltest_open(&o);
     idem_conn *conn = pooltest_acquire(pool);
     long pid = pooltest_backend_pid(conn);

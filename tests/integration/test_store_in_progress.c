@@ -23,6 +23,13 @@ static void close_all(void)
 
 TestSuite(in_progress, .fini = close_all);
 
+/* The slow first attempt's effect, in seconds, and how long a caller waits for a
+ * connection: every retry and the unrelated call fit in the first with room to spare on a
+ * loaded machine (PGTEST_LOAD_SLACK_MS), while a retry that kept its connection for the
+ * whole slow attempt would leave the others waiting past the second. */
+#define SLOW_S             "6"
+#define ACQUIRE_TIMEOUT_MS 3000
+
 static void open_store(const char *tag, unsigned int pool_size)
 {
     idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
@@ -30,7 +37,7 @@ static void open_store(const char *tag, unsigned int pool_size)
 
     char *conninfo = pgtest_new_migrated_database(tag);
     popts.max_size = pool_size;
-    popts.acquire_timeout_ms = 1000;
+    popts.acquire_timeout_ms = ACQUIRE_TIMEOUT_MS;
     popts.connect_timeout_ms = 30000;
     cr_assert_eq(idem_pool_new(&pool, conninfo, &popts, &err), 0, "%s", err.message);
     cr_assert_eq(idem_store_new(&store, pool, NULL, &err), 0, "%s", err.message);
@@ -88,7 +95,7 @@ static void *slow_first_attempt(void *arg)
     idem_outcome out = IDEM_OUTCOME_INIT;
 
     (void)arg;
-    int rc = call(&out, "acme", "op-slow", "4");
+    int rc = call(&out, "acme", "op-slow", SLOW_S);
     atomic_store(&slow_done, rc == 0 && out.status == IDEM_STATUS_CREATED ? 1 : -1);
     idem_outcome_clear(&out);
     return NULL;
@@ -109,7 +116,7 @@ Test(in_progress, a_retry_while_the_first_attempt_runs_answers_in_progress_at_on
     cr_assert_eq(out.status, IDEM_STATUS_IN_PROGRESS);
     cr_assert_eq(idem_status_next_step(out.status), IDEM_NEXT_RETRY_SAME_KEY);
     cr_assert(first_still_running,
-              "the retry answered before the 4 s first attempt ended, not after it");
+              "the retry answered before the " SLOW_S " s first attempt ended, not after it");
     pthread_join(slow, NULL);
     cr_assert_eq(atomic_load(&slow_done), 1, "the first attempt still committed");
     idem_outcome_clear(&out);

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "idem/migrate.h"
 #include "pgtest.h"
 #include "support_tasks.h"
@@ -60,6 +61,11 @@ void pgtest_sleep_ms(long ms)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
     nanosleep(&ts, NULL);
+}
+
+long pgtest_late_ms(long deadline_ms)
+{
+    return deadline_ms + (deadline_ms > PGTEST_LOAD_SLACK_MS ? deadline_ms : PGTEST_LOAD_SLACK_MS);
 }
 
 PGconn *pgtest_connect(const char *conninfo)
@@ -158,7 +164,10 @@ char *pgtest_new_database(const char *tag)
     PGresult *res;
     size_t len;
 
-    snprintf(name, sizeof(name), "t_%s_%ld_%u", tag, (long)getpid(), counter++);
+    /* A random part too: the plain and the sanitizer builds share one server, and on a
+     * busy machine a process id comes round again within a run. */
+    snprintf(name, sizeof(name), "t_%s_%ld_%u_%08x", tag, (long)getpid(), counter++,
+             (unsigned)idem__random64());
     snprintf(sql, sizeof(sql), "CREATE DATABASE \"%s\" TEMPLATE template0", name);
     res = pgtest_exec(admin, sql);
     PQclear(res);

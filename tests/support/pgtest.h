@@ -84,6 +84,16 @@ char *pgtest_pgbouncer_conninfo(const char *conninfo);
 
 void pgtest_sleep_ms(long ms);
 
+/* Timed tests leave room for a loaded machine (both cores busy, other work beside the
+ * suite): whatever must happen before a deadline is given at least PGTEST_LOAD_SLACK_MS to
+ * do it, and a wait that must end at a deadline may end up to pgtest_late_ms() after it
+ * started. */
+#define PGTEST_LOAD_SLACK_MS 2000
+
+/* The latest a wait that should end @deadline_ms after it started may end on a loaded
+ * machine: max(PGTEST_LOAD_SLACK_MS, the deadline) past the deadline. */
+long pgtest_late_ms(long deadline_ms);
+
 /* Connect or fail the test. */
 PGconn *pgtest_connect(const char *conninfo);
 

@@ -17,7 +17,7 @@ trap 'rm -rf "$scratch"' EXIT
 # newdb TAG [VERSION]: a fresh database with idem's migrations (up to VERSION); prints its
 # name.
 newdb() {
-    local name="${prefix}_$1_$$"
+    local name="${prefix}_$1_$$_$SRANDOM" # the pid alone comes round again in a long run
     psql -Atqc "CREATE DATABASE \"$name\" TEMPLATE template0" dbname=postgres >/dev/null || exit 1
     "$migrate" --dsn "dbname=$name" -q up ${2:+--to "$2"} >/dev/null || exit 1
     echo "$name"

@@ -19,7 +19,7 @@ trap 'rm -rf "$scratch"' EXIT
 
 # A fresh database; prints its name.
 newdb() {
-    local name="mt_$1_$$"
+    local name="mt_$1_$$_$SRANDOM" # the pid alone comes round again in a long run
     psql -Atqc "CREATE DATABASE \"$name\" TEMPLATE template0" dbname=postgres >/dev/null || exit 1
     echo "$name"
 }
