@@ -169,9 +169,10 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
  * one of its @nparams parameters (the store's own follow them in the statement that embeds
  * it, and would be bound silently), and the text must not end inside a quote or a comment
  * (which would swallow the store's statement around it); it is one statement: a ';' may
- * only end it. *code_len (when not NULL): where its last token of code ends, before any
- * trailing ';', blanks and comments. Returns 0 or IDEM_EINVAL, field
- * "sql". */
+ * only end it; and it can run as the store's WITH query and return rows there (a query, or
+ * INSERT, UPDATE, DELETE, MERGE with RETURNING). *code_len (when not NULL): where its last
+ * token of code ends, before any trailing ';', blanks and comments. Returns 0 or IDEM_EINVAL,
+ * field "sql". */
 int idem__declared_check_sql(const char *sql, size_t nparams, size_t *code_len, idem_error *err);
 
 /* Whether a pipeline that failed at @failed_at, with @sqlstate, leaves the outcome of its

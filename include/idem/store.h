@@ -313,7 +313,11 @@ typedef struct idem_declared idem_declared;
  *                or JSON null is SQL NULL), or "$tenant" / "$operation_id" for the key's
  *                parts (other names starting with '$' are refused). Copied. NULL when
  *                nparams is 0.
- * @return 0, IDEM_EINVAL (err->field: "sql", "params"), IDEM_ENOMEM.
+ * @return 0, IDEM_EINVAL (err->field: "sql", "params"), IDEM_ENOMEM. A statement that
+ *         could never run inside the store's (COMMIT, ROLLBACK, SET, VACUUM, CREATE ...:
+ *         anything but SELECT, VALUES, TABLE, or INSERT, UPDATE, DELETE, MERGE with
+ *         RETURNING, after WITH queries or not; an INSERT, UPDATE or DELETE without
+ *         RETURNING) is refused here, field "sql", saying why, instead of failing every call.
  */
 IDEM_API int idem_declared_new(idem_declared **out, const char *sql, const char *const *params,
                                size_t nparams, idem_error *err);
