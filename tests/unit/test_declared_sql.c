@@ -144,8 +144,7 @@ Test(declared_sql, a_statement_that_cannot_return_a_receipt_is_refused_saying_wh
     assert_refused("SET search_path = app", 0, "'SET' cannot run");
     assert_refused("  -- first\n/* then */ VACUUM", 0, "'VACUUM' cannot run");
     assert_refused("INSERT INTO t VALUES ($1)", 1,
-                   "must return its receipt: INSERT without "
-                   "RETURNING");
+                   "must return its receipt: INSERT without RETURNING");
     assert_refused("update t set a = 1", 0, "update without RETURNING");
     assert_refused("DELETE FROM t WHERE a IN (SELECT a FROM u)", 0, "DELETE without RETURNING");
     assert_refused("MERGE INTO t USING u ON t.a = u.a WHEN MATCHED THEN DELETE", 0,
