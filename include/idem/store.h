@@ -50,6 +50,7 @@
 #include "pool.h"
 #include "retry.h"
 #include "status.h"
+#include "sweep.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,10 +62,11 @@ typedef struct idem_store idem_store;
 /** One tool's retention windows (::idem_store_options.tools). */
 typedef struct idem_tool_retention {
     const char *tool;          /**< the tool's name (validate.h); each at most once */
-    unsigned int retention_s;  /**< how long its records are kept; 0 = the store's */
+    unsigned int retention_s;  /**< how long its records are kept; 0 = the store's; else
+                                    ::IDEM_WINDOW_MIN_S to ::IDEM_WINDOW_MAX_S */
     unsigned int key_memory_s; /**< how long its keys are remembered (record, then
                                     tombstone), from the claim; >= its retention; 0 = the
-                                    store's */
+                                    store's; else within the same bounds */
 } idem_tool_retention;
 
 /** Store settings. Initialize with ::IDEM_STORE_OPTIONS_INIT or idem_store_options_init(),
@@ -73,7 +75,9 @@ typedef struct idem_tool_retention {
 typedef struct idem_store_options {
     unsigned int version;         /**< ::IDEM_STORE_OPTIONS_VERSION */
     unsigned int retention_s;     /**< how long a record is kept (its expires_at), unless
-                                       its tool has its own; default 604800 (7 days) */
+                                       its tool has its own; ::IDEM_WINDOW_MIN_S (1 s) to
+                                       ::IDEM_WINDOW_MAX_S (3650 days); default 604800
+                                       (7 days) */
     unsigned int deadline_ms;     /**< the longest one call may spend on attempts,
                                        backoffs, lock waits (each write sets lock_timeout to
                                        what is left of it) and every wait for the server's
@@ -90,8 +94,8 @@ typedef struct idem_store_options {
     /* version 2 */
     unsigned int key_memory_s;        /**< how long a key is remembered from its claim (its
                                            forget_at), unless its tool has its own: the record,
-                                           then its tombstone; >= retention_s; default 2592000
-                                           (30 days) */
+                                           then its tombstone; >= retention_s, at most
+                                           ::IDEM_WINDOW_MAX_S; default 2592000 (30 days) */
     unsigned int clock_skew_s;        /**< allowance between the clocks that made UUIDv7 operation
                                            IDs and the database's; at most 86400; default 300.
                                            idem-sweep's --clock-skew must be the same */
@@ -119,7 +123,8 @@ IDEM_API int idem_store_options_init(idem_store_options *opts, unsigned int vers
  * @param out   caller owns; free with idem_store_free(). Untouched on failure.
  * @param pool  borrowed; must outlive the store.
  * @param opts  NULL for the defaults; borrowed for the call (the tool table is copied).
- * @return 0, IDEM_EINVAL (err->field names the option: a key memory shorter than its
+ * @return 0, IDEM_EINVAL (err->field names the option: a window outside
+ *         ::IDEM_WINDOW_MIN_S..::IDEM_WINDOW_MAX_S, a key memory shorter than its
  *         retention, a bad or repeated tool name), IDEM_ENOMEM.
  */
 IDEM_API int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,

@@ -2,6 +2,7 @@
  * expired with no effect and recorded for reconciliation, the UUIDv7 horizon, and the
  * sweeper running beside live calls. Time passes by backdating columns, never by sleeping. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -572,6 +573,29 @@ Test(retention, sweep_beside_calls_on_the_same_keys_never_loses_a_receipt_or_run
 
 /* ---- options ------------------------------------------------------------------------------ */
 
+/* UINT_MAX seconds would expire in 2163: windows are bounded, 1 s to 3650 days, and one
+ * beyond is refused naming the member and the bound. */
+Test(retention, a_window_beyond_3650_days_is_refused_naming_the_member)
+{
+    idem_store_options o = IDEM_STORE_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_store *s = NULL;
+
+    o.retention_s = UINT_MAX;
+    o.key_memory_s = UINT_MAX;
+    cr_assert_eq(idem_store_new(&s, pool, &o, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.message,
+                     "options.retention_s: 4294967295 s is beyond the longest window, 3650 days");
+    cr_assert_null(s);
+    o.retention_s = IDEM_WINDOW_MAX_S;
+    o.key_memory_s = IDEM_WINDOW_MAX_S;
+    cr_assert_eq(idem_store_new(&s, pool, &o, &err), 0, "the longest window is accepted: %s",
+                 err.message);
+    idem_store_free(s);
+    cr_assert_eq(IDEM_WINDOW_MAX_S, 3650u * 86400u);
+    cr_assert_eq(IDEM_WINDOW_MIN_S, 1u);
+}
+
 Test(retention, version_1_options_get_the_default_key_memory)
 {
     idem_store_options v1 = IDEM_STORE_OPTIONS_INIT;
@@ -604,7 +628,14 @@ Test(retention, bad_options_name_the_field)
     static const idem_tool_retention twice[] = {{"a", 0, 0}, {"b", 0, 0}, {"a", 10, 10}};
     static const idem_tool_retention short_memory[] = {{"a", 0, 0}, {"b", 100, 50}};
     static const idem_tool_retention long_retention[] = {{"a", 40 * 86400, 0}};
+    static const idem_tool_retention forever[] = {{"a", UINT_MAX, UINT_MAX}};
+    static const idem_tool_retention remembered_forever[] = {{"a", 0, IDEM_WINDOW_MAX_S + 1}};
     const struct bad_options cases[] = {
+        {"options.retention_s", UINT_MAX, UINT_MAX, 300, NULL, 0},
+        {"options.retention_s", 0, 7200, 300, NULL, 0},
+        {"options.key_memory_s", 3600, IDEM_WINDOW_MAX_S + 1, 300, NULL, 0},
+        {"options.tools[0].retention_s", 3600, 7200, 300, forever, 1},
+        {"options.tools[0].key_memory_s", 3600, 7200, 300, remembered_forever, 1},
         {"options.key_memory_s", 3600, 60, 300, NULL, 0},
         {"options.clock_skew_s", 3600, 7200, 86401, NULL, 0},
         {"options.tools", 3600, 7200, 300, NULL, 2},
