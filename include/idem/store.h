@@ -28,8 +28,13 @@
  * whose key hits a tombstone, or whose UUIDv7 operation ID is older than the tool's key
  * memory (judged on the database's clock, with ::idem_store_options.clock_skew_s of
  * allowance) while no record exists, runs no effect: it answers `expired` and records a
- * reconciliation item (reconcile.h). Both windows are fixed per record when its key is
- * claimed, so changing the configuration never shortens a window already promised.
+ * reconciliation item (reconcile.h). A UUIDv7 operation ID dated further ahead than
+ * clock_skew_s on the database's clock, whose key has no record, is refused the same way
+ * on every path (a first attempt's claim tells it apart in its own round trip): it answers
+ * `invalid` (IDEM_EINVAL, err->field "operation_id", saying how far ahead), runs no effect
+ * and writes nothing, since once its tombstone were purged the horizon could never catch
+ * its late retry. Both windows are fixed per record when its key is claimed, so changing
+ * the configuration never shortens a window already promised.
  *
  * The caller must have authorized the tenant before the call. An operation ID is not a
  * credential: the same ID in another tenant is another key, and nothing of tenant A's
@@ -97,8 +102,10 @@ typedef struct idem_store_options {
                                            then its tombstone; >= retention_s, at most
                                            ::IDEM_WINDOW_MAX_S; default 2592000 (30 days) */
     unsigned int clock_skew_s;        /**< allowance between the clocks that made UUIDv7 operation
-                                           IDs and the database's; at most 86400; default 300.
-                                           idem-sweep's --clock-skew must be the same */
+                                           IDs and the database's, behind (the horizon) and
+                                           ahead (an ID dated further ahead is invalid); at
+                                           most 86400; default 300. idem-sweep's --clock-skew
+                                           must be the same */
     const idem_tool_retention *tools; /**< per-tool windows, copied by idem_store_new();
                                            NULL when ntools is 0 */
     size_t ntools;                    /**< entries in @ref tools */
@@ -277,12 +284,14 @@ IDEM_API void idem_outcome_clear(idem_outcome *outcome);
  *             idem_outcome_clear() (also before reuse).
  * @return 0 for created and replayed (err is then empty); otherwise the code of the status
  *         (idem_status_from_error()): IDEM_ECONFLICT, IDEM_EINVAL (err->field names the
- *         field; a NULL store ends `invalid`), IDEM_EBUSY, IDEM_EEFFECT (err has the
- *         effect's message), IDEM_EREJECTED (the receipt is the stored refusal),
- *         IDEM_EEXPIRED (past retention: no effect ran, no receipt; a reconciliation item
- *         of kind "expired" was recorded), IDEM_ESCHEMA or IDEM_EPERM for misconfigured (err->hint
- * says what to fix: run `idem-migrate up`, or which GRANT), or for unavailable IDEM_EUNAVAIL,
- * IDEM_EDB or IDEM_ENOMEM, with detail in @p err.
+ *         field; a NULL store ends `invalid`, and so does a new key whose UUIDv7 is dated
+ *         further ahead than clock_skew_s, field "operation_id"), IDEM_EBUSY,
+ *         IDEM_EEFFECT (err has the effect's message), IDEM_EREJECTED (the receipt is the
+ *         stored refusal), IDEM_EEXPIRED (past retention: no effect ran, no receipt; a
+ *         reconciliation item of kind "expired" was recorded), IDEM_ESCHEMA or IDEM_EPERM
+ *         for misconfigured (err->hint says what to fix: run `idem-migrate up`, or which
+ *         GRANT), or for unavailable IDEM_EUNAVAIL, IDEM_EDB or IDEM_ENOMEM, with detail in
+ *         @p err.
  */
 IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
                                 idem_effect_fn effect, void *ctx, idem_error *err);
