@@ -47,7 +47,8 @@ const idem__stmt idem__store_stmt_resolve_as = {
  * seconds) claims nothing either: with no record, the claim returns one row with state
  * 'future' (the call ends invalid, in this round trip), since once its tombstone were
  * purged the horizon could never catch its late retry. Every row ends with the database's
- * now(), as the lookup's do. */
+ * now(), as the lookup's do. The look for a record that the 'future' row needs is tied to
+ * a row that exists only when the key is dated ahead: no other claim makes it. */
 #define CLAIM_INSERT                                                                               \
     "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"       \
     " state, trace_id, claim_token, expires_at, forget_at)"
@@ -75,8 +76,9 @@ const idem__stmt idem__store_stmt_claim = {
     "idem_store_claim",
     "WITH ins AS (" CLAIM_INSERT " SELECT $1," CLAIM_VALUES " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins" CLAIM_TAKEN CLAIM_FUTURE
-    " WHERE" CLAIM_AHEAD
-    " AND NOT EXISTS (SELECT 1 FROM idem.operations WHERE tenant = $1 AND operation_id = $2)",
+    " FROM (SELECT $1::text AS tenant WHERE" CLAIM_AHEAD ") AS a"
+    " WHERE NOT EXISTS (SELECT 1 FROM idem.operations o"
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = a.tenant)",
     12};
 
 /* The claim that sets the tenant and its lock timeouts itself, on plain PostgreSQL
@@ -86,7 +88,8 @@ const idem__stmt idem__store_stmt_claim = {
  * checks the row against the tenant's policy or waits on the key; the effect's timeout is
  * set once the INSERT has returned the claimed row. (A key beyond the horizon, or dated
  * ahead, writes no row; its record, if it has one, is read under the tenant all the same,
- * and so is the absence of one that the 'future' row needs.) */
+ * and so is the absence of one that the 'future' row needs: that look is tied to the
+ * settings row, read after it, and only when the key is dated ahead.) */
 const idem__stmt idem__store_stmt_claim_as = {
     "idem_store_claim_as",
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
@@ -97,7 +100,7 @@ const idem__stmt idem__store_stmt_claim_as = {
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins"
     " WHERE set_config('lock_timeout', $14, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY CLAIM_FUTURE
     " FROM settings s WHERE s.ahead AND NOT EXISTS (SELECT 1 FROM idem.operations o"
-    " WHERE o.tenant = s.tenant AND o.operation_id = $2)"
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = s.tenant)"
     " AND set_config('transaction_read_only', 'on', true) = 'on'",
     14};
 
