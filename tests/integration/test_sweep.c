@@ -361,9 +361,12 @@ static void zero_lock_timeout(idem_sweep_options *o)
 Test(sweep, bad_input_names_the_field_and_changes_nothing)
 {
     static const struct bad_option cases[] = {
-        {"options.version", bad_version},    {"options.batch_size", zero_batch},
-        {"options.batch_size", huge_batch},  {"options.key_memory_s", zero_key_memory},
-        {"options.clock_skew_s", huge_skew}, {"options.lock_timeout_ms", zero_lock_timeout},
+        {"options.version", bad_version},
+        {"options.batch_size", zero_batch},
+        {"options.batch_size", huge_batch},
+        {"options.key_memory_s", zero_key_memory},
+        {"options.clock_skew_s", huge_skew},
+        {"options.lock_timeout_ms", zero_lock_timeout},
         {"options.key_memory_s", endless_key_memory},
     };
     idem_sweep_result r;
