@@ -279,6 +279,8 @@ static void refused_receipt(call *c)
 static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, size_t at,
                                   int *out_rc)
 {
+    long long raised;
+
     if (rc == IDEM_EUNAVAIL || idem__conn_failed(conn) ||
         idem__store_commit_unknown(failed_at, at + 1, c->err->sqlstate)) {
         idem_conn_discard(conn);
@@ -296,8 +298,8 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
         *out_rc = rc;
         return STEP_DONE;
     }
-    if (raised_count(c) <= -DATED_AHEAD) {
-        *out_rc = idem__store_dated_ahead(c, -raised_count(c) - DATED_AHEAD);
+    if ((raised = raised_count(c)) <= -DATED_AHEAD) {
+        *out_rc = idem__store_dated_ahead(c, -raised - DATED_AHEAD);
         return STEP_DONE;
     }
     /* As in the callback path: a lock or statement timeout is the server being busy. */
