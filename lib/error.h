@@ -19,6 +19,11 @@ int idem__error_field(idem_error *err, int code, const char *field, const char *
 int idem__check_version(idem_error *err, unsigned int version, unsigned int current,
                         const char *field);
 
+/* Check a retention window or key memory of @s seconds, the member @field, against the
+ * bounds the store, the sweeper and idem-sweep share (IDEM_WINDOW_MIN_S..IDEM_WINDOW_MAX_S,
+ * sweep.h). Returns 0 or IDEM_EINVAL naming @field (validate.c). */
+int idem__check_window(const char *field, unsigned int s, idem_error *err);
+
 /* Fill a caller-allocated versioned struct (its first member is `unsigned int version`)
  * with @defaults, @size bytes of them (the size of @version's layout), and set its
  * version. Returns 0, or IDEM_EINVAL for NULL or a version outside 1..@current. */

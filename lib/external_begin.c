@@ -24,11 +24,11 @@ typedef struct begin {
     idem_external *ext;
     idem_external_attempt **out;
     char token[IDEM_UUID_STRING_SIZE], downstream[IDEM_UUID_STRING_SIZE];
-    char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
+    char version[16], retention[24], key_memory[24], born_ms[24], horizon[24], skew[24];
     char set_claim_wait[IDEM__SET_LOCAL_SIZE]; /* the claim's lock timeout (settings.h) */
     const char *values[11];
     int lengths[11], formats[11];
-    const char *forget[5]; /* tenant, operation_id, downstream key, born_ms, horizon */
+    const char *forget[6]; /* tenant, operation_id, downstream key, born_ms, horizon, skew */
     const char *mine[3];   /* tenant, operation_id, token */
 } begin;
 
@@ -49,6 +49,7 @@ static int make_claim(begin *b)
     snprintf(b->key_memory, sizeof(b->key_memory), "%u", key_memory_s);
     snprintf(b->horizon, sizeof(b->horizon), "%llu",
              (unsigned long long)key_memory_s + b->ext->store->opts.clock_skew_s);
+    snprintf(b->skew, sizeof(b->skew), "%u", b->ext->store->opts.clock_skew_s);
     if (idem_uuid_v7_time_ms(&born_ms, req->operation_id) == 0)
         snprintf(b->born_ms, sizeof(b->born_ms), "%llu", (unsigned long long)born_ms);
     idem__set_local_ms(b->set_claim_wait, sizeof(b->set_claim_wait), "lock_timeout",
@@ -71,6 +72,7 @@ static int make_claim(begin *b)
     b->forget[2] = b->downstream;
     b->forget[3] = b->born_ms[0] != '\0' ? b->born_ms : NULL;
     b->forget[4] = b->horizon;
+    b->forget[5] = b->skew;
     b->mine[2] = b->token;
     return 0;
 }
@@ -139,8 +141,21 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
 /* The claim returned the record and forget did not delete it (external_sql.c). */
 static int claimed(const idem__pipe_cmd *cmds)
 {
-    return PQntuples(cmds[CLAIM_AT].result) == 1 &&
-           strcmp(PQcmdTuples(cmds[FORGET_AT].result), "0") == 0;
+    return PQntuples(cmds[CLAIM_AT].result) == 1 && PQntuples(cmds[FORGET_AT].result) == 0;
+}
+
+/* The claim did not take the key. When forget deleted the record it had just made (a key
+ * that had none), its UUIDv7 was dated ahead, and the call is invalid, nothing written
+ * (IDEM_EINVAL), or too old, and the lookup that follows answers (0), as it does for a key
+ * taken by someone else. */
+static int not_claimed(begin *b, const idem__pipe_cmd *cmds)
+{
+    const PGresult *res = cmds[FORGET_AT].result;
+    int64_t ahead = 0;
+
+    if (PQntuples(res) == 1)
+        ahead = idem__store_ahead_ms(&b->c, strtoll(PQgetvalue(res, 0, 0), NULL, 10) / 1000);
+    return ahead > 0 ? idem__store_dated_ahead(&b->c, ahead) : 0;
 }
 
 /* One claim: BEGIN, IDEM__SET_PROPAGATE, the tenant (tenant.h), the claim's short lock wait
@@ -167,6 +182,8 @@ static int claim(begin *b, idem_conn **conn, int *taken)
     if (rc == 0 && claimed(cmds)) {
         *taken = 1;
         rc = take(b, cmds[CLAIM_AT].result);
+    } else if (rc == 0) {
+        rc = not_claimed(b, cmds);
     } else if (rc != 0 && (rc == IDEM_EUNAVAIL || idem__conn_failed(*conn))) {
         rc = resolve(b, conn, taken);
     } else if (rc != 0) {

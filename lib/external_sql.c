@@ -62,15 +62,20 @@ const idem__stmt idem__external_stmt_claim = {
 
 /* A key that had no record is not claimed when its UUIDv7 time ($4 ms; NULL for other IDs)
  * is older than the key memory plus the clock skew allowance ($5 s) on the database's
- * clock: the record the claim has just made (it alone has the downstream key $3) is deleted
- * again, and the lookup then answers expired, as the store's claim does. A record taken over
- * is kept whatever the key's age. $1 tenant, $2 operation_id. */
+ * clock, or further ahead of it than the allowance ($6 s): the record the claim has just
+ * made (it alone has the downstream key $3) is deleted again, and returns the database's
+ * clock (its created_at, in microseconds), by which the caller tells the two apart: a key
+ * too old makes the lookup answer expired, as the store's claim does; one dated ahead is
+ * invalid at once. A record taken over is kept whatever the key's age. $1 tenant, $2
+ * operation_id. */
 const idem__stmt idem__external_stmt_forget = {
     "idem_external_forget",
     "DELETE FROM idem.operations WHERE tenant = $1 AND operation_id = $2"
     " AND downstream_key = $3"
-    " AND to_timestamp($4::int8 / 1000.0) < now() - make_interval(secs => $5::int8)",
-    5};
+    " AND (to_timestamp($4::int8 / 1000.0) < now() - make_interval(secs => $5::int8)"
+    " OR to_timestamp($4::int8 / 1000.0) > now() + make_interval(secs => $6::int8))"
+    " RETURNING" EPOCH_US("created_at"),
+    6};
 
 /* Once the key is this attempt's (claim token $3): the lapsed attempt's history row is
  * closed, then this attempt's opened. */

@@ -30,6 +30,7 @@ typedef struct run {
     idem_error *err;
     char token[IDEM_UUID_STRING_SIZE]; /* the lease: the recovered one, or this call's */
     char lease_s[16], attempt[16];
+    int inherit;      /* a recovered intent keeps the recovery's lease end (lease_s unused) */
     idem_request req; /* the stored request; its strings are the intent's */
     int cancelled;    /* the intent was cancelled before its effect */
     /* the local path */
@@ -85,7 +86,8 @@ static int not_started(run *r)
 /* Count the attempt and take (or keep) the lease. */
 static int start(run *r)
 {
-    const char *values[4] = {r->intent->tenant, r->intent->operation_id, r->token, r->lease_s};
+    const char *values[4] = {r->intent->tenant, r->intent->operation_id, r->token,
+                             r->inherit ? NULL : r->lease_s};
     PGresult *res = NULL;
     int rc = idem__intent_run1(&res, r->store, r->intent->tenant, &idem__intent_stmt_start, values,
                                r->err);
@@ -261,16 +263,18 @@ static int check(run *r, idem_intent *intent, const idem_intent_exec_options *op
     if ((rc = idem__check_version(r->err, opts->version, IDEM_INTENT_EXEC_OPTIONS_VERSION,
                                   "options")) != 0)
         return rc;
-    if (opts->lease_s == 0 || opts->lease_s > MAX_LEASE_S)
-        return idem__error_field(r->err, 0, "options.lease_s", "must be 1 to %u, got %u",
+    if (opts->lease_s > MAX_LEASE_S)
+        return idem__error_field(r->err, 0, "options.lease_s", "must be 1 to %u, or 0, got %u",
                                  MAX_LEASE_S, opts->lease_s);
     if (intent == NULL)
         return idem__error_field(r->err, 0, "intent", "must not be NULL");
     if ((rc = idem__intent_check_key(intent->tenant, intent->operation_id, r->err)) != 0)
         return rc;
-    snprintf(r->lease_s, sizeof(r->lease_s), "%u", opts->lease_s);
+    snprintf(r->lease_s, sizeof(r->lease_s), "%u",
+             opts->lease_s != 0 ? opts->lease_s : IDEM_INTENT_LEASE_DEFAULT_S);
     if (intent->lease_owner != NULL && strlen(intent->lease_owner) < sizeof(r->token)) {
         memcpy(r->token, intent->lease_owner, strlen(intent->lease_owner) + 1);
+        r->inherit = opts->lease_s == 0; /* the recovery's lease holds */
         return 0;
     }
     return idem_uuid_v7(r->token, r->err);

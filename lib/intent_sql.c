@@ -46,13 +46,16 @@ const idem__stmt idem__intent_stmt_get = {"idem_intent_get",
                                           "SELECT" COLS " FROM idem.intents i WHERE" KEY, 2};
 
 /* Start an attempt: count it and take (or keep) the lease. $1 tenant, $2 operation_id, $3
- * the worker's lease token, $4 lease in seconds. A finished intent keeps its state (its
- * execution replays); a cancelled one, or one another worker holds, is not changed. */
+ * the worker's lease token, $4 lease in seconds, or NULL to keep the lease's end (a
+ * recovered intent, whose token $3 is the recovery's). A finished intent keeps its state
+ * (its execution replays); a cancelled one, or one another worker holds, is not changed.
+ * least() skips the NULL of the side not chosen (Citus refuses now() inside CASE). */
 const idem__stmt idem__intent_stmt_start = {
     "idem_intent_start",
     "UPDATE idem.intents i SET attempts = i.attempts + 1,"
     " state = CASE WHEN i.state = 'approved' THEN 'attempted' ELSE i.state END,"
-    " lease_owner = $3, lease_until = now() + make_interval(secs => $4::int8),"
+    " lease_owner = $3, lease_until = least(now() + make_interval(secs => $4::int8),"
+    " CASE WHEN $4::int8 IS NULL THEN i.lease_until END),"
     " updated_at = now()"
     " WHERE" KEY " AND i.state <> 'cancelled' AND (" LEASE_FREE " OR i.lease_owner = $3)"
     " RETURNING" COLS,

@@ -55,10 +55,26 @@ static void tool_windows(const idem_store_options *o, size_t i, unsigned int *re
     *key_memory_s = o->tools[i].key_memory_s ? o->tools[i].key_memory_s : o->key_memory_s;
 }
 
+/* A tool's own windows (0: the store's) within the bounds. */
+static int check_tool_windows(const idem_tool_retention *t, size_t i, idem_error *err)
+{
+    char field[IDEM_ERROR_FIELD_MAX];
+    int rc = 0;
+
+    snprintf(field, sizeof(field), "options.tools[%zu].retention_s", i);
+    if (t->retention_s != 0 && (rc = idem__check_window(field, t->retention_s, err)) != 0)
+        return rc;
+    snprintf(field, sizeof(field), "options.tools[%zu].key_memory_s", i);
+    if (t->key_memory_s != 0)
+        rc = idem__check_window(field, t->key_memory_s, err);
+    return rc;
+}
+
 static int check_tool(const idem_store_options *o, size_t i, idem_error *err)
 {
     char field[IDEM_ERROR_FIELD_MAX];
     unsigned int retention, key_memory;
+    int rc;
 
     snprintf(field, sizeof(field), "options.tools[%zu].tool", i);
     if (idem_validate_tool(o->tools[i].tool, err) != 0) {
@@ -72,6 +88,8 @@ static int check_tool(const idem_store_options *o, size_t i, idem_error *err)
             return idem__error_field(err, IDEM_EINVAL, field, "'%s' appears twice (also at [%zu])",
                                      o->tools[i].tool, j);
     }
+    if ((rc = check_tool_windows(&o->tools[i], i, err)) != 0)
+        return rc;
     tool_windows(o, i, &retention, &key_memory);
     snprintf(field, sizeof(field), "options.tools[%zu].key_memory_s", i);
     if (key_memory < retention)
@@ -86,6 +104,9 @@ static int check_retention(const idem_store_options *o, idem_error *err)
 {
     int rc;
 
+    if ((rc = idem__check_window("options.retention_s", o->retention_s, err)) != 0 ||
+        (rc = idem__check_window("options.key_memory_s", o->key_memory_s, err)) != 0)
+        return rc;
     if (o->key_memory_s < o->retention_s)
         return idem__error_field(err, IDEM_EINVAL, "options.key_memory_s",
                                  "%u s is shorter than retention_s (%u s): keys must be "
@@ -106,8 +127,7 @@ static int check_retention(const idem_store_options *o, idem_error *err)
 
 static int check_options(const idem_store_options *o, idem_error *err)
 {
-    const char *zero = o->retention_s == 0           ? "options.retention_s"
-                       : o->max_attempts == 0        ? "options.max_attempts"
+    const char *zero = o->max_attempts == 0          ? "options.max_attempts"
                        : o->max_arguments_bytes == 0 ? "options.max_arguments_bytes"
                        : o->max_response_bytes == 0  ? "options.max_response_bytes"
                                                      : NULL;

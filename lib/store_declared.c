@@ -15,20 +15,22 @@
  * version, fingerprint (binary), trace ID, claim token, retention and key memory in
  * seconds, the UUIDv7 operation ID's time in ms (NULL for other IDs), the key-memory
  * horizon in seconds (as in the callback path's claim: a key older than it claims nothing,
- * and the lookup that follows answers expired) and max_response_bytes. The tool's SQL
- * ends its line: a trailing -- comment must not swallow what follows. The record is
- * written completed, with the statement's JSON as its receipt, if the key is free; a
- * receipt that is SQL NULL or over the limit is written as an empty placeholder instead
- * (the record only decides whether the key was free). The last SELECT returns the receipt
- * when the statement returned exactly one row and the record was written with a real one,
- * and otherwise calls idem.declared_result(), which raises (IDEM1: the key has a record;
- * IDEM2: not one row, or a refused receipt, see REFUSED_NULL), so that COMMIT, later in
- * the same pipeline, is never carried out. A second row of the tool's statement meets the
- * first one's record and is skipped; IDEM2 then undoes both. On the success path the
- * server evaluates two CASEs, one octet_length() comparison each: no function call, the
- * receipt made into text once (OFFSET 0 keeps the planner from copying that expression
- * into both of the CASE's uses), and the tool's rows are counted once. */
-#define OWN_PARAMS 12
+ * and the lookup that follows answers expired), max_response_bytes and the clock skew
+ * allowance in seconds (a key dated further ahead claims nothing either, and the statement
+ * says so itself, DATED_AHEAD). The tool's SQL ends its line: a trailing -- comment must
+ * not swallow what follows. The record is written completed, with the statement's JSON as
+ * its receipt, if the key is free; a receipt that is SQL NULL or over the limit is written
+ * as an empty placeholder instead (the record only decides whether the key was free). The
+ * last SELECT returns the receipt when the statement returned exactly one row and the
+ * record was written with a real one, and otherwise calls idem.declared_result(), which
+ * raises (IDEM1: the key has a record; IDEM2: not one row, a refused receipt, see
+ * REFUSED_NULL, or a key dated ahead), so that COMMIT, later in the same pipeline, is never
+ * carried out. A second row of the tool's statement meets the first one's record and is
+ * skipped; IDEM2 then undoes both. On the success path the server evaluates two CASEs, one
+ * octet_length() comparison each: no function call, the receipt made into text once
+ * (OFFSET 0 keeps the planner from copying that expression into both of the CASE's uses),
+ * and the tool's rows are counted once. */
+#define OWN_PARAMS 13
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
     " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
@@ -41,10 +43,15 @@ static const char declared_sql[] =
     " now() + make_interval(secs => $%zu::int8)"
     " FROM (SELECT convert_to(receipt::json::text, 'UTF8') AS body FROM effect OFFSET 0) e"
     " WHERE $%zu::int8 IS NULL"
-    " OR to_timestamp($%zu::int8 / 1000.0) >= now() - make_interval(secs => $%zu::int8)"
+    " OR to_timestamp($%zu::int8 / 1000.0) BETWEEN now() - make_interval(secs => $%zu::int8)"
+    " AND now() + make_interval(secs => $%zu::int8)"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
     " SELECT CASE WHEN r.n = 1 AND octet_length(r.response) > 0 THEN r.response"
-    " ELSE idem.declared_result(NULL, CASE WHEN r.n = 1 AND r.response IS NOT NULL"
+    " ELSE idem.declared_result(NULL, CASE WHEN r.response IS NULL"
+    " AND to_timestamp($%zu::int8 / 1000.0) > now() + make_interval(secs => $%zu::int8)"
+    " AND NOT EXISTS (SELECT 1 FROM idem.operations WHERE tenant = $%zu AND operation_id = $%zu)"
+    " THEN -(1099511627776 + $%zu::int8 - (extract(epoch FROM now()) * 1000)::int8)"
+    " WHEN r.n = 1 AND r.response IS NOT NULL"
     " THEN -coalesce((SELECT octet_length(convert_to(receipt::json::text, 'UTF8'))"
     " FROM effect), 1) ELSE r.n END) END"
     " FROM (SELECT (SELECT response FROM ins LIMIT 1) AS response,"
@@ -56,6 +63,10 @@ static const char declared_sql[] =
  * IDEM2 message, after this. */
 #define REFUSED_NULL    (-1)
 #define ROWS_IN_MESSAGE "the declared statement returned "
+/* ... and -(DATED_AHEAD + the milliseconds it is ahead) for a UUIDv7 dated further ahead
+ * than the clock skew allowance, of a key with no record: a count no receipt reaches (no
+ * field is longer than 1 GiB). */
+#define DATED_AHEAD 1099511627776LL
 
 #define KEY_TAKEN "IDEM1"
 
@@ -117,11 +128,12 @@ static int build_sql(idem_declared *d, const char *sql)
 
     if (inner == NULL)
         return IDEM_ENOMEM;
-    size = sizeof(declared_sql) + strlen(inner) + 13 * 24;
+    size = sizeof(declared_sql) + strlen(inner) + 19 * 24;
     d->sql = malloc(size);
     if (d->sql != NULL)
         snprintf(d->sql, size, declared_sql, inner, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-                 n + 6, n + 7, n + 8, n + 9, n + 10, n + 10, n + 11);
+                 n + 6, n + 7, n + 8, n + 9, n + 10, n + 10, n + 11, n + 13, n + 10, n + 13, n + 1,
+                 n + 2, n + 10);
     free(inner);
     return d->sql != NULL ? 0 : IDEM_ENOMEM;
 }
@@ -211,6 +223,7 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     snprintf(c->cp.max_response, sizeof(c->cp.max_response), "%zu",
              c->store->opts.max_response_bytes);
     values[n + 11] = c->cp.max_response;
+    values[n + 12] = c->cp.skew;
     memset(lengths, 0, (n + OWN_PARAMS) * sizeof(int));
     memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
     lengths[n + 4] = IDEM_FINGERPRINT_SIZE;
@@ -220,10 +233,9 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
         snprintf(c->cp.lock_timeout, sizeof(c->cp.lock_timeout), "%llums",
                  (unsigned long long)lock);
-        c->cp.values[11] = c->req->tenant;
-        c->cp.values[12] = c->cp.lock_timeout;
-        cmds[k++] =
-            (idem__pipe_cmd){&settings_stmt, NULL, 0, c->cp.values + 11, NULL, NULL, 0, NULL};
+        c->cp.settings[0] = c->req->tenant;
+        c->cp.settings[1] = c->cp.lock_timeout;
+        cmds[k++] = (idem__pipe_cmd){&settings_stmt, NULL, 0, c->cp.settings, NULL, NULL, 0, NULL};
     } else {
         idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout", lock);
         cmds[k++] = (idem__pipe_cmd){NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL};
@@ -236,16 +248,24 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     return k;
 }
 
+/* The count idem.declared_result() raised with (IDEM2), or 0. */
+static long long raised_count(const call *c)
+{
+    const char *at = strstr(c->err->message, ROWS_IN_MESSAGE);
+
+    if (strcmp(c->err->sqlstate, "IDEM2") != 0 || at == NULL)
+        return 0;
+    return strtoll(at + strlen(ROWS_IN_MESSAGE), NULL, 10);
+}
+
 /* The statement refused the receipt (REFUSED_NULL): say why in the words of the callback
  * path, instead of the row count that carried it. */
 static void refused_receipt(call *c)
 {
-    const char *at = strstr(c->err->message, ROWS_IN_MESSAGE "-");
-    long long rows;
+    long long rows = raised_count(c);
 
-    if (strcmp(c->err->sqlstate, "IDEM2") != 0 || at == NULL)
+    if (rows >= 0)
         return;
-    rows = strtoll(at + strlen(ROWS_IN_MESSAGE), NULL, 10);
     if (rows == REFUSED_NULL)
         snprintf(c->err->message, sizeof(c->err->message),
                  "the declared statement returned SQL NULL instead of JSON");
@@ -278,6 +298,8 @@ static void record_refused(call *c)
 static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, size_t at,
                                   int *out_rc)
 {
+    long long raised;
+
     if (rc == IDEM_EUNAVAIL || idem__conn_failed(conn) ||
         idem__store_commit_unknown(failed_at, at + 1, c->err->sqlstate)) {
         idem_conn_discard(conn);
@@ -293,6 +315,10 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     }
     if (failed_at != at) {
         *out_rc = rc;
+        return STEP_DONE;
+    }
+    if ((raised = raised_count(c)) <= -DATED_AHEAD) {
+        *out_rc = idem__store_dated_ahead(c, -raised - DATED_AHEAD);
         return STEP_DONE;
     }
     /* As in the callback path: a lock or statement timeout is the server being busy. */

@@ -3,6 +3,7 @@
  * and whether it is one statement. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "error.h"
 #include "store_internal.h"
@@ -139,6 +140,108 @@ static int is_blank_or_comment(const char *p)
            (p[0] == '/' && p[1] == '*');
 }
 
+/* The next token of code at or after @p, blanks and comments skipped, and its length; NULL
+ * at the end (the scan has already refused a quote or comment that never ends). */
+static const char *next_code(const char *p, size_t *len)
+{
+    const char *what, *end;
+
+    while (p != NULL && *p != '\0' && is_blank_or_comment(p))
+        p = past_token(p, &what);
+    if (p == NULL || *p == '\0' || (end = past_token(p, &what)) == NULL)
+        return NULL;
+    *len = (size_t)(end - p);
+    return p;
+}
+
+/* Whether the token @tok (@len bytes) is the keyword @word, in any case. */
+static int is_word(const char *tok, size_t len, const char *word)
+{
+    return tok != NULL && len == strlen(word) && strncasecmp(tok, word, len) == 0;
+}
+
+/* Whether the token @tok is one of the statements that can stand in a WITH query. */
+static int is_statement_word(const char *tok, size_t len)
+{
+    static const char *const words[] = {"SELECT", "VALUES", "TABLE", "INSERT",
+                                        "UPDATE", "DELETE", "MERGE"};
+
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (is_word(tok, len, words[i]))
+            return 1;
+    return 0;
+}
+
+/* The statement that follows WITH's queries (at @p, past WITH): the first statement keyword
+ * outside their parentheses that names no query (a query's name is followed by AS or by its
+ * column list; VALUES, itself followed by '(', only by AS). NULL if there is none. */
+static const char *after_with(const char *p, size_t *len)
+{
+    const char *tok, *next;
+    size_t next_len, depth = 0;
+
+    for (tok = next_code(p, len); tok != NULL; tok = next_code(tok + *len, len)) {
+        if (*tok == '(')
+            depth++;
+        else if (*tok == ')' && depth > 0)
+            depth--;
+        if (depth > 0 || !is_statement_word(tok, *len))
+            continue;
+        next = next_code(tok + *len, &next_len);
+        if (!is_word(next, next_len, "AS") &&
+            (next == NULL || *next != '(' || is_word(tok, *len, "VALUES")))
+            return tok;
+    }
+    return NULL;
+}
+
+/* Whether RETURNING follows @p outside parentheses: the statement's own, not a subquery's. */
+static int returns_rows(const char *p)
+{
+    size_t len, depth = 0;
+
+    for (const char *tok = next_code(p, &len); tok != NULL; tok = next_code(tok + len, &len)) {
+        if (*tok == '(')
+            depth++;
+        else if (*tok == ')' && depth > 0)
+            depth--;
+        else if (depth == 0 && is_word(tok, len, "RETURNING"))
+            return 1;
+    }
+    return 0;
+}
+
+/* The statement runs as the store's WITH query, whose rows are the receipt: a query (SELECT,
+ * VALUES, TABLE, a parenthesized one) or a data-modifying statement with RETURNING, after
+ * WITH queries or not. Anything else could never run there. */
+static int check_kind(const char *sql, idem_error *err)
+{
+    size_t len;
+    const char *tok = next_code(sql, &len);
+    int shown;
+
+    if (is_word(tok, len, "WITH") && (tok = after_with(tok + len, &len)) == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "sql",
+                                 "a declared statement must return its receipt: WITH has no "
+                                 "statement after its queries");
+    shown = len > 32 ? 32 : (int)len;
+    if (*tok == '(' || is_word(tok, len, "SELECT") || is_word(tok, len, "VALUES") ||
+        is_word(tok, len, "TABLE"))
+        return 0;
+    if (is_statement_word(tok, len))
+        return returns_rows(tok + len)
+                   ? 0
+                   : idem__error_field(err, IDEM_EINVAL, "sql",
+                                       "a declared statement must return its receipt: %.*s "
+                                       "without RETURNING",
+                                       shown, tok);
+    return idem__error_field(err, IDEM_EINVAL, "sql",
+                             "a declared statement must return its receipt: '%.*s' cannot run "
+                             "inside the store's statement, as a WITH query (SELECT, VALUES, or "
+                             "INSERT, UPDATE, DELETE with RETURNING)",
+                             shown, tok);
+}
+
 int idem__declared_check_sql(const char *sql, size_t nparams, size_t *code_len, idem_error *err)
 {
     const char *p = sql, *what = "a quote or a comment"; /* past_token() says which */
@@ -170,5 +273,5 @@ int idem__declared_check_sql(const char *sql, size_t nparams, size_t *code_len, 
         return idem__error_field(err, IDEM_EINVAL, "sql", "holds no statement");
     if (code_len != NULL)
         *code_len = (size_t)(end - sql);
-    return 0;
+    return check_kind(sql, err);
 }

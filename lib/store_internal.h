@@ -58,14 +58,16 @@ struct idem_store {
 void idem__store_windows(const idem_store *store, const char *tool, unsigned int *retention_s,
                          unsigned int *key_memory_s);
 
-/* The claim's parameters, kept for the call (they go out inside pipelines). */
+/* The claim's parameters, kept for the call (they go out inside pipelines): values[0..11]
+ * for both claims ($1..$12), [12] and [13] the lock timeouts of stmt_claim_as. */
 typedef struct claim_params {
-    char version[16], retention[24], key_memory[24], born_ms[24], horizon[24];
+    char version[16], retention[24], key_memory[24], born_ms[24], horizon[24], skew[24];
     char claim_wait[24], lock_timeout[24]; /* the lock timeouts as set_config() values */
     char max_response[24];                 /* a declared effect's limit on its receipt */
-    const char *values[13];
-    int lengths[13];
-    int formats[13];
+    const char *values[14];
+    int lengths[14];
+    int formats[14];
+    const char *settings[2]; /* a declared effect's settings statement: tenant, lock timeout */
 } claim_params;
 
 /* What one attempt decided. */
@@ -138,11 +140,12 @@ int idem__store_validate(call *c);
 int idem__store_no_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
                           idem_error *err);
 
-/* Decide the call from a record's row (binary: fingerprint, state, response; from a
- * lookup also the database's now(), and after a lost COMMIT reply the claim token as
- * text): replayed, rejected, conflict, in_progress, expired (a tombstone: a
- * reconciliation item is recorded on @conn, idle), or created when @mine (the row was
- * claimed by this call). Returns the call's code. */
+/* Decide the call from a record's row (binary: fingerprint, state, response, the
+ * database's now(), and after a lost COMMIT reply the claim token as text): replayed,
+ * rejected, conflict, in_progress, expired (a tombstone: a reconciliation item is recorded
+ * on @conn, idle), invalid (the claim's row of state 'future': no record, the UUIDv7 dated
+ * ahead), or created when @mine (the row was claimed by this call). Returns the call's
+ * code. */
 int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine);
 
 /* Whether the claim's result (tx->taken's shape) says this attempt claimed the key. */
@@ -153,6 +156,16 @@ int idem__store_claimed(const PGresult *claim);
  * under the request's fingerprint), or a negative code on a database failure
  * (store_record.c). */
 int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc);
+
+/* How far the request's UUIDv7 operation ID is dated ahead of @now_ms (the database's
+ * clock, ms since 1970), in ms, when that is more than the clock skew allowance: the key,
+ * absent, must not be claimed; else 0 (also for other IDs) (store_record.c). */
+int64_t idem__store_ahead_ms(const call *c, int64_t now_ms);
+
+/* The request's UUIDv7 is dated @ahead_ms (> 0) in the future on the database's clock,
+ * beyond the allowance, and its key has no record: status invalid, nothing written.
+ * Returns IDEM_EINVAL, field operation_id. */
+int idem__store_dated_ahead(call *c, int64_t ahead_ms);
 
 /* The call's receipt (already in c->out) is a stored final refusal: status rejected.
  * Returns IDEM_EREJECTED. */
@@ -170,9 +183,10 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
  * one of its @nparams parameters (the store's own follow them in the statement that embeds
  * it, and would be bound silently), and the text must not end inside a quote or a comment
  * (which would swallow the store's statement around it); it is one statement: a ';' may
- * only end it. *code_len (when not NULL): where its last token of code ends, before any
- * trailing ';', blanks and comments. Returns 0 or IDEM_EINVAL, field
- * "sql". */
+ * only end it; and it can run as the store's WITH query and return rows there (a query, or
+ * INSERT, UPDATE, DELETE, MERGE with RETURNING). *code_len (when not NULL): where its last
+ * token of code ends, before any trailing ';', blanks and comments. Returns 0 or IDEM_EINVAL,
+ * field "sql". */
 int idem__declared_check_sql(const char *sql, size_t nparams, size_t *code_len, idem_error *err);
 
 /* Whether a pipeline that failed at @failed_at, with @sqlstate, leaves the outcome of its

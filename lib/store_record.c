@@ -8,8 +8,8 @@
 #include "store_internal.h"
 #include "tenant.h"
 
-/* The lookup's columns: fingerprint, state, response, the database's now(), and after a
- * lost COMMIT reply the claim token as text. */
+/* The lookup's columns (and the claim's): fingerprint, state, response, the database's
+ * now(), and after a lost COMMIT reply the claim token as text. */
 #define COL_FINGERPRINT 0
 #define COL_STATE       1
 #define COL_RESPONSE    2
@@ -101,6 +101,36 @@ static int beyond_horizon(const call *c, int64_t now_ms)
         return 0;
     idem__store_windows(c->store, c->req->tool, &retention_s, &key_memory_s);
     return (int64_t)t < now_ms - ((int64_t)key_memory_s + c->store->opts.clock_skew_s) * 1000;
+}
+
+/* How far the request's UUIDv7 is dated ahead of @now_ms, in ms (0 if not, or no UUIDv7). */
+static int64_t dated_ms_ahead(const call *c, int64_t now_ms)
+{
+    uint64_t t;
+
+    if (idem_uuid_v7_time_ms(&t, c->req->operation_id) != 0 || (int64_t)t <= now_ms)
+        return 0;
+    return (int64_t)t - now_ms;
+}
+
+int64_t idem__store_ahead_ms(const call *c, int64_t now_ms)
+{
+    int64_t ahead = dated_ms_ahead(c, now_ms);
+
+    return ahead > (int64_t)c->store->opts.clock_skew_s * 1000 ? ahead : 0;
+}
+
+int idem__store_dated_ahead(call *c, int64_t ahead_ms)
+{
+    c->out->status = IDEM_STATUS_INVALID;
+    COUNT(c->store, invalid);
+    return idem__error_field(c->err, IDEM_EINVAL, "operation_id",
+                             "%s is a UUIDv7 dated %lld s in the future on the database's clock, "
+                             "more than the clock skew allowance (clock_skew_s, %u s): it is "
+                             "refused, and nothing is written; make operation IDs with "
+                             "idem_uuid_v7() on a clock in step with the database's",
+                             c->req->operation_id, (long long)((ahead_ms + 999) / 1000),
+                             c->store->opts.clock_skew_s);
 }
 
 /* The fingerprint differs: say what differs, the tool, its payload version or the
@@ -199,6 +229,8 @@ int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
     int same = same_fingerprint(c, res);
 
     *mine = PQnfields(res) > COL_CLAIM && strcmp(PQgetvalue(res, 0, COL_CLAIM), c->claim) == 0;
+    if (strcmp(state, "future") == 0) /* the claim's: no record, and the UUIDv7 dated ahead */
+        return idem__store_dated_ahead(c, dated_ms_ahead(c, timestamptz_ms(res, COL_NOW)));
     if (strcmp(state, "expired") == 0)
         return late_retry(c, conn, same, "its record has expired into a tombstone");
     if (!same) {
@@ -244,6 +276,7 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
     const char *values[2] = {c->req->tenant, c->req->operation_id};
     PGresult *res = NULL;
     int mine, decided = 1;
+    int64_t ahead;
 
     const idem__stmt *as = stmt == &idem__store_stmt_resolve ? &idem__store_stmt_resolve_as
                                                              : &idem__store_stmt_lookup_as;
@@ -264,6 +297,8 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
         *rc = idem__store_decide(c, conn, res, &mine);
     else if (beyond_horizon(c, timestamptz_ms(res, COL_NOW)))
         *rc = late_retry(c, conn, -1, "its UUIDv7 is older than the key memory of its tool");
+    else if ((ahead = idem__store_ahead_ms(c, timestamptz_ms(res, COL_NOW))) > 0)
+        *rc = idem__store_dated_ahead(c, ahead);
     else
         decided = 0;
     PQclear(res);

@@ -43,7 +43,12 @@ const idem__stmt idem__store_stmt_resolve_as = {
  * UUIDv7 operation ID's time ($10, milliseconds; NULL for other IDs) older than the key
  * memory plus the clock skew allowance ($11 seconds) on the database's clock claims
  * nothing: with no record either, the claim returns no row, and the call looks again
- * (where the lookup answers expired). */
+ * (where the lookup answers expired). One dated further ahead than the allowance ($12
+ * seconds) claims nothing either: with no record, the claim returns one row with state
+ * 'future' (the call ends invalid, in this round trip), since once its tombstone were
+ * purged the horizon could never catch its late retry. Every row ends with the database's
+ * now(), as the lookup's do. The look for a record that the 'future' row needs is tied to
+ * a row that exists only when the key is dated ahead: no other claim makes it. */
 #define CLAIM_INSERT                                                                               \
     "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"       \
     " state, trace_id, claim_token, expires_at, forget_at)"
@@ -52,11 +57,14 @@ const idem__stmt idem__store_stmt_resolve_as = {
     " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8)"
 #define CLAIM_FRESH                                                                                \
     " ($10::int8 IS NULL"                                                                          \
-    " OR to_timestamp($10::int8 / 1000.0) >= now() - make_interval(secs => $11::int8))"
+    " OR to_timestamp($10::int8 / 1000.0) BETWEEN now() - make_interval(secs => $11::int8)"        \
+    " AND now() + make_interval(secs => $12::int8))"
+#define CLAIM_AHEAD       " to_timestamp($10::int8 / 1000.0) > now() + make_interval(secs => $12::int8)"
+#define CLAIM_FUTURE      " UNION ALL SELECT NULL::bytea, 'future'::text, NULL::bytea, now()"
 #define CLAIM_ON_CONFLICT " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1)"
 #define CLAIM_TAKEN                                                                                \
     " UNION ALL"                                                                                   \
-    " SELECT fingerprint, state, response FROM idem.operations"                                    \
+    " SELECT fingerprint, state, response, now() FROM idem.operations"                             \
     " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)"
 /* ... and the attempt, void, made read-only: the effect's first statement, behind the claim
  * in the same pipeline, fails at once (25006) instead of writing rows to be rolled back
@@ -67,25 +75,34 @@ const idem__stmt idem__store_stmt_resolve_as = {
 const idem__stmt idem__store_stmt_claim = {
     "idem_store_claim",
     "WITH ins AS (" CLAIM_INSERT " SELECT $1," CLAIM_VALUES " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins" CLAIM_TAKEN,
-    11};
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins" CLAIM_TAKEN CLAIM_FUTURE
+    " FROM (SELECT $1::text AS tenant WHERE" CLAIM_AHEAD ") AS a"
+    " WHERE NOT EXISTS (SELECT 1 FROM idem.operations o"
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = a.tenant)",
+    12};
 
 /* The claim that sets the tenant and its lock timeouts itself, on plain PostgreSQL
- * (store_write.c): the same statement, and $12 the claim's lock timeout, $13 the effect's
+ * (store_write.c): the same statement, and $13 the claim's lock timeout, $14 the effect's
  * (set_config() values: '50ms'). The settings row is read first, as the only source of the
  * row the INSERT writes, so that the tenant and the claim's wait are set before the INSERT
  * checks the row against the tenant's policy or waits on the key; the effect's timeout is
- * set once the INSERT has returned the claimed row. (A key beyond the horizon writes no
- * row; its record, if it has one, is read under the tenant all the same.) */
+ * set once the INSERT has returned the claimed row. (A key beyond the horizon, or dated
+ * ahead, writes no row; its record, if it has one, is read under the tenant all the same,
+ * and so is the absence of one that the 'future' row needs: that look is tied to the
+ * settings row, read after it, and only when the key is dated ahead.) */
 const idem__stmt idem__store_stmt_claim_as = {
     "idem_store_claim_as",
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
-    " set_config('lock_timeout', $12, true) AS claim_wait," CLAIM_FRESH " AS fresh),"
+    " set_config('lock_timeout', $13, true) AS claim_wait," CLAIM_FRESH " AS fresh," CLAIM_AHEAD
+    " AS ahead),"
     " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES
     " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
-    " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY,
-    13};
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins"
+    " WHERE set_config('lock_timeout', $14, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY CLAIM_FUTURE
+    " FROM settings s WHERE s.ahead AND NOT EXISTS (SELECT 1 FROM idem.operations o"
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = s.tenant)"
+    " AND set_config('transaction_read_only', 'on', true) = 'on'",
+    14};
 
 /* The finishing statement travels with COMMIT. idem.finish_guard() (migration 0010) raises
  * unless the tenant is still the call's and exactly one claimed row was finished: an

@@ -41,6 +41,7 @@ void idem__store_claim_params_init(call *c)
     u64_text(p->retention, retention_s, "");
     u64_text(p->key_memory, key_memory_s, "");
     u64_text(p->horizon, (uint64_t)key_memory_s + c->store->opts.clock_skew_s, "");
+    u64_text(p->skew, c->store->opts.clock_skew_s, "");
     if (idem_uuid_v7_time_ms(&born_ms, c->req->operation_id) == 0)
         u64_text(p->born_ms, born_ms, "");
     p->values[0] = c->req->tenant;
@@ -54,6 +55,7 @@ void idem__store_claim_params_init(call *c)
     p->values[8] = p->key_memory;
     p->values[9] = p->born_ms[0] != '\0' ? p->born_ms : NULL;
     p->values[10] = p->horizon;
+    p->values[11] = p->skew;
     memset(p->lengths, 0, sizeof(p->lengths));
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
@@ -97,8 +99,8 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
     if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
         u64_text(p->claim_wait, wait, "ms");
         u64_text(p->lock_timeout, lock, "ms");
-        p->values[11] = p->claim_wait;
-        p->values[12] = p->lock_timeout;
+        p->values[12] = p->claim_wait;
+        p->values[13] = p->lock_timeout;
         c->claim_at = 1;
         cmds[1] = cmd_claim(c, &idem__store_stmt_claim_as);
         return 2;

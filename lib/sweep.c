@@ -140,8 +140,8 @@ static int check_options(idem_sweep_options *out, const idem_sweep_options *opts
     if (opts->batch_size == 0 || opts->batch_size > MAX_BATCH)
         return idem__error_field(err, 0, "options.batch_size", "must be 1 to %u, got %u", MAX_BATCH,
                                  opts->batch_size);
-    if (opts->key_memory_s == 0)
-        return idem__error_field(err, 0, "options.key_memory_s", "must be at least 1 second");
+    if ((rc = idem__check_window("options.key_memory_s", opts->key_memory_s, err)) != 0)
+        return rc;
     if (opts->clock_skew_s > MAX_SKEW_S)
         return idem__error_field(err, 0, "options.clock_skew_s", "must be at most %u, got %u",
                                  MAX_SKEW_S, opts->clock_skew_s);

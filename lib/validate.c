@@ -2,6 +2,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "idem/sweep.h"
 #include "idem/validate.h"
 
 /* One string field: its name, longest length, and accepted bytes. */
@@ -98,4 +99,16 @@ int idem_validate_trace_id(const char *trace_id, idem_error *err)
     if (trace_id == NULL)
         return 0;
     return check_string(&trace_id_rule, trace_id, err);
+}
+
+int idem__check_window(const char *field, unsigned int s, idem_error *err)
+{
+    if (s < IDEM_WINDOW_MIN_S)
+        return idem__error_field(err, IDEM_EINVAL, field, "%u s is below the shortest window, %u s",
+                                 s, IDEM_WINDOW_MIN_S);
+    if (s > IDEM_WINDOW_MAX_S)
+        return idem__error_field(err, IDEM_EINVAL, field,
+                                 "%u s is beyond the longest window, %u days", s,
+                                 IDEM_WINDOW_MAX_S / 86400);
+    return 0;
 }

@@ -43,7 +43,8 @@ static const char usage_text[] =
     "                         next run (default: until nothing is due)\n"
     "  --max-batches N        stop after N batches (default: no limit)\n"
     "  --key-memory SEC       key memory of records claimed before schema version 3, which\n"
-    "                         lack their own (default 2592000, 30 days)\n"
+    "                         lack their own: 1 to 315360000 (3650 days; default 2592000,\n"
+    "                         30 days)\n"
     "  --clock-skew SEC       the store's clock skew allowance; tombstones are deleted twice\n"
     "                         this long after their key memory ends (default 300)\n"
     "  --lock-timeout SEC     longest wait for a table lock held by someone else, per batch\n"
@@ -109,7 +110,8 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 'n':
         return parse_uint(&c->opts.max_batches, "--max-batches", arg, 1, 1000000000, 1);
     case 'k':
-        return parse_uint(&c->opts.key_memory_s, "--key-memory", arg, 1, 3153600000LL, 1);
+        return parse_uint(&c->opts.key_memory_s, "--key-memory", arg, IDEM_WINDOW_MIN_S,
+                          IDEM_WINDOW_MAX_S, 1);
     case 's':
         return parse_uint(&c->opts.clock_skew_s, "--clock-skew", arg, 0, 86400, 1);
     case 'l':

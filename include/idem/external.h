@@ -129,7 +129,8 @@ typedef struct idem_external_attempt idem_external_attempt;
  *                 fingerprinted, so every retry must send the same.
  * @return 0 (a lease, or replayed); IDEM_EBUSY (in_progress: another attempt's lease is
  *         live); IDEM_ECONFLICT; IDEM_EREJECTED; IDEM_EUNKNOWN (outcome_unknown: reconcile);
- *         IDEM_EEXPIRED; IDEM_EINVAL (err->field names the field); IDEM_ESCHEMA or
+ *         IDEM_EEXPIRED; IDEM_EINVAL (err->field names the field: "operation_id" for a new
+ *         key whose UUIDv7 is dated further ahead than clock_skew_s); IDEM_ESCHEMA or
  *         IDEM_EPERM (misconfigured: migration 0004 missing, a privilege missing);
  *         IDEM_EUNAVAIL, IDEM_EDB, IDEM_ENOMEM (unavailable: retry with the same key).
  */

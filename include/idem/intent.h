@@ -158,14 +158,21 @@ typedef struct idem_intent_exec_options {
                                          in_progress or unavailable are retried with the
                                          same operation ID, as idem_retry_next() decides */
     idem_retry_budget *budget;      /**< borrowed; NULL: no budget */
-    unsigned int lease_s;           /**< how long the execution holds the intent; 1 to
-                                         86400; default 60 */
+    unsigned int lease_s;           /**< how long the execution holds the intent, 1 to
+                                         86400; or 0 (the default): an intent from
+                                         idem_intent_recover() keeps that recovery's lease
+                                         (its end unchanged), any other takes
+                                         ::IDEM_INTENT_LEASE_DEFAULT_S */
 } idem_intent_exec_options;
+
+/** The lease an execution takes when its options set none and the intent is not a
+ *  recovered one (::idem_intent_exec_options.lease_s 0), in seconds. */
+#define IDEM_INTENT_LEASE_DEFAULT_S 60
 
 #define IDEM_INTENT_EXEC_OPTIONS_VERSION 1
 #define IDEM_INTENT_EXEC_OPTIONS_INIT                                                              \
     {                                                                                              \
-        IDEM_INTENT_EXEC_OPTIONS_VERSION, NULL, NULL, 60                                           \
+        IDEM_INTENT_EXEC_OPTIONS_VERSION, NULL, NULL, 0                                            \
     }
 
 /** Fill @p opts with the defaults of struct version @p version.
@@ -185,8 +192,9 @@ IDEM_API int idem_intent_exec_options_init(idem_intent_exec_options *opts, unsig
  * @param intent  from approve, get or recover; borrowed; updated to the intent's state
  *                after the call (when it could be read back), which ends the borrow of
  *                its strings. One from idem_intent_recover() executes under that
- *                recovery's lease; any other takes a lease of its own, and answers
- *                in_progress while another worker holds one.
+ *                recovery's lease (its token, and its end unless @p opts sets a lease_s,
+ *                which then runs from each attempt's start); any other takes a lease of
+ *                its own, and answers in_progress while another worker holds one.
  * @param effect  the tool's effect, as for idem_store_execute(); @p ctx is passed to it.
  * @param opts    NULL for the defaults (one attempt).
  * @return as idem_store_execute() (0 for created and replayed); and IDEM_ECONFLICT with

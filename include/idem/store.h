@@ -28,8 +28,13 @@
  * whose key hits a tombstone, or whose UUIDv7 operation ID is older than the tool's key
  * memory (judged on the database's clock, with ::idem_store_options.clock_skew_s of
  * allowance) while no record exists, runs no effect: it answers `expired` and records a
- * reconciliation item (reconcile.h). Both windows are fixed per record when its key is
- * claimed, so changing the configuration never shortens a window already promised.
+ * reconciliation item (reconcile.h). A UUIDv7 operation ID dated further ahead than
+ * clock_skew_s on the database's clock, whose key has no record, is refused the same way
+ * on every path (a first attempt's claim tells it apart in its own round trip): it answers
+ * `invalid` (IDEM_EINVAL, err->field "operation_id", saying how far ahead), runs no effect
+ * and writes nothing, since once its tombstone were purged the horizon could never catch
+ * its late retry. Both windows are fixed per record when its key is claimed, so changing
+ * the configuration never shortens a window already promised.
  *
  * The caller must have authorized the tenant before the call. An operation ID is not a
  * credential: the same ID in another tenant is another key, and nothing of tenant A's
@@ -50,6 +55,7 @@
 #include "pool.h"
 #include "retry.h"
 #include "status.h"
+#include "sweep.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,10 +67,11 @@ typedef struct idem_store idem_store;
 /** One tool's retention windows (::idem_store_options.tools). */
 typedef struct idem_tool_retention {
     const char *tool;          /**< the tool's name (validate.h); each at most once */
-    unsigned int retention_s;  /**< how long its records are kept; 0 = the store's */
+    unsigned int retention_s;  /**< how long its records are kept; 0 = the store's; else
+                                    ::IDEM_WINDOW_MIN_S to ::IDEM_WINDOW_MAX_S */
     unsigned int key_memory_s; /**< how long its keys are remembered (record, then
                                     tombstone), from the claim; >= its retention; 0 = the
-                                    store's */
+                                    store's; else within the same bounds */
 } idem_tool_retention;
 
 /** Store settings. Initialize with ::IDEM_STORE_OPTIONS_INIT or idem_store_options_init(),
@@ -73,7 +80,9 @@ typedef struct idem_tool_retention {
 typedef struct idem_store_options {
     unsigned int version;         /**< ::IDEM_STORE_OPTIONS_VERSION */
     unsigned int retention_s;     /**< how long a record is kept (its expires_at), unless
-                                       its tool has its own; default 604800 (7 days) */
+                                       its tool has its own; ::IDEM_WINDOW_MIN_S (1 s) to
+                                       ::IDEM_WINDOW_MAX_S (3650 days); default 604800
+                                       (7 days) */
     unsigned int deadline_ms;     /**< the longest one call may spend on attempts,
                                        backoffs, lock waits (each write sets lock_timeout to
                                        what is left of it) and every wait for the server's
@@ -90,11 +99,13 @@ typedef struct idem_store_options {
     /* version 2 */
     unsigned int key_memory_s;        /**< how long a key is remembered from its claim (its
                                            forget_at), unless its tool has its own: the record,
-                                           then its tombstone; >= retention_s; default 2592000
-                                           (30 days) */
+                                           then its tombstone; >= retention_s, at most
+                                           ::IDEM_WINDOW_MAX_S; default 2592000 (30 days) */
     unsigned int clock_skew_s;        /**< allowance between the clocks that made UUIDv7 operation
-                                           IDs and the database's; at most 86400; default 300.
-                                           idem-sweep's --clock-skew must be the same */
+                                           IDs and the database's, behind (the horizon) and
+                                           ahead (an ID dated further ahead is invalid); at
+                                           most 86400; default 300. idem-sweep's --clock-skew
+                                           must be the same */
     const idem_tool_retention *tools; /**< per-tool windows, copied by idem_store_new();
                                            NULL when ntools is 0 */
     size_t ntools;                    /**< entries in @ref tools */
@@ -119,7 +130,8 @@ IDEM_API int idem_store_options_init(idem_store_options *opts, unsigned int vers
  * @param out   caller owns; free with idem_store_free(). Untouched on failure.
  * @param pool  borrowed; must outlive the store.
  * @param opts  NULL for the defaults; borrowed for the call (the tool table is copied).
- * @return 0, IDEM_EINVAL (err->field names the option: a key memory shorter than its
+ * @return 0, IDEM_EINVAL (err->field names the option: a window outside
+ *         ::IDEM_WINDOW_MIN_S..::IDEM_WINDOW_MAX_S, a key memory shorter than its
  *         retention, a bad or repeated tool name), IDEM_ENOMEM.
  */
 IDEM_API int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,
@@ -281,12 +293,14 @@ IDEM_API void idem_outcome_clear(idem_outcome *outcome);
  *             idem_outcome_clear() (also before reuse).
  * @return 0 for created and replayed (err is then empty); otherwise the code of the status
  *         (idem_status_from_error()): IDEM_ECONFLICT, IDEM_EINVAL (err->field names the
- *         field; a NULL store ends `invalid`), IDEM_EBUSY, IDEM_EEFFECT (err has the
- *         effect's message), IDEM_EREJECTED (the receipt is the stored refusal),
- *         IDEM_EEXPIRED (past retention: no effect ran, no receipt; a reconciliation item
- *         of kind "expired" was recorded), IDEM_ESCHEMA or IDEM_EPERM for misconfigured (err->hint
- * says what to fix: run `idem-migrate up`, or which GRANT), or for unavailable IDEM_EUNAVAIL,
- * IDEM_EDB or IDEM_ENOMEM, with detail in @p err.
+ *         field; a NULL store ends `invalid`, and so does a new key whose UUIDv7 is dated
+ *         further ahead than clock_skew_s, field "operation_id"), IDEM_EBUSY,
+ *         IDEM_EEFFECT (err has the effect's message), IDEM_EREJECTED (the receipt is the
+ *         stored refusal), IDEM_EEXPIRED (past retention: no effect ran, no receipt; a
+ *         reconciliation item of kind "expired" was recorded), IDEM_ESCHEMA or IDEM_EPERM
+ *         for misconfigured (err->hint says what to fix: run `idem-migrate up`, or which
+ *         GRANT), or for unavailable IDEM_EUNAVAIL, IDEM_EDB or IDEM_ENOMEM, with detail in
+ *         @p err.
  */
 IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem_request *req,
                                 idem_effect_fn effect, void *ctx, idem_error *err);
@@ -322,7 +336,11 @@ typedef struct idem_declared idem_declared;
  *                or JSON null is SQL NULL), or "$tenant" / "$operation_id" for the key's
  *                parts (other names starting with '$' are refused). Copied. NULL when
  *                nparams is 0.
- * @return 0, IDEM_EINVAL (err->field: "sql", "params"), IDEM_ENOMEM.
+ * @return 0, IDEM_EINVAL (err->field: "sql", "params"), IDEM_ENOMEM. A statement that
+ *         could never run inside the store's (COMMIT, ROLLBACK, SET, VACUUM, CREATE ...:
+ *         anything but SELECT, VALUES, TABLE, or INSERT, UPDATE, DELETE, MERGE with
+ *         RETURNING, after WITH queries or not; an INSERT, UPDATE or DELETE without
+ *         RETURNING) is refused here, field "sql", saying why, instead of failing every call.
  */
 IDEM_API int idem_declared_new(idem_declared **out, const char *sql, const char *const *params,
                                size_t nparams, idem_error *err);

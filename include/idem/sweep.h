@@ -43,6 +43,14 @@
 extern "C" {
 #endif
 
+/** The shortest retention window or key memory, in seconds, that idem accepts: in
+ *  ::idem_store_options, ::idem_tool_retention, ::idem_sweep_options and idem-sweep's
+ *  --key-memory alike (a value outside is refused, IDEM_EINVAL naming the member). */
+#define IDEM_WINDOW_MIN_S 1u
+/** The longest: 3650 days (315360000 s). A window is a promise to remember a key; a longer
+ *  one is a mistake (UINT_MAX seconds would end in 2163), not a retention policy. */
+#define IDEM_WINDOW_MAX_S (3650u * 86400u)
+
 /** The advisory lock held while a sweep runs: `pg_try_advisory_lock(IDEM_SWEEP_LOCK_KEY)`
  *  ("idemswep" in ASCII). */
 #define IDEM_SWEEP_LOCK_KEY 0x6964656d73776570LL
@@ -57,7 +65,8 @@ typedef struct idem_sweep_options {
     unsigned int max_batches;     /**< stop after this many batches; 0 = no limit; default 0 */
     unsigned int key_memory_s;    /**< key memory of records claimed before migration 0003
                                        (no forget_at): their tombstone is kept this long after
-                                       expires_at; default 2592000 (30 days) */
+                                       expires_at; ::IDEM_WINDOW_MIN_S to ::IDEM_WINDOW_MAX_S;
+                                       default 2592000 (30 days) */
     unsigned int clock_skew_s;    /**< the store's clock skew allowance (it must be the same);
                                        tombstones are purged twice this after forget_at;
                                        at most 86400; default 300 */

@@ -307,14 +307,7 @@ Test(lease, release_gives_the_key_to_the_next_caller_at_once)
 /* A UUIDv7 operation ID made @offset_s seconds from now on the database's clock. */
 static void uuid_at(char out[IDEM_UUID_STRING_SIZE], long offset_s)
 {
-    char sql[128], hex[13];
-
-    snprintf(sql, sizeof(sql), "SELECT (extract(epoch FROM now()) * 1000)::int8 + %ld::int8 * 1000",
-             offset_s);
-    cr_assert_eq(idem_uuid_v7(out, NULL), 0);
-    snprintf(hex, sizeof(hex), "%012llx", (long long)extest_scalar(sql));
-    memcpy(out, hex, 8);
-    memcpy(out + 9, hex + 8, 4);
+    pgtest_uuid_v7_at(out, ex.check, offset_s);
 }
 
 /* An external path over the fixture's pool whose keys are remembered for a minute (and the
@@ -352,6 +345,38 @@ Test(lease, a_new_key_past_its_memory_is_not_claimed_and_nothing_is_written)
     idem_outcome_clear(&out);
     idem_external_free(forgetful);
     idem_store_free(store);
+}
+
+/* A UUIDv7 dated further ahead than the clock skew allowance (300 s) is refused, whether
+ * the claim (a first attempt) or the lookup (a retry) meets it: once its tombstone were
+ * purged, the horizon could never catch its late retry. */
+Test(lease, a_new_key_dated_ahead_of_the_skew_is_invalid_and_nothing_is_written)
+{
+    idem_external_attempt *a = NULL;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char op[IDEM_UUID_STRING_SIZE];
+    idem_request req;
+
+    for (unsigned int attempt = 0; attempt <= 1; attempt++) {
+        uuid_at(op, 3600);
+        req = extest_request("acme", op, ARGS);
+        req.attempt = attempt;
+        cr_assert_eq(idem_external_begin(&a, &out, ex.ext, &req, &err), IDEM_EINVAL,
+                     "attempt %u: %s", attempt, err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_INVALID);
+        cr_assert_str_eq(err.field, "operation_id");
+        cr_assert_not_null(strstr(err.message, "s in the future on the database's clock"), "%s",
+                           err.message);
+        cr_assert_null(a);
+    }
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.operations"), 0);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.external_attempts"), 0);
+    cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.reconciliation_items"), 0);
+    uuid_at(op, 200); /* within the allowance */
+    a = lease_of(ex.ext, op);
+    idem_external_attempt_free(a);
+    idem_outcome_clear(&out);
 }
 
 Test(lease, a_lapsed_lease_is_taken_over_whatever_the_key_s_age)

@@ -399,7 +399,7 @@ Test(intents, null_handles_and_bad_options_are_refused)
                  IDEM_EINVAL);
     cr_assert_eq(idem_intent_execute(NULL, fx.store, t, counting_effect, NULL, NULL, &err),
                  IDEM_EINVAL);
-    opts.lease_s = 0;
+    opts.lease_s = 86401; /* 0 is the default: the recovery's lease, or 60 s */
     cr_assert_eq(idem_intent_execute(&out, fx.store, t, counting_effect, NULL, &opts, &err),
                  IDEM_EINVAL);
     cr_assert_str_eq(err.field, "options.lease_s");

@@ -198,6 +198,81 @@ Test(intents_recovery, a_recovered_intent_is_not_executed_by_another_worker_mean
     idem_intent_free(t);
 }
 
+/* What the lease is while an intent's effect runs, read from another session: its end (µs)
+ * and its length from the attempt's start (the start statement sets updated_at too). */
+typedef struct lease_seen {
+    char op[IDEM_UUID_STRING_SIZE]; /* a copy: executing replaces the intent's strings */
+    long long until_us, length_s;
+} lease_seen;
+
+static int lease_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                        idem_error *err)
+{
+    lease_seen *seen = ctx;
+    const char *values[1] = {seen->op};
+    PGresult *res = PQexecParams(
+        fx.check,
+        "SELECT (extract(epoch FROM lease_until - '1970-01-01 00:00:00+00'::timestamptz)"
+        " * 1000000)::int8, extract(epoch FROM lease_until - updated_at)::int8"
+        " FROM idem.intents WHERE operation_id = $1",
+        1, NULL, values, NULL, NULL, 0);
+
+    cr_assert_eq(PQntuples(res), 1, "%s", PQerrorMessage(fx.check));
+    seen->until_us = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    seen->length_s = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    return example_create_support_task(response, tx, arguments, NULL, err);
+}
+
+/* Execute @t with @opts (NULL: the defaults); what the lease was during its effect. */
+static lease_seen execute_seeing_lease(idem_intent *t, const idem_intent_exec_options *opts)
+{
+    lease_seen seen = {"", 0, 0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    snprintf(seen.op, sizeof(seen.op), "%s", idem_intent_operation_id(t));
+    cr_assert_eq(idem_intent_execute(&out, fx.store, t, lease_effect, &seen, opts, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    idem_outcome_clear(&out);
+    return seen;
+}
+
+/* Executing a recovered intent keeps the recovery's lease (intent.h), unless the execute
+ * options set one; any other intent takes 60 s unless they do. */
+Test(intents_recovery,
+     a_recovered_intent_executes_under_the_recovery_s_lease_unless_options_set_one)
+{
+    idem_intent *t1 = approve("acme", "msg-1"), *t2 = approve("acme", "msg-2");
+    idem_intent *t3 = approve("acme", "msg-3");
+    idem_intent_recover_options ro = IDEM_INTENT_RECOVER_OPTIONS_INIT;
+    idem_intent_exec_options eo = IDEM_INTENT_EXEC_OPTIONS_INIT;
+    idem_intent_list *list = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+    long long recovered_until;
+
+    cr_assert_eq(eo.lease_s, 0, "the default: inherit");
+    ro.lease_s = 3600;
+    ro.max = 2;
+    cr_assert_eq(idem_intent_recover(&list, fx.store, "acme", &ro, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_intent_list_count(list), 2);
+    recovered_until = idem_intent_lease_until(idem_intent_list_at(list, 0));
+    cr_assert_eq(execute_seeing_lease(idem_intent_list_at(list, 0), NULL).until_us, recovered_until,
+                 "the recovery's lease, its end unchanged");
+    eo.lease_s = 30;
+    cr_assert_eq(execute_seeing_lease(idem_intent_list_at(list, 1), &eo).length_s, 30,
+                 "the options' own lease");
+    cr_assert_eq(execute_seeing_lease(t3, NULL).length_s, IDEM_INTENT_LEASE_DEFAULT_S,
+                 "an intent not recovered: 60 s");
+    cr_assert_eq(IDEM_INTENT_LEASE_DEFAULT_S, 60);
+    cr_assert_eq(intenttest_count(fx.check, "done"), 3);
+    idem_intent_list_free(list);
+    idem_intent_free(t1);
+    idem_intent_free(t2);
+    idem_intent_free(t3);
+}
+
 Test(intents_recovery, recovery_takes_the_oldest_first_and_at_most_max)
 {
     idem_intent_recover_options opts = IDEM_INTENT_RECOVER_OPTIONS_INIT;

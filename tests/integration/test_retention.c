@@ -2,6 +2,7 @@
  * expired with no effect and recorded for reconciliation, the UUIDv7 horizon, and the
  * sweeper running beside live calls. Time passes by backdating columns, never by sleeping. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -132,16 +133,7 @@ static idem_sweep_result sweep(void)
 /* A UUIDv7 whose embedded time is the database's now() + @offset_s. */
 static void uuid_at(char out[IDEM_UUID_STRING_SIZE], long offset_s)
 {
-    char sql[128], hex[13];
-    long long ms;
-
-    snprintf(sql, sizeof(sql), "SELECT (extract(epoch FROM now()) * 1000)::int8 + %ld::int8 * 1000",
-             offset_s);
-    ms = pgtest_scalar(check, sql);
-    cr_assert_eq(idem_uuid_v7(out, NULL), 0);
-    snprintf(hex, sizeof(hex), "%012llx", ms);
-    memcpy(out, hex, 8);
-    memcpy(out + 9, hex + 8, 4);
+    pgtest_uuid_v7_at(out, check, offset_s);
 }
 
 static long item_count(const char *op)
@@ -415,6 +407,91 @@ Test(retention, uuidv7_horizon_is_the_tool_s_key_memory_plus_the_skew)
     idem_outcome_clear(&out);
 }
 
+/* Refused as invalid, naming the operation ID, saying how far ahead it is, from @min_s to
+ * @max_s seconds, give or take the second a millisecond rounds up to (the time a call takes
+ * is not asserted on). */
+static void expect_dated_ahead(int rc, const idem_outcome *out, const idem_error *err,
+                               long long min_s, long long max_s)
+{
+    const char *at = strstr(err->message, " is a UUIDv7 dated ");
+    long long s = -1;
+
+    cr_assert_eq(rc, IDEM_EINVAL, "%s", err->message);
+    cr_assert_eq(out->status, IDEM_STATUS_INVALID);
+    cr_assert_str_eq(err->field, "operation_id");
+    cr_assert_not_null(at, "%s", err->message);
+    sscanf(at, " is a UUIDv7 dated %lld s in the future on the database's clock", &s);
+    cr_assert(s >= min_s && s <= max_s + 1, "%s", err->message);
+    cr_assert_not_null(strstr(err->message, "(clock_skew_s, 300 s)"), "%s", err->message);
+    cr_assert_null(out->receipt);
+}
+
+/* A UUIDv7 dated further ahead than the clock skew allowance would never be caught by the
+ * horizon once its tombstone were purged: every path refuses it, writing nothing, and
+ * runs no effect. */
+Test(retention, a_uuidv7_dated_ahead_of_the_skew_allowance_is_invalid_on_every_path)
+{
+    static const long centuries = 200L * 365 * 86400;
+    idem_store_stats stats = IDEM_STORE_STATS_INIT;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char op[IDEM_UUID_STRING_SIZE];
+
+    open_store();
+    for (attempt = 0; attempt <= 1; attempt++) {
+        uuid_at(op, 3600);
+        expect_dated_ahead(call(&out, TOOL_FAST, op, ARGS, &err), &out, &err, 3000, 3600);
+        expect_dated_ahead(call_declared(&out, op, &err), &out, &err, 3000, 3600);
+        uuid_at(op, centuries);
+        expect_dated_ahead(call(&out, TOOL_SLOW, op, ARGS, &err), &out, &err, centuries - 600,
+                           centuries);
+        expect_dated_ahead(call_declared(&out, op, &err), &out, &err, centuries - 600, centuries);
+    }
+    cr_assert_eq(effects(), 0, "no effect ran, or it was rolled back");
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.operations"), 0);
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.reconciliation_items"), 0);
+    cr_assert_eq(idem_store_stats_get(&stats, store), 0);
+    cr_assert_eq(stats.invalid, 8);
+    cr_assert_eq(stats.created + stats.expired, 0);
+    uuid_at(op, 200); /* within the allowance */
+    cr_assert_eq(call_declared(&out, op, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    idem_outcome_clear(&out);
+}
+
+/* A key dated ahead that already has a record (claimed under a wider allowance) is
+ * answered from its record: the check is for keys that have none. */
+Test(retention, a_key_dated_ahead_that_has_a_record_is_answered_from_it)
+{
+    idem_store_options wide = IDEM_STORE_OPTIONS_INIT;
+    idem_store *lenient = NULL;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = IDEM_REQUEST_INIT;
+    char op[IDEM_UUID_STRING_SIZE];
+
+    wide.clock_skew_s = 86400;
+    cr_assert_eq(idem_store_new(&lenient, pool, &wide, &err), 0, "%s", err.message);
+    uuid_at(op, 3600);
+    req.tenant = "acme";
+    req.operation_id = op;
+    req.tool = TOOL_FAST;
+    req.arguments = ARGS;
+    req.arguments_len = strlen(ARGS);
+    cr_assert_eq(idem_store_execute(&out, lenient, &req, effect, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    open_store();
+    for (attempt = 0; attempt <= 1; attempt++) {
+        cr_assert_eq(call(&out, TOOL_FAST, op, ARGS, &err), 0, "%s", err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+        cr_assert_eq(call_declared(&out, op, &err), 0, "%s", err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    }
+    cr_assert_eq(effects(), 1);
+    idem_store_free(lenient);
+    idem_outcome_clear(&out);
+}
+
 Test(retention, fresh_uuidv7_and_other_ids_are_created)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
@@ -424,7 +501,7 @@ Test(retention, fresh_uuidv7_and_other_ids_are_created)
     cr_assert_eq(idem_uuid_v7(op, NULL), 0);
     cr_assert_eq(call(&out, TOOL_FAST, op, ARGS, NULL), 0);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
-    uuid_at(op, 3600); /* a client clock an hour ahead: accepted */
+    uuid_at(op, 200); /* a client clock ahead, within the skew allowance: accepted */
     cr_assert_eq(call(&out, TOOL_FAST, op, ARGS, NULL), 0);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     /* Not UUIDv7: no embedded time, nothing to judge (a UUIDv4, a UUIDv7 with a bad
@@ -572,6 +649,29 @@ Test(retention, sweep_beside_calls_on_the_same_keys_never_loses_a_receipt_or_run
 
 /* ---- options ------------------------------------------------------------------------------ */
 
+/* UINT_MAX seconds would expire in 2163: windows are bounded, 1 s to 3650 days, and one
+ * beyond is refused naming the member and the bound. */
+Test(retention, a_window_beyond_3650_days_is_refused_naming_the_member)
+{
+    idem_store_options o = IDEM_STORE_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_store *s = NULL;
+
+    o.retention_s = UINT_MAX;
+    o.key_memory_s = UINT_MAX;
+    cr_assert_eq(idem_store_new(&s, pool, &o, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.message,
+                     "options.retention_s: 4294967295 s is beyond the longest window, 3650 days");
+    cr_assert_null(s);
+    o.retention_s = IDEM_WINDOW_MAX_S;
+    o.key_memory_s = IDEM_WINDOW_MAX_S;
+    cr_assert_eq(idem_store_new(&s, pool, &o, &err), 0, "the longest window is accepted: %s",
+                 err.message);
+    idem_store_free(s);
+    cr_assert_eq(IDEM_WINDOW_MAX_S, 3650u * 86400u);
+    cr_assert_eq(IDEM_WINDOW_MIN_S, 1u);
+}
+
 Test(retention, version_1_options_get_the_default_key_memory)
 {
     idem_store_options v1 = IDEM_STORE_OPTIONS_INIT;
@@ -604,7 +704,14 @@ Test(retention, bad_options_name_the_field)
     static const idem_tool_retention twice[] = {{"a", 0, 0}, {"b", 0, 0}, {"a", 10, 10}};
     static const idem_tool_retention short_memory[] = {{"a", 0, 0}, {"b", 100, 50}};
     static const idem_tool_retention long_retention[] = {{"a", 40 * 86400, 0}};
+    static const idem_tool_retention forever[] = {{"a", UINT_MAX, UINT_MAX}};
+    static const idem_tool_retention remembered_forever[] = {{"a", 0, IDEM_WINDOW_MAX_S + 1}};
     const struct bad_options cases[] = {
+        {"options.retention_s", UINT_MAX, UINT_MAX, 300, NULL, 0},
+        {"options.retention_s", 0, 7200, 300, NULL, 0},
+        {"options.key_memory_s", 3600, IDEM_WINDOW_MAX_S + 1, 300, NULL, 0},
+        {"options.tools[0].retention_s", 3600, 7200, 300, forever, 1},
+        {"options.tools[0].key_memory_s", 3600, 7200, 300, remembered_forever, 1},
         {"options.key_memory_s", 3600, 60, 300, NULL, 0},
         {"options.clock_skew_s", 3600, 7200, 86401, NULL, 0},
         {"options.tools", 3600, 7200, 300, NULL, 2},

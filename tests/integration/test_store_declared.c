@@ -380,6 +380,22 @@ Test(store_declared, sql_referring_beyond_its_parameters_is_refused)
     idem_outcome_clear(&out);
 }
 
+/* Each would fail on every call (the store's statement around it cannot hold it): refused
+ * when declared, saying why. */
+Test(store_declared, a_statement_that_can_never_run_as_a_declared_effect_is_refused_when_declared)
+{
+    static const char *const params[] = {"$tenant", "subject"};
+
+    expect_refused("COMMIT", NULL, 0, "sql", "'COMMIT' cannot run inside the store's statement");
+    expect_refused("ROLLBACK", NULL, 0, "sql", "'ROLLBACK' cannot run");
+    expect_refused("SET statement_timeout = 0", NULL, 0, "sql", "'SET' cannot run");
+    expect_refused("VACUUM idem_example.support_tasks", NULL, 0, "sql", "'VACUUM' cannot run");
+    expect_refused("CREATE TABLE t (a int)", NULL, 0, "sql", "'CREATE' cannot run");
+    expect_refused("INSERT INTO idem_example.support_tasks (tenant, subject) VALUES ($1, $2)",
+                   params, 2, "sql",
+                   "a declared statement must return its receipt: INSERT without RETURNING");
+}
+
 Test(store_declared, params_starting_with_a_dollar_other_than_the_keys_parts_are_refused)
 {
     static const char *const bogus[] = {"$tenant", "$bogus"};

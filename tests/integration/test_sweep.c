@@ -345,6 +345,10 @@ static void zero_key_memory(idem_sweep_options *o)
 {
     o->key_memory_s = 0;
 }
+static void endless_key_memory(idem_sweep_options *o)
+{
+    o->key_memory_s = IDEM_WINDOW_MAX_S + 1;
+}
 static void huge_skew(idem_sweep_options *o)
 {
     o->clock_skew_s = 86401;
@@ -357,9 +361,13 @@ static void zero_lock_timeout(idem_sweep_options *o)
 Test(sweep, bad_input_names_the_field_and_changes_nothing)
 {
     static const struct bad_option cases[] = {
-        {"options.version", bad_version},    {"options.batch_size", zero_batch},
-        {"options.batch_size", huge_batch},  {"options.key_memory_s", zero_key_memory},
-        {"options.clock_skew_s", huge_skew}, {"options.lock_timeout_ms", zero_lock_timeout},
+        {"options.version", bad_version},
+        {"options.batch_size", zero_batch},
+        {"options.batch_size", huge_batch},
+        {"options.key_memory_s", zero_key_memory},
+        {"options.clock_skew_s", huge_skew},
+        {"options.lock_timeout_ms", zero_lock_timeout},
+        {"options.key_memory_s", endless_key_memory},
     };
     idem_sweep_result r;
     idem_error err = IDEM_ERROR_INIT;

@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "idem/migrate.h"
+#include "idem/uuid.h"
 #include "pgtest.h"
 #include "support_tasks.h"
 
@@ -97,6 +98,20 @@ long pgtest_scalar(PGconn *conn, const char *sql)
     v = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return v;
+}
+
+void pgtest_uuid_v7_at(char out[37], PGconn *conn, long offset_s)
+{
+    char sql[128], hex[13];
+    long long ms;
+
+    snprintf(sql, sizeof(sql), "SELECT (extract(epoch FROM now()) * 1000)::int8 + %ld::int8 * 1000",
+             offset_s);
+    ms = pgtest_scalar(conn, sql);
+    cr_assert_eq(idem_uuid_v7(out, NULL), 0);
+    snprintf(hex, sizeof(hex), "%012llx", ms);
+    memcpy(out, hex, 8);
+    memcpy(out + 9, hex + 8, 4);
 }
 
 const char *pgtest_citus_workers(void)

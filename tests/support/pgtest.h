@@ -103,4 +103,7 @@ PGresult *pgtest_exec(PGconn *conn, const char *sql);
 /* Run a query returning one integer in its first cell. */
 long pgtest_scalar(PGconn *conn, const char *sql);
 
+/* A new UUIDv7 whose embedded time is @conn's database's now() + @offset_s. */
+void pgtest_uuid_v7_at(char out[37], PGconn *conn, long offset_s);
+
 #endif

@@ -32,6 +32,10 @@ check usage_bad_batch 64 "$tool" --batch 0
 check usage_batch_not_number 64 "$tool" --batch ten
 check usage_bad_runtime 64 "$tool" --max-runtime -1
 check usage_empty_metrics 64 "$tool" --metrics-file ''
+# Key memory within the windows the library accepts: 1 s to 3650 days.
+check usage_key_memory_beyond_longest_window 64 "$tool" --key-memory 315360001
+expect usage_key_memory_names_the_bounds err_contains "from 1 to 315360000"
+check usage_key_memory_zero 64 "$tool" --key-memory 0
 expect usage_says_try_help err_contains "Try 'idem-sweep --help'"
 check no_server 75 "$tool" --dsn "host=/nonexistent port=1"
 expect no_server_says_so err_contains "cannot connect"

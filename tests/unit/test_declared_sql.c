@@ -30,7 +30,7 @@ Test(declared_sql, parameters_within_the_count_are_accepted)
     assert_accepted("SELECT 1", 0);
     assert_accepted("SELECT json_build_object('a', $1, 'b', $2)", 2);
     assert_accepted("SELECT $1::int + $01", 1);
-    assert_accepted("INSERT INTO t VALUES ($1,$2,$3)", 5);
+    assert_accepted("INSERT INTO t VALUES ($1,$2,$3) RETURNING 1", 5);
 }
 
 Test(declared_sql, a_parameter_beyond_the_count_is_refused_naming_it_and_the_count)
@@ -127,4 +127,59 @@ Test(declared_sql, a_trailing_semicolon_and_comments_end_the_code_and_a_second_s
     assert_refused("SELECT 1;; DELETE FROM t", 0, "more than one statement");
     assert_refused("-- only a comment", 0, "holds no statement");
     assert_refused(" ; ", 0, "holds no statement");
+}
+
+/* The statement runs as the store's WITH query, whose row is the receipt: what cannot stand
+ * there, or returns no rows, is refused at declaration, saying why. */
+Test(declared_sql, a_statement_that_cannot_return_a_receipt_is_refused_saying_why)
+{
+    static const char *const never[] = {
+        "COMMIT", "rollback", "SET search_path = app", "VACUUM", "CREATE TABLE t (a int)",
+        "BEGIN",  "SHOW x",   "EXPLAIN SELECT 1",      "$1",
+    };
+
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+        assert_refused(never[i], 1, "must return its receipt: '");
+    assert_refused("COMMIT", 0, "'COMMIT' cannot run inside the store's statement");
+    assert_refused("SET search_path = app", 0, "'SET' cannot run");
+    assert_refused("  -- first\n/* then */ VACUUM", 0, "'VACUUM' cannot run");
+    assert_refused("INSERT INTO t VALUES ($1)", 1,
+                   "must return its receipt: INSERT without RETURNING");
+    assert_refused("update t set a = 1", 0, "update without RETURNING");
+    assert_refused("DELETE FROM t WHERE a IN (SELECT a FROM u)", 0, "DELETE without RETURNING");
+    assert_refused("MERGE INTO t USING u ON t.a = u.a WHEN MATCHED THEN DELETE", 0,
+                   "MERGE without RETURNING");
+    assert_refused("WITH x AS (SELECT 1)", 0, "WITH has no statement after its queries");
+}
+
+Test(declared_sql, returning_counts_only_where_it_is_the_statements_own)
+{
+    assert_refused("INSERT INTO t VALUES ('RETURNING') -- RETURNING", 0, "INSERT without");
+    assert_refused("INSERT INTO t (\"returning\") VALUES (1)", 0, "INSERT without");
+    assert_refused("INSERT INTO t WITH d AS (DELETE FROM u RETURNING *) SELECT * FROM d", 0,
+                   "INSERT without");
+    assert_refused("WITH d AS (DELETE FROM u RETURNING *) INSERT INTO t SELECT * FROM d", 0,
+                   "INSERT without");
+    /* a WITH query named like a statement is not the statement */
+    assert_refused("WITH insert AS (SELECT 1) INSERT INTO t SELECT * FROM insert", 0,
+                   "INSERT without");
+}
+
+Test(declared_sql, queries_and_data_modifying_statements_with_returning_are_accepted)
+{
+    assert_accepted("SELECT json_build_object('a', $1)", 1);
+    assert_accepted("values ($1)", 1);
+    assert_accepted("TABLE receipts", 0);
+    assert_accepted("(SELECT 1)", 0);
+    assert_accepted("/* c */ INSERT INTO t VALUES ($1) RETURNING json_build_object('id', id)", 1);
+    assert_accepted("UPDATE t SET a = (SELECT 1) WHERE b = $1 RETURNING row_to_json(t)", 1);
+    assert_accepted("delete from t returning 1", 0);
+    assert_accepted("INSERT INTO t VALUES (1) ON CONFLICT (a) DO UPDATE SET b = 2 RETURNING b", 0);
+    assert_accepted("WITH d AS (DELETE FROM u RETURNING *) SELECT count(*) FROM d", 0);
+    assert_accepted("WITH update AS (SELECT 1 AS a), b (x) AS MATERIALIZED (SELECT 2)"
+                    " INSERT INTO t SELECT a FROM update RETURNING 1",
+                    0);
+    assert_accepted("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3)"
+                    " CYCLE n SET c USING p SELECT json_agg(n) FROM r",
+                    0);
 }
