@@ -1,3 +1,6 @@
+/* Time for the bounds of the contract: the monotonic milliseconds that a call's deadline
+ * and every wait under it are counted in, the coarse clock of the pool's bookkeeping, the
+ * pause between attempts, and the random numbers of backoff jitter. */
 #include <errno.h>
 #include <openssl/rand.h>
 #include <time.h>

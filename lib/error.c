@@ -1,3 +1,6 @@
+/* Errors at every step of the contract (error.h): an idem_error filled with code, field
+ * and the server's own words behind our context; SQLSTATEs sorted into what the caller
+ * can do about them (retry with the same key, fix the configuration, give up). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,5 @@
+/* The library's records (log.h): one line each, handed to the caller's hook; the library
+ * never prints. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

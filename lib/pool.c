@@ -1,3 +1,6 @@
+/* Checkout and release (include/idem/pool.h): every call of the contract runs on a
+ * connection checked out here, healthy, and given back clean (a transaction left open is
+ * rolled back) or closed when it failed, ended or outlived its lifetime. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>

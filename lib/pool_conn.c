@@ -1,3 +1,6 @@
+/* One pooled connection (pool_conn.h): opening it within a deadline, waiting on its
+ * socket, checking that it is alive and clean before it serves a call, detecting a pooler
+ * in front of the server, closing it. */
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>

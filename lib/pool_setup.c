@@ -1,3 +1,7 @@
+/* Creating, configuring and freeing a pool (pool_internal.h): its options, the connection
+ * string with idem's server options, the pooler mode detected or declared, the first
+ * connections, the counters, and the fork generation that keeps a child off its parent's
+ * connections. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -1,3 +1,7 @@
+/* What a caller does after a status that says to retry with the same key
+ * (include/idem/retry.h): capped attempts within a deadline, exponential backoff with full
+ * jitter, and a shared budget so that retries cannot multiply the load during an outage.
+ * The store's own serialization retries wait by the same backoff. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

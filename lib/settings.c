@@ -1,3 +1,6 @@
+/* Transaction-local settings as SET LOCAL statements (settings.h): the tenant that
+ * row-level security checks a record against, and the lock timeouts of a claim and of an
+ * effect, sent in the transaction's own pipeline. */
 #include "settings.h"
 
 #include <stdio.h>

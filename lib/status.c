@@ -1,3 +1,6 @@
+/* The answer of the contract (include/idem/status.h): each status's name, the next step
+ * it tells the caller (done, return to the caller, retry with the same key, reconcile), and
+ * the status that an error code means. */
 #include "idem/status.h"
 
 /* One row per status: name and next step, in enum order. */

@@ -1,3 +1,6 @@
+/* The store (include/idem/store.h): the object every call of the contract goes through,
+ * its options checked once (retention and key memory per tool, attempts, deadline,
+ * limits), the request's and the outcome's initializers, and its counters. */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>

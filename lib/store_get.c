@@ -1,3 +1,5 @@
+/* Reading one record (idem_store_get(), idem_operation): its state, fingerprint, receipt
+ * and windows, as its tenant sees it under row-level security. */
 #include "idem/validate.h"
 #include <stdio.h>
 #include <stdlib.h>

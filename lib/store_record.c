@@ -1,3 +1,6 @@
+/* What a key's record decides: the lookup (after a lost COMMIT reply, the resolution) and
+ * its answer: the receipt replayed, a conflict with another intent, in progress or stalled,
+ * a refusal replayed, outcome unknown, or a late retry past the key's memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

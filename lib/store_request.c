@@ -1,3 +1,6 @@
+/* The first step of a call: the request checked field by field, its arguments parsed and
+ * fingerprinted, before a connection is taken; bad input is refused here, naming the
+ * field, with nothing written. */
 #include "idem/validate.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,7 @@
+/* A call from start to end (idem_store_execute(), idem_store_execute_declared()): the
+ * request checked, then attempts within the call's deadline and attempt cap (a retry looks
+ * its key up first, a first attempt claims at once), the backoff after a serialization
+ * failure, the lookup that resolves a lost COMMIT reply, and the call's status. */
 #include "clock.h"
 #include "log.h"
 #include "idem/uuid.h"

@@ -1,3 +1,6 @@
+/* The effect's side of the transaction (idem_tx): the statements an effect runs inside
+ * the store's transaction, as the call's tenant; those that would end or change that
+ * transaction, or leave session state on the pooled connection, are refused unsent. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,6 @@
+/* UUIDv7 (include/idem/uuid.h): operation IDs, whose time tells a retry within its tool's
+ * key memory from a late one, and the claim token that marks which attempt wrote a
+ * record. */
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <string.h>

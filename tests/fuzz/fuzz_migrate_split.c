@@ -1,5 +1,5 @@
 /* Fuzz target: the migration file splitter, idem__sql_split() and
- * idem__sql_no_transaction() (lib/migrate_internal.h), on the input as a file's bytes.
+ * idem__sql_no_transaction() (lib/migrate/migrate_internal.h), on the input as a file's bytes.
  *
  * Aborts when a property of the splitter's contract fails:
  * - each statement is bytes [offset, offset + len) of the input, not empty, and

@@ -14,11 +14,18 @@ fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
+# emptydb TAG: a fresh database without idem's schema; prints its name.
+emptydb() {
+    local name="${prefix}_$1_$$_$SRANDOM" # the pid alone comes round again in a long run
+    psql -Atqc "CREATE DATABASE \"$name\" TEMPLATE template0" dbname=postgres >/dev/null || exit 1
+    echo "$name"
+}
+
 # newdb TAG [VERSION]: a fresh database with idem's migrations (up to VERSION); prints its
 # name.
 newdb() {
-    local name="${prefix}_$1_$$_$SRANDOM" # the pid alone comes round again in a long run
-    psql -Atqc "CREATE DATABASE \"$name\" TEMPLATE template0" dbname=postgres >/dev/null || exit 1
+    local name
+    name=$(emptydb "$1") || exit 1
     "$migrate" --dsn "dbname=$name" -q up ${2:+--to "$2"} >/dev/null || exit 1
     echo "$name"
 }
@@ -68,6 +75,7 @@ expect() { # expect NAME TEST...: TEST (a command) must succeed
 
 contains() { grep -q -- "$1" <<<"$out"; }
 err_contains() { grep -q -- "$1" <<<"$err"; }
+lacks() { ! grep -q -- "$1" <<<"$out" && ! grep -q -- "$1" <<<"$err"; } # on neither stream
 json_ok() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert $1, d" "$out"; }
 
 # hold DB SQL READY: a psql session that runs SQL and keeps what it locked until

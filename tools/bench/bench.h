@@ -2,8 +2,8 @@
  * idem-bench internals: a side (one way of doing an operation), the rounds that time
  * sides in alternation (rounds.c), the modes that build sides (modes.c, contention.c), the
  * databases they use (db.c), the runner that runs the modes a configuration asks for
- * (runner.c) and its report (report.c). idem-bench.c is only the command line: it fills
- * a bench_config and calls bench_main().
+ * (runner.c) and its report (report.c); what they say on stderr (say.c). idem-bench.c is
+ * only the command line: it fills a bench_config and calls bench_main().
  */
 #ifndef IDEM_BENCH_H
 #define IDEM_BENCH_H
@@ -115,6 +115,29 @@ int bench_run(bench_measure *out, const bench_plan *plan);
 void bench_ratio_throughput(bench_measure *m, int a, int b, const char *label, double target);
 void bench_ratio_p50(bench_measure *m, int a, int b, const char *label, double target);
 
+/* Everything measured, for the report. */
+typedef struct bench_results {
+    int nmeasures;
+    bench_measure measure[BENCH_MAX_MEASURES];
+    char server_version[64];
+    char cpu_model[128];
+    long cpus;
+    double total_s;
+} bench_results;
+
+/* Reserve the next measurement slot; NULL when full. */
+bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
+                                 const char *note);
+
+/* ---- messages (say.c) ---------------------------------------------------------------- */
+
+/* Progress on stderr. */
+void bench_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Mask @dsn's password in every message bench_error() prints from now on. */
+void bench_mask_dsn(const char *dsn);
+/* Print a failure to stderr (the run's DSN password masked); returns -1. */
+int bench_error(const char *what, const char *detail);
+
 /* ---- the run (runner.c) -------------------------------------------------------------- */
 
 /* The settings of a run (from the command line). */
@@ -146,27 +169,10 @@ enum {
     BENCH_MODE_RLS = 128,     /* not part of all: row-level security on and off */
 };
 
-/* Everything measured, for the report. */
-typedef struct bench_results {
-    int nmeasures;
-    bench_measure measure[BENCH_MAX_MEASURES];
-    char server_version[64];
-    char cpu_model[128];
-    long cpus;
-    double total_s;
-} bench_results;
-
 /* Run what cfg asks for in a fresh database on cfg->dsn's server (dropped at the end),
  * then print the report on stdout; progress goes to stderr. Returns the exit status: 0;
  * 1 a measurement could not run; 2 the contention invariant failed; 69 no server. */
 int bench_main(const bench_config *cfg);
-
-/* Reserve the next measurement slot; NULL when full. */
-bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
-                                 const char *note);
-
-/* Progress on stderr. */
-void bench_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- databases (db.c) ---------------------------------------------------------------- */
 
@@ -196,10 +202,6 @@ int bench_load_operations(const char *conninfo, const char *tenant, long from, l
 void bench_loaded_key(char *out, size_t size, uint64_t i);
 /* count(*) of @table (support_tasks or operations) rows of @tenant; -1 on failure. */
 long long bench_count_rows(const char *conninfo, const char *table, const char *tenant);
-/* Mask @dsn's password in every message bench_error() prints from now on. */
-void bench_mask_dsn(const char *dsn);
-/* Print a failure to stderr (the run's DSN password masked); returns -1. */
-int bench_error(const char *what, const char *detail);
 
 #define BENCH_REPLAY_ARGUMENTS "{\"subject\":\"Benchmark replay\"}"
 #define BENCH_CREATE_ARGUMENTS "{\"subject\":\"Benchmark task\"}"
@@ -230,9 +232,6 @@ int bench_store_replay(bench_worker *w);
 int bench_store_side_open(bench_store_side *s, const char *conninfo, idem_pooler pooler,
                           int threads, int cap);
 void bench_store_sides_close(bench_store_side *s, int n);
-
-/* The tables of the create mode's sides without idem (create.c). */
-int bench_create_tables(PGconn *pg);
 
 int bench_mode_create(bench_results *res, const bench_config *cfg, const char *conninfo);
 int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *conninfo);

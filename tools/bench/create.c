@@ -72,18 +72,6 @@ static const own_stmt floor_idem_op = {
     " ON CONFLICT DO NOTHING",
     3};
 
-int bench_create_tables(PGconn *pg)
-{
-    PGresult *res = PQexec(
-        pg, "CREATE TABLE IF NOT EXISTS bench_hand_ops (tenant text,"
-            " operation_id text, fingerprint bytea NOT NULL, state text NOT NULL, response text,"
-            " PRIMARY KEY (tenant, operation_id))");
-    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
-
-    PQclear(res);
-    return rc;
-}
-
 /* Make sure @s is prepared on @pg: PREPARE, and "already exists" is fine. */
 static int ensure_prepared(PGconn *pg, const own_stmt *s)
 {

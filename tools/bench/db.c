@@ -1,5 +1,5 @@
-/* The bench's databases: a fresh one per run (idem's schema and the example's table),
- * loaded with operation records in bulk. */
+/* The bench's databases: a fresh one per run (idem's schema, the example's table and the
+ * hand-written side's table), loaded with operation records in bulk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,26 +8,6 @@
 #include "support_tasks.h"
 
 #define LOAD_CHUNK 1000000L
-
-/* The --dsn of the run: its password is masked in every message (libpq repeats a
- * malformed URI whole). */
-static const char *run_dsn;
-
-void bench_mask_dsn(const char *dsn)
-{
-    run_dsn = dsn;
-}
-
-int bench_error(const char *what, const char *detail)
-{
-    char text[1024];
-
-    snprintf(text, sizeof(text), "%s", detail != NULL && *detail ? detail : "failed");
-    if (run_dsn != NULL)
-        idem_conninfo_redact(text, sizeof(text), run_dsn);
-    fprintf(stderr, "idem-bench: %s: %s\n", what, text);
-    return -1;
-}
 
 /* Append " key='value'" to buf, quoting as libpq wants. */
 static void append_kv(char *buf, size_t size, const char *key, const char *value)
@@ -83,6 +63,19 @@ static int exec_admin(PGconn *admin, const char *verb, const char *name, const c
     return rc;
 }
 
+/* The table of the create mode's sides without idem (create.c). */
+static int create_hand_table(PGconn *pg)
+{
+    PGresult *res = PQexec(
+        pg, "CREATE TABLE IF NOT EXISTS bench_hand_ops (tenant text,"
+            " operation_id text, fingerprint bytea NOT NULL, state text NOT NULL, response text,"
+            " PRIMARY KEY (tenant, operation_id))");
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
+
+    PQclear(res);
+    return rc;
+}
+
 static int setup_schema(const char *conninfo)
 {
     idem_error err = IDEM_ERROR_INIT;
@@ -97,7 +90,7 @@ static int setup_schema(const char *conninfo)
             rc = bench_error("applying migrations", err.message);
         else if (example_support_tasks_setup(pg, &err) != 0)
             rc = bench_error("setting up the example's table", err.message);
-        else if (bench_create_tables(pg) != 0)
+        else if (create_hand_table(pg) != 0)
             rc = bench_error("creating the hand-written side's table", PQerrorMessage(pg));
     }
     PQfinish(pg);

@@ -1,5 +1,5 @@
 /* Rounds: the threads that run one side, the rounds that alternate the sides, latencies
- * and ratios. */
+ * and ratios, and the measurements they fill. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -276,4 +276,19 @@ void bench_ratio_p50(bench_measure *m, int a, int b, const char *label, double t
 {
     add_ratio(m, m->side[a].round_p50_ms, m->side[b].round_p50_ms, common_rounds(m, a, b), label,
               "p50 latency", target, 0);
+}
+
+bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
+                                 const char *note)
+{
+    bench_measure *m;
+
+    if (res->nmeasures == BENCH_MAX_MEASURES)
+        return NULL;
+    m = &res->measure[res->nmeasures++];
+    memset(m, 0, sizeof(*m));
+    m->mode = mode;
+    m->threads = threads;
+    m->note = note;
+    return m;
 }

@@ -1,6 +1,5 @@
 /* The runner: one benchmark run from its settings. It describes the machine, creates the
  * database, runs the modes asked for, drops the database and prints the report. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,32 +7,6 @@
 #include <unistd.h>
 
 #include "bench.h"
-
-void bench_say(const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "==> ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-}
-
-bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,
-                                 const char *note)
-{
-    bench_measure *m;
-
-    if (res->nmeasures == BENCH_MAX_MEASURES)
-        return NULL;
-    m = &res->measure[res->nmeasures++];
-    memset(m, 0, sizeof(*m));
-    m->mode = mode;
-    m->threads = threads;
-    m->note = note;
-    return m;
-}
 
 /* DROP DATABASE IF EXISTS says so when it does not; that is expected here. */
 static void quiet(void *arg, const char *message)

@@ -3,7 +3,7 @@
  * privileges it grants. When the ledger lost a migration's row (or the whole ledger is
  * gone), these tell a migration that appears applied from a pending one;
  * idem_migrate_baseline() checks them before recording a migration it did not run
- * (migrate_baseline.c looks for them). */
+ * (migrate_object_check.c looks for them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
