@@ -6,6 +6,8 @@
 
 #include "idem/common.h"
 
+#include "core/sqlstate.h"
+
 /* Record a fresh error: code, no field, formatted message. Returns code. NULL err is fine. */
 int idem__error_set(idem_error *err, int code, const char *fmt, ...) IDEM_PRINTF(3, 4);
 
@@ -62,10 +64,5 @@ int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc);
  * security policy") and a refusal in another language than English keep their code.
  * Returns the code. */
 int idem__error_privilege(idem_error *err, const char *role);
-
-/* SQLSTATE classes. NULL or "" is neither. */
-int idem__sqlstate_is_disconnect(const char *sqlstate); /* class 08, 57P01..57P03 */
-int idem__sqlstate_is_retryable(const char *sqlstate);  /* 40001, 40P01 */
-int idem__sqlstate_is_timeout(const char *sqlstate);    /* 55P03 lock, 57014 statement */
 
 #endif
