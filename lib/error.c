@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/connect.h"
+#include "core/text.h"
 #include "error.h"
 #include "idem/pool.h"
 
@@ -254,43 +256,6 @@ static const struct {
     {"28P01", IDEM_EPERM, "check the role and its password in the connection string"},
 };
 
-/* What a server, or a pooler in front of it, answers when it refuses a connection's
- * settings for good (the message holds both words; "" matches any), and what to fix.
- * libpq keeps a refused connection's SQLSTATE to itself: these are the words in English,
- * as libpq, PostgreSQL (with lc_messages in English) and PgBouncer write them. The first
- * entry that matches decides. tools/cli.c's refused_for_good() knows the same words. */
-static const struct {
-    const char *says;
-    const char *and_says;
-    const char *advice;
-} login_refusals[] = {
-    {"password authentication failed", "",
-     "check the role and its password in the connection string"},
-    {"authentication failed", "",
-     "check the role and how the server (pg_hba.conf) or pooler (its auth_file) authenticates it"},
-    {"no pg_hba.conf entry", "",
-     "pg_hba.conf has no entry for this host, role, database and SSL use"},
-    {"not permitted to log in", "", "the role lacks LOGIN: connect as a login role"},
-    {"permission denied for database", "", "grant the role CONNECT on the database"},
-    {"does not exist", "database \"", "check the database (dbname) in the connection string"},
-    {"does not exist", "role \"", "check the role (user) in the connection string"},
-    {"does not exist", "", "check the connection string's settings"},
-    {"no such database", "", "check the database (dbname) in the connection string"},
-    {"no such user", "", "check the role (user) in the connection string"},
-    {"does not support SSL", "", "the server takes no SSL connection: check sslmode"},
-};
-
-/* The advice for the refusal @message holds, or NULL. */
-static const char *login_advice(const char *message)
-{
-    for (size_t i = 0; i < sizeof(login_refusals) / sizeof(login_refusals[0]); i++) {
-        if (strstr(message, login_refusals[i].says) != NULL &&
-            strstr(message, login_refusals[i].and_says) != NULL)
-            return login_refusals[i].advice;
-    }
-    return NULL;
-}
-
 int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
 {
     const char *advice;
@@ -300,7 +265,7 @@ int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
     advice = PQconnectionNeedsPassword(pg) ? "the server asks for a password: give it (password "
                                              "in the connection string, PGPASSWORD or the "
                                              "password file)"
-                                           : login_advice(PQerrorMessage(pg));
+                                           : idem__login_advice(PQerrorMessage(pg));
     if (advice == NULL)
         return rc;
     if (err == NULL)
@@ -325,29 +290,6 @@ int idem__error_misconfigured(idem_error *err, int rc)
         }
     }
     return rc;
-}
-
-/* @name as a GRANT a reader copies writes it: as it is when it needs no quotes (lower case
- * letters, digits, '_' and '$', not first a digit or '$'), else double-quoted. */
-static void quote_ident(char *out, size_t size, const char *name)
-{
-    size_t o = 0;
-    int plain = (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_';
-
-    for (const char *p = name; plain && *p != '\0'; p++)
-        plain = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '$';
-    if (plain) {
-        snprintf(out, size, "%s", name);
-        return;
-    }
-    out[o++] = '"';
-    for (const char *p = name; *p != '\0' && o + 3 < size; p++) {
-        if (*p == '"')
-            out[o++] = '"';
-        out[o++] = *p;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
 }
 
 /* What the server names in "permission denied for <kind> <name>", and the GRANT that
@@ -389,7 +331,7 @@ static void grant_advice(char *out, size_t size, const char *what, const char *r
 
         if (strncmp(what, grants[i].kind, n) != 0 || what[n] == '\0')
             continue;
-        quote_ident(name, sizeof(name), what + n);
+        idem__quote_ident(name, sizeof(name), what + n);
         snprintf(out, size, "GRANT %s %s TO %s, as the statement needs", grants[i].grant, name,
                  role);
         return;
@@ -407,7 +349,7 @@ int idem__error_privilege(idem_error *err, const char *role)
     if (err == NULL || err->code != IDEM_EDB || strcmp(err->sqlstate, "42501") != 0 ||
         (denied = last_denied(err->message)) == NULL)
         return err != NULL ? err->code : 0;
-    quote_ident(who, sizeof(who), role != NULL && role[0] != '\0' ? role : "<role>");
+    idem__quote_ident(who, sizeof(who), role != NULL && role[0] != '\0' ? role : "<role>");
     grant_advice(advice, sizeof(advice),
                  strncmp(denied, DENIED " for ", strlen(DENIED " for ")) == 0
                      ? denied + strlen(DENIED " for ")

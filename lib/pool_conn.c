@@ -1,5 +1,4 @@
 #include <assert.h>
-#include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -8,34 +7,9 @@
 #include <time.h>
 
 #include "clock.h"
+#include "core/connect.h"
 #include "error.h"
 #include "pool_conn.h"
-
-/* Wait until fd is ready for events or the deadline passes; 1 when ready (or in error,
- * which the caller's next libpq call reports), 0 at the deadline. */
-static int wait_socket(int fd, short events, long long deadline_ms)
-{
-    struct pollfd pfd = {.fd = fd, .events = events, .revents = 0};
-    int n;
-
-    if (fd < 0)
-        return 1; /* nothing to wait for: let libpq say what is wrong */
-    for (;;) {
-        long long left = deadline_ms - (long long)idem__now_ms();
-        int timeout = deadline_ms == LLONG_MAX ? -1
-                      : left <= 0              ? 0
-                      : left > INT_MAX         ? INT_MAX
-                                               : (int)left;
-
-        n = poll(&pfd, 1, timeout);
-        if (n > 0)
-            return 1;
-        if (n == 0 && timeout >= 0)
-            return 0;
-        if (n < 0 && errno != EINTR)
-            return 1;
-    }
-}
 
 /* A connection that failed at once, before anything was waited for: libpq may have
  * refused the settings without trying (sslmode=bogus), which PQpingParams() tells without
@@ -79,8 +53,8 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
         if (st == PGRES_POLLING_FAILED || PQstatus(pg) == CONNECTION_BAD)
             rc =
                 idem__error_login_refused(err, pg, idem__error_pg(err, pg, NULL, "cannot connect"));
-        else if (!wait_socket(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
-                              deadline))
+        else if (!idem__wait_socket(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+                                    deadline))
             rc = idem__error_set(err, IDEM_EUNAVAIL,
                                  "cannot connect: no answer within %u ms (connect_timeout_ms)%s%s",
                                  timeout_ms, PQerrorMessage(pg)[0] != '\0' ? "; " : "",
@@ -110,7 +84,7 @@ int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms)
     /* The loop libpq documents for nonblocking sends: input is read meanwhile, so that a
      * server blocked on its own output cannot block ours. */
     while ((flushed = PQflush(pg)) == 1) {
-        if (!wait_socket(PQsocket(pg), POLLIN | POLLOUT, deadline_ms))
+        if (!idem__wait_socket(PQsocket(pg), POLLIN | POLLOUT, deadline_ms))
             return 0;
         if (PQconsumeInput(pg) != 1)
             return -1;
@@ -118,7 +92,7 @@ int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms)
     if (flushed < 0)
         return -1;
     while (for_result && PQisBusy(pg)) {
-        if (!wait_socket(PQsocket(pg), POLLIN, deadline_ms))
+        if (!idem__wait_socket(PQsocket(pg), POLLIN, deadline_ms))
             return 0;
         if (PQconsumeInput(pg) != 1)
             return -1;

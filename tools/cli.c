@@ -11,6 +11,7 @@
 #include <idem/pool.h>
 
 #include "cli.h"
+#include "core/connect.h"
 
 /* libpq waits for ever by default: a server (or a port forwarder) that accepts the TCP
  * connection and never answers held idem-migrate until it was killed. PGCONNECT_TIMEOUT is
@@ -47,59 +48,6 @@ void cli_say(const char *prog, const char *fmt, ...)
     fprintf(stderr, "%s: %s\n", prog, line);
 }
 
-int cli_parse_number(long long *out, const char *text, long long min, long long max)
-{
-    char *end = NULL;
-    long long v;
-
-    errno = 0;
-    v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* libpq's parse_int_param(): strtol's grammar (leading white space), an int, trailing
- * white space allowed. */
-static int parse_libpq_int(int *out, const char *text)
-{
-    char *end = NULL;
-    long v;
-
-    errno = 0;
-    v = strtol(text, &end, 10);
-    if (end == text || errno != 0 || v < INT_MIN || v > INT_MAX)
-        return -1;
-    while (*end != '\0' && isspace((unsigned char)*end))
-        end++;
-    if (*end != '\0')
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-int cli_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t size)
-{
-    PQconninfoOption *opts = PQconninfo(conn);
-    int rc = 0, seconds = 0;
-
-    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
-        if (strcmp(o->keyword, "connect_timeout") != 0 || o->val == NULL)
-            continue;
-        rc = parse_libpq_int(&seconds, o->val);
-        if (rc != 0 && why != NULL)
-            snprintf(why, size,
-                     "invalid integer value \"%s\" for connection option "
-                     "\"connect_timeout\"",
-                     o->val);
-    }
-    PQconninfoFree(opts);
-    /* As libpq's blocking connect: a rounded-down second could end the wait at once. */
-    *ms = rc != 0 || seconds <= 0 ? 0 : seconds < 2 ? 2000 : (long long)seconds * 1000;
-    return rc;
-}
-
 void cli_redact(char *buf, size_t size, const char *message, const char *dsn)
 {
     snprintf(buf, size, "%s", message);
@@ -124,7 +72,7 @@ static long long now_ms(void)
 }
 
 /* The loop libpq documents for PQconnectPoll(), within @limit ms (0: none), as libpq's
- * blocking connect would wait (cli_connect_timeout_ms()). 0, or -1 when the time ran out. */
+ * blocking connect would wait (idem__pg_connect_timeout_ms()). 0, or -1 when the time ran out. */
 int cli_connect_wait(PGconn *conn, long long limit)
 {
     long long deadline = now_ms() + limit;
@@ -183,7 +131,7 @@ static int settings_at_fault(PGconn *failed, const char *const *keys, const char
 {
     long long limit = 0;
 
-    if (cli_connect_timeout_ms(&limit, failed, NULL, 0) != 0)
+    if (idem__pg_connect_timeout_ms(&limit, failed, NULL, 0) != 0)
         return 1;
     if (limit > 0 && elapsed_ms >= limit)
         return 0;

@@ -25,15 +25,6 @@ int cli_usage_error(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
  * it (its newlines and tabs become spaces); stdout is flushed first. */
 void cli_say(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
 
-/* A whole decimal number in [min, max] into *out; 0, or -1 (out untouched). */
-int cli_parse_number(long long *out, const char *text, long long min, long long max);
-
-/* The connect_timeout libpq applies to @conn (its DSN's, else PGCONNECT_TIMEOUT), in ms,
- * by libpq's rules: unset, zero or negative is no limit (0), and less than 2 s is 2 s.
- * Returns 0, or -1 when the value is not a whole number, which libpq refuses; then @why
- * (if not NULL) gets libpq's message for it. */
-int cli_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t size);
-
 /* Connect to @dsn (a conninfo or URI; "" or NULL: the PG* environment) as @prog (its
  * fallback application_name). On failure, prints "PROG: cannot connect: <why>" on stderr
  * (one line, the DSN's password masked), sets *transient to 1 when a later try may work
@@ -72,7 +63,7 @@ void cli_one_line(char *s);
 
 /* The loop libpq documents for PQconnectPoll() on a connection made with
  * PQconnectStartParams(), within @limit ms (0: none), as libpq's blocking connect would wait
- * (cli_connect_timeout_ms()). 0, or -1 when the time ran out. */
+ * (idem__pg_connect_timeout_ms()). 0, or -1 when the time ran out. */
 int cli_connect_wait(PGconn *conn, long long limit);
 
 /* Print @doc (its reference stolen) on stdout, indented, keys in their order. 0, or -1 when

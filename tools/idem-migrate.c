@@ -10,6 +10,8 @@
 #include "idem/idem.h"
 
 #include "cli.h"
+#include "core/connect.h"
+#include "core/parse.h"
 #include "migrate_report.h"
 
 enum exit_code {
@@ -130,7 +132,7 @@ static int parse_int(int *out, const char *s, long min, long max)
 {
     long long v;
 
-    if (cli_parse_number(&v, s, min, max) != 0)
+    if (idem__parse_whole(&v, s, min, max) != 0)
         return -1;
     *out = (int)v;
     return 0;
@@ -263,7 +265,7 @@ static PGconn *connect_db(cli *c)
     /* libpq's nonblocking connect leaves connect_timeout to its caller, unchecked: a
      * value that is not a number is refused here, as libpq's blocking connect does. */
     if (PQstatus(conn) != CONNECTION_BAD &&
-        cli_connect_timeout_ms(&limit, conn, why, sizeof(why)) != 0)
+        idem__pg_connect_timeout_ms(&limit, conn, why, sizeof(why)) != 0)
         say("cannot connect: %s", why);
     else if (PQstatus(conn) != CONNECTION_BAD && cli_connect_wait(conn, limit) != 0)
         say("cannot connect: timeout expired (connect_timeout)");

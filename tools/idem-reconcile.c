@@ -11,6 +11,7 @@
 #include "idem/idem.h"
 
 #include "cli.h"
+#include "core/parse.h"
 #include "reconcile_text.h"
 
 enum exit_code {
@@ -171,7 +172,7 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 's':
         return parse_since(c, arg);
     case 'l':
-        if (cli_parse_number(&n, arg, 0, 1000000000) != 0)
+        if (idem__parse_whole(&n, arg, 0, 1000000000) != 0)
             return usage_error("--limit: '%s' is not a whole number from 0 to 1000000000", arg);
         c->filter.limit = (unsigned int)n;
         return 0;
@@ -193,7 +194,7 @@ static int parse_option(cli *c, int opt, const char *arg)
         c->receipt = arg;
         return 0;
     case 'c':
-        if (cli_parse_number(&n, arg, 1, 3600) != 0)
+        if (idem__parse_whole(&n, arg, 1, 3600) != 0)
             return usage_error("--connect-timeout: '%s' is not a number of seconds (1 to 3600)",
                                arg);
         c->connect_timeout_s = (unsigned int)n;

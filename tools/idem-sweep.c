@@ -14,6 +14,7 @@
 #include "idem/idem.h"
 
 #include "cli.h"
+#include "core/parse.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -90,7 +91,7 @@ static int parse_uint(unsigned int *out, const char *opt, const char *arg, long 
 {
     long long v;
 
-    if (cli_parse_number(&v, arg, min, max) != 0)
+    if (idem__parse_whole(&v, arg, min, max) != 0)
         return usage_error("%s: '%s' is not a whole number from %lld to %lld", opt, arg, min, max);
     *out = (unsigned int)(v * scale);
     return 0;
