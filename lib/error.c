@@ -176,7 +176,6 @@ int idem__error_context(idem_error *err, const char *fmt, ...)
 static void pg_message(char *buf, size_t size, const PGconn *conn, const PGresult *res)
 {
     const char *msg = NULL;
-    size_t len;
 
     if (res != NULL)
         msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -187,9 +186,7 @@ static void pg_message(char *buf, size_t size, const PGconn *conn, const PGresul
     if (msg == NULL || msg[0] == '\0')
         msg = "no detail from the server";
     snprintf(buf, size, "%s", msg);
-    len = strlen(buf);
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-        buf[--len] = '\0';
+    idem__chomp(buf);
 }
 
 static void copy_field(char *dst, size_t size, const PGresult *res, int field)

@@ -1,4 +1,3 @@
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -12,6 +11,7 @@
 
 #include "cli.h"
 #include "core/connect.h"
+#include "core/text.h"
 
 /* libpq waits for ever by default: a server (or a port forwarder) that accepts the TCP
  * connection and never answers held idem-migrate until it was killed. PGCONNECT_TIMEOUT is
@@ -43,7 +43,7 @@ void cli_say(const char *prog, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    cli_one_line(line);
+    idem__one_line(line);
     fflush(stdout);
     fprintf(stderr, "%s: %s\n", prog, line);
 }
@@ -182,29 +182,6 @@ static const char SQL_ALL_TENANTS[] =
     " ELSE pg_has_role(current_user, $1::name, 'USAGE') END"
     " FROM pg_catalog.pg_roles r WHERE r.rolname = current_user";
 
-/* @name as SQL writes it in a GRANT a reader copies: as it is when it needs no quotes (lower
- * case letters, digits, '_', '$', not first a digit or '$'), else double-quoted. */
-static void quote_ident(char *out, size_t size, const char *name)
-{
-    size_t o = 0;
-    int plain = (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_';
-
-    for (const char *p = name; plain && *p != '\0'; p++)
-        plain = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '$';
-    if (plain) {
-        snprintf(out, size, "%s", name);
-        return;
-    }
-    out[o++] = '"';
-    for (const char *p = name; *p != '\0' && o + 3 < size; p++) {
-        if (*p == '"')
-            out[o++] = '"';
-        out[o++] = *p;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
-}
-
 /* The check's query failed: a missing privilege (no USAGE on schema idem, as for a role
  * outside the group, or a NOINHERIT member that does not use the group's rights) is for
  * a GRANT; other permanent errors are configuration errors too; a lost connection or a
@@ -221,7 +198,7 @@ static int all_tenants_failed(PGconn *conn, const PGresult *res, const char *pro
     if (state != NULL && strcmp(state, "42501") == 0) {
         char r[256];
 
-        quote_ident(r, sizeof(r), PQuser(conn));
+        idem__quote_ident(r, sizeof(r), PQuser(conn));
         cli_say(prog,
                 "role %s may not use idem's tables (%s): grant it %s (GRANT %s TO %s) and let "
                 "it inherit the group's rights (a NOINHERIT role does not: ALTER ROLE %s "
@@ -247,7 +224,7 @@ int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role
         const char *user = PQgetvalue(res, 0, 0);
         char role[256];
 
-        quote_ident(role, sizeof(role), user);
+        idem__quote_ident(role, sizeof(role), user);
         cli_say(prog,
                 "role %s may not see every tenant's rows (row-level security): grant it %s "
                 "(GRANT %s TO %s), or connect as a superuser or a BYPASSRLS role",
@@ -256,17 +233,6 @@ int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role
     }
     PQclear(res);
     return rc;
-}
-
-void cli_one_line(char *s)
-{
-    size_t n = strlen(s);
-
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
-        s[--n] = '\0';
-    for (char *p = s; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
 }
 
 int cli_print_json(json_t *doc)

@@ -57,10 +57,6 @@ int cli_sqlstate_transient(const char *sqlstate);
  * connection lost, a timeout). */
 int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role);
 
-/* Make s one line, as the library's log records are: trailing newlines dropped, other
- * control characters (a server message's newlines and tabs) turned into spaces. */
-void cli_one_line(char *s);
-
 /* The loop libpq documents for PQconnectPoll() on a connection made with
  * PQconnectStartParams(), within @limit ms (0: none), as libpq's blocking connect would wait
  * (idem__pg_connect_timeout_ms()). 0, or -1 when the time ran out. */

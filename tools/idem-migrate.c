@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "core/connect.h"
 #include "core/parse.h"
+#include "core/text.h"
 #include "migrate_report.h"
 
 enum exit_code {
@@ -359,7 +360,7 @@ static int up_refusal(char *refusal, size_t size, cli *c, PGconn *conn, const ch
         snprintf(refusal, size, "%s", err.message);
     else if (rc != 0)
         return fail(what, rc, &err, 0);
-    cli_one_line(refusal);
+    idem__one_line(refusal);
     return 0;
 }
 
