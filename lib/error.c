@@ -235,24 +235,6 @@ int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, con
     return code;
 }
 
-/* Permanent SQLSTATEs: the deployment is wrong, and no retry can help. */
-static const struct {
-    const char *sqlstate;
-    int code;
-    const char *advice;
-} misconfigurations[] = {
-    {"42P01", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no table */
-    {"42703", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no column */
-    {"42883", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no function */
-    {"3F000", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no schema */
-    {"42501", IDEM_EPERM,
-     "grant the connecting role idem_app (the application: GRANT idem_app TO <role>), "
-     "idem_sweeper or idem_operator, as its work needs (README, \"Security\")"},
-    {"3D000", IDEM_EPERM, "check the database name in the connection string"},
-    {"28000", IDEM_EPERM, "check the role and its authentication in the connection string"},
-    {"28P01", IDEM_EPERM, "check the role and its password in the connection string"},
-};
-
 int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
 {
     const char *advice;
@@ -275,18 +257,19 @@ int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
 
 int idem__error_misconfigured(idem_error *err, int rc)
 {
+    idem__sqlstate_class kind;
+    const char *advice;
+
     if (err == NULL || rc != IDEM_EDB)
         return rc;
-    for (size_t i = 0; i < sizeof(misconfigurations) / sizeof(misconfigurations[0]); i++) {
-        if (strcmp(err->sqlstate, misconfigurations[i].sqlstate) == 0) {
-            err->code = misconfigurations[i].code;
-            if (err->hint[0] == '\0')
-                snprintf(err->hint, sizeof(err->hint), "%s", misconfigurations[i].advice);
-            idem__error_context(err, "misconfigured (%s)", misconfigurations[i].advice);
-            return err->code;
-        }
-    }
-    return rc;
+    kind = idem__sqlstate_classify(err->sqlstate);
+    if (kind != IDEM__SQLSTATE_SCHEMA && kind != IDEM__SQLSTATE_ACCESS)
+        return rc;
+    advice = idem__sqlstate_advice(err->sqlstate);
+    err->code = kind == IDEM__SQLSTATE_SCHEMA ? IDEM_ESCHEMA : IDEM_EPERM;
+    if (err->hint[0] == '\0')
+        snprintf(err->hint, sizeof(err->hint), "%s", advice);
+    return idem__error_context(err, "misconfigured (%s)", advice);
 }
 
 /* What the server names in "permission denied for <kind> <name>", and the GRANT that

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "core/connect.h"
+#include "core/sqlstate.h"
 #include "core/text.h"
 
 /* libpq waits for ever by default: a server (or a port forwarder) that accepts the TCP
@@ -160,21 +161,6 @@ PGconn *cli_connect(const char *prog, const char *dsn, int *transient)
     return NULL;
 }
 
-int cli_sqlstate_transient(const char *s)
-{
-    static const char *const states[] = {"40001", "40P01", "53000", "53100", "53200", "53300",
-                                         "55P03", "57014", "57P01", "57P02", "57P03", "57P05"};
-
-    if (s == NULL || s[0] == '\0')
-        return 0;
-    if (strncmp(s, "08", 2) == 0)
-        return 1;
-    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-        if (strcmp(s, states[i]) == 0)
-            return 1;
-    return 0;
-}
-
 static const char SQL_ALL_TENANTS[] =
     "SELECT current_user::text, coalesce((SELECT NOT c.relrowsecurity FROM pg_catalog.pg_class c"
     " WHERE c.oid = to_regclass('idem.operations')), true) OR r.rolsuper OR r.rolbypassrls"
@@ -191,7 +177,7 @@ static int all_tenants_failed(PGconn *conn, const PGresult *res, const char *pro
 {
     const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-    if (PQstatus(conn) != CONNECTION_OK || cli_sqlstate_transient(state)) {
+    if (PQstatus(conn) != CONNECTION_OK || idem__sqlstate_is_transient(state)) {
         cli_say(prog, "checking the role's access to every tenant: %s", PQresultErrorMessage(res));
         return -1;
     }

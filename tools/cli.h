@@ -39,13 +39,6 @@ void cli_redact(char *buf, size_t size, const char *message, const char *dsn);
 /* Print "PROG: <what>: <message>" on stderr, one line, with @dsn's password masked. */
 void cli_error_redacted(const char *prog, const char *dsn, const char *what, const char *message);
 
-/* Whether a failure with this SQLSTATE may pass if tried again later: the connection
- * lost (class 08), the server shutting down or starting up, too many connections or out
- * of resources, a lock or statement timeout, a serialization failure or deadlock. Any
- * other SQLSTATE is permanent: a missing privilege (42501), a database or role that does
- * not exist, a schema that is not there, need an operator. NULL or "": 0. */
-int cli_sqlstate_transient(const char *sqlstate);
-
 /* Whether the connected role may see every tenant's rows of idem's tables, which row-level
  * security (migration 0007) shows only to a superuser, a BYPASSRLS role or a member of
  * @group_role (idem_sweeper, idem_operator) that inherits its rights. A tool that works

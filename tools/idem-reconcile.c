@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "core/parse.h"
+#include "core/sqlstate.h"
 #include "reconcile_text.h"
 
 enum exit_code {
@@ -75,7 +76,8 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done (list: also when nothing matches)\n"
-    "   1  error: a database error, the schema lacks migration 0003, connection\n"
+    "   1  error: a database error (the server out of resources too: disk full, out of\n"
+    "      memory, SQLSTATE class 53), the schema lacks migration 0003, connection\n"
     "      settings that cannot work (a DSN that does not parse or holds a value libpq\n"
     "      refuses, a wrong password, a role or database that does not exist, directly\n"
     "      or through a pooler), or a role without idem_operator's rights (the message\n"
@@ -84,8 +86,9 @@ static const char usage_text[] =
     "      external operation or stalled local record under it)\n"
     "  64  usage error\n"
     "  75  database unavailable: no server answers (or not in time), connection lost,\n"
-    "      a lock or statement timeout; resolve --as: an attempt holds a live lease, or a\n"
-    "      local record is pending for less than 60 s, try later\n";
+    "      a serialization failure or deadlock, a lock or statement timeout; resolve\n"
+    "      --as: an attempt holds a live lease, or a local record is pending for less\n"
+    "      than 60 s, try later\n";
 
 typedef struct cli {
     const char *command;
@@ -305,7 +308,7 @@ static int fail(const char *what, int rc, const idem_error *err)
     case IDEM_EBUSY:
         return EXIT_TEMPFAIL;
     case IDEM_EDB: /* a lock or statement timeout, say */
-        return cli_sqlstate_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
+        return idem__sqlstate_is_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
     default:
         return EXIT_ERROR;
     }

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "core/parse.h"
+#include "core/sqlstate.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -60,7 +61,8 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done, or another idem-sweep is running (said on stderr with --verbose)\n"
-    "   1  error: a database error, the schema lacks migration 0003 (run idem-migrate\n"
+    "   1  error: a database error (the server out of resources too: disk full, out of\n"
+    "      memory, SQLSTATE class 53), the schema lacks migration 0003 (run idem-migrate\n"
     "      up), connected through a connection pooler (connect to the server directly),\n"
     "      connection settings that cannot work (a DSN that does not parse or holds a\n"
     "      value libpq refuses, a wrong password, a role or database that does not\n"
@@ -69,8 +71,8 @@ static const char usage_text[] =
     "      out of memory\n"
     "  64  usage error\n"
     "  75  database unavailable: no server answers (or not in time), connection lost,\n"
-    "      or a table lock held longer than --lock-timeout (--dry-run too); the next\n"
-    "      run retries\n";
+    "      a serialization failure or deadlock, a statement timeout, or a table lock held\n"
+    "      longer than --lock-timeout (--dry-run too); the next run retries\n";
 
 typedef struct cli {
     const char *dsn;
@@ -232,8 +234,9 @@ static int exit_for(int rc, const idem_error *err)
         return EXIT_USAGE;
     case IDEM_EDB:
         /* A statement the library does not classify itself (--dry-run's count) may still
-         * have met a lock held past --lock-timeout, or a lost connection. */
-        return cli_sqlstate_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
+         * have met a lock held past --lock-timeout, or a lost connection: the core's
+         * classes, as the library's, say which. */
+        return idem__sqlstate_is_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
     default:
         return EXIT_ERROR;
     }
