@@ -241,10 +241,7 @@ int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
 
     if (rc != IDEM_EUNAVAIL || pg == NULL)
         return rc;
-    advice = PQconnectionNeedsPassword(pg) ? "the server asks for a password: give it (password "
-                                             "in the connection string, PGPASSWORD or the "
-                                             "password file)"
-                                           : idem__login_advice(PQerrorMessage(pg));
+    advice = idem__pg_login_refusal(pg);
     if (advice == NULL)
         return rc;
     if (err == NULL)

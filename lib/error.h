@@ -51,9 +51,9 @@ int idem__error_misconfigured(idem_error *err, int rc);
  * authentication that failed, no pg_hba.conf entry, a role that may not log in, a role or
  * database that does not exist, no CONNECT privilege, SSL demanded of a server without it.
  * Then IDEM_EPERM, with advice on what to fix in front of the message and in err->hint.
- * Told by PQconnectionNeedsPassword() and by libpq's and the server's words in English
- * (libpq gives no SQLSTATE for a refused connection): any other failure, a refusal in
- * another language included, keeps @rc. Returns the code. */
+ * Told by idem__pg_login_refusal() (core/connect.h), by the words in English (libpq gives
+ * no SQLSTATE for a refused connection): any other failure, a refusal in another language
+ * included, keeps @rc. Returns the code. */
 int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc);
 
 /* A statement refused for want of a privilege: err->code IDEM_EDB, SQLSTATE 42501, and the

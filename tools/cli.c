@@ -1,15 +1,13 @@
-#include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <idem/pool.h>
 
 #include "cli.h"
+#include "core/clock.h"
 #include "core/connect.h"
 #include "core/sqlstate.h"
 #include "core/text.h"
@@ -64,99 +62,48 @@ void cli_error_redacted(const char *prog, const char *dsn, const char *what, con
     cli_say(prog, "%s: %s", what, text);
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The loop libpq documents for PQconnectPoll(), within @limit ms (0: none), as libpq's
- * blocking connect would wait (idem__pg_connect_timeout_ms()). 0, or -1 when the time ran out. */
-int cli_connect_wait(PGconn *conn, long long limit)
-{
-    long long deadline = now_ms() + limit;
-    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-
-    while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
-        struct pollfd pfd = {PQsocket(conn), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0};
-        long long left = deadline - now_ms();
-        int n = poll(&pfd, 1,
-                     limit == 0       ? -1
-                     : left <= 0      ? 0
-                     : left > INT_MAX ? INT_MAX
-                                      : (int)left);
-
-        if (n == 0)
-            return -1;
-        if (n > 0 || errno != EINTR)
-            st = PQconnectPoll(conn);
-    }
-    return 0;
-}
-
-/* What the server, or a pooler in front of it, says when it refuses these very settings,
- * and what libpq says of a value it reads only when it tries (`invalid integer value "x"
- * for connection option "port"`): in English, as libpq, an English-speaking server and
- * PgBouncer say it; any other refusal is taken as passing. The library knows the same
- * words (lib/error.c, idem__error_login_refused(); lib/pool_conn.c). */
-static int refused_for_good(PGconn *failed)
-{
-    static const char *const says[] = {
-        "authentication failed",          "does not exist",       "no pg_hba.conf entry",
-        "not permitted to log in",        "no such database",     "no such user",
-        "permission denied for database", "does not support SSL", "for connection option"};
-    const char *message = PQerrorMessage(failed);
-
-    if (PQconnectionNeedsPassword(failed))
-        return 1;
-    for (size_t i = 0; i < sizeof(says) / sizeof(says[0]); i++)
-        if (strstr(message, says[i]) != NULL)
-            return 1;
-    return 0;
-}
-
-/* Whether a failed connection's settings are at fault rather than the network or the
- * server's state, so that no later try can work: connect_timeout is not a number; the
- * server (or a pooler in front of it) answered and refused these settings for good (a
- * wrong password, a role or database that does not exist), which libpq's words say, as it
- * keeps the SQLSTATE of a refused connection to itself; or libpq refused the settings
- * without trying (a DSN that does not parse, sslmode=bogus), which its PQpingParams()
- * says. The refusal's words decide before the ping: a pooler that forwards the server's
- * refusal leaves the ping without an answer (PQPING_NO_RESPONSE). A busy server ("too many
- * clients", starting up) answers in other words, and passes. A connection that ran out of
- * time had no answer: no second wait for the ping. */
-static int settings_at_fault(PGconn *failed, const char *const *keys, const char *const *values,
-                             long long elapsed_ms)
+/* The core's connect, as the library's pool connects, within connect_timeout by libpq's
+ * rules (idem__pg_connect_timeout_ms()): a value that is not a number is refused here, as
+ * libpq's blocking connect refuses it (its nonblocking connect leaves it to its caller). */
+static idem__connect_outcome connect_within_timeout(PGconn *conn, const char *const *keys,
+                                                    const char *const *values, char *why,
+                                                    size_t size)
 {
     long long limit = 0;
 
-    if (idem__pg_connect_timeout_ms(&limit, failed, NULL, 0) != 0)
-        return 1;
-    if (limit > 0 && elapsed_ms >= limit)
-        return 0;
-    if (refused_for_good(failed))
-        return 1;
-    return PQpingParams(keys, values, 1) == PQPING_NO_ATTEMPT;
+    if (PQstatus(conn) != CONNECTION_BAD &&
+        idem__pg_connect_timeout_ms(&limit, conn, why, size) != 0)
+        return IDEM__CONNECT_SETTINGS;
+    return idem__pg_connect_wait(conn, keys, values,
+                                 limit > 0 ? (long long)idem__now_ms() + limit : LLONG_MAX);
 }
 
-PGconn *cli_connect(const char *prog, const char *dsn, int *transient)
+PGconn *cli_connect(const char *prog, const char *dsn, PQnoticeProcessor notices, void *arg,
+                    int *transient)
 {
     const char *keys[] = {"fallback_application_name", "dbname", NULL};
     const char *values[] = {prog, dsn != NULL ? dsn : "", NULL};
-    long long start = now_ms();
-    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    PGconn *conn = PQconnectStartParams(keys, values, 1);
+    idem__connect_outcome got;
+    char why[512] = "";
 
     *transient = 0;
     if (conn == NULL) {
         cli_say(prog, "out of memory");
         return NULL;
     }
-    if (PQstatus(conn) == CONNECTION_OK)
+    if (notices != NULL)
+        PQsetNoticeProcessor(conn, notices, arg);
+    got = connect_within_timeout(conn, keys, values, why, sizeof(why));
+    if (got == IDEM__CONNECT_OK)
         return conn;
-    cli_error_redacted(prog, dsn, "cannot connect", PQerrorMessage(conn));
-    *transient = !settings_at_fault(conn, keys, values, now_ms() - start);
+    if (why[0] != '\0')
+        cli_say(prog, "cannot connect: %s", why);
+    else if (got == IDEM__CONNECT_TIMEOUT)
+        cli_say(prog, "cannot connect: timeout expired (connect_timeout)");
+    else
+        cli_error_redacted(prog, dsn, "cannot connect", PQerrorMessage(conn));
+    *transient = got == IDEM__CONNECT_FAILED || got == IDEM__CONNECT_TIMEOUT;
     PQfinish(conn);
     return NULL;
 }

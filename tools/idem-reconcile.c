@@ -293,7 +293,7 @@ static PGconn *connect_db(const cli *c, int *transient)
         snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
         setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    return cli_connect("idem-reconcile", c->dsn, transient);
+    return cli_connect("idem-reconcile", c->dsn, NULL, NULL, transient);
 }
 
 static int fail(const char *what, int rc, const idem_error *err)

@@ -189,7 +189,7 @@ static PGconn *connect_db(const cli *c, int *transient)
         snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
         setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    return cli_connect("idem-sweep", c->dsn, transient);
+    return cli_connect("idem-sweep", c->dsn, NULL, NULL, transient);
 }
 
 /* Refuse a connection through a pooler: the sweep lock is session-level, held across the

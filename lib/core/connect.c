@@ -60,7 +60,8 @@ static const struct {
     {"does not support SSL", "", "the server takes no SSL connection: check sslmode"},
 };
 
-const char *idem__login_advice(const char *message)
+/* The advice for the refusal @message holds, or NULL. */
+static const char *login_advice(const char *message)
 {
     for (size_t i = 0; i < sizeof(login_refusals) / sizeof(login_refusals[0]); i++) {
         if (strstr(message, login_refusals[i].says) != NULL &&
@@ -89,4 +90,60 @@ int idem__pg_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t s
     /* As libpq's blocking connect: a rounded-down second could end the wait at once. */
     *ms = rc != 0 || seconds <= 0 ? 0 : seconds < 2 ? 2000 : (long long)seconds * 1000;
     return rc;
+}
+
+const char *idem__pg_login_refusal(const PGconn *pg)
+{
+    if (PQconnectionNeedsPassword(pg))
+        return "the server asks for a password: give it (password in the connection string, "
+               "PGPASSWORD or the password file)";
+    return login_advice(PQerrorMessage(pg));
+}
+
+/* libpq refused the settings of a failed connection: without trying (sslmode=bogus, a
+ * conninfo that does not parse), which PQpingParams() tells without connecting
+ * (PQPING_NO_ATTEMPT), or on its first try, saying so (in English: `invalid integer value
+ * "x" for connection option "port"`). */
+static int settings_refused(PGconn *failed, const char *const *keys, const char *const *values)
+{
+    return strstr(PQerrorMessage(failed), "for connection option") != NULL ||
+           PQpingParams(keys, values, 1) == PQPING_NO_ATTEMPT;
+}
+
+idem__connect_outcome idem__pg_connect_failure(PGconn *failed, const char *const *keys,
+                                               const char *const *values, int before_waiting)
+{
+    if (before_waiting && settings_refused(failed, keys, values))
+        return IDEM__CONNECT_SETTINGS;
+    return idem__pg_login_refusal(failed) != NULL ? IDEM__CONNECT_REFUSED : IDEM__CONNECT_FAILED;
+}
+
+idem__connect_outcome idem__pg_connect_poll(PGconn *pg, long long deadline_ms)
+{
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+    /* The loop libpq documents for PQconnectPoll(), with a deadline around it. */
+    while (st != PGRES_POLLING_OK) {
+        if (st == PGRES_POLLING_FAILED || PQstatus(pg) == CONNECTION_BAD)
+            return IDEM__CONNECT_FAILED;
+        if (!idem__wait_socket(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+                               deadline_ms))
+            return IDEM__CONNECT_TIMEOUT;
+        st = PQconnectPoll(pg);
+    }
+    return IDEM__CONNECT_OK;
+}
+
+idem__connect_outcome idem__pg_connect_wait(PGconn *pg, const char *const *keys,
+                                            const char *const *values, long long deadline_ms)
+{
+    idem__connect_outcome got;
+
+    /* Failed at once, before anything was waited for: libpq may have refused the settings.
+     * Otherwise every host failed at once too (no socket there, a name that does not
+     * resolve): the ping's attempt fails as fast, and the failure is the connection's. */
+    if (PQstatus(pg) == CONNECTION_BAD)
+        return idem__pg_connect_failure(pg, keys, values, 1);
+    got = idem__pg_connect_poll(pg, deadline_ms);
+    return got == IDEM__CONNECT_FAILED ? idem__pg_connect_failure(pg, keys, values, 0) : got;
 }
