@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "core/connect.h"
+#include "core/redact.h"
 #include "core/text.h"
 #include "error.h"
-#include "idem/pool.h"
 
 #define IDEM__ERRNO_TEXT(name, value, text)                                                        \
     case IDEM_##name:                                                                              \
@@ -147,9 +147,9 @@ void idem__error_redact(idem_error *err, const char *conninfo)
 {
     if (err == NULL || conninfo == NULL)
         return;
-    idem_conninfo_redact(err->message, sizeof(err->message), conninfo);
-    idem_conninfo_redact(err->detail, sizeof(err->detail), conninfo);
-    idem_conninfo_redact(err->hint, sizeof(err->hint), conninfo);
+    idem__conninfo_redact(err->message, sizeof(err->message), conninfo);
+    idem__conninfo_redact(err->detail, sizeof(err->detail), conninfo);
+    idem__conninfo_redact(err->hint, sizeof(err->hint), conninfo);
 }
 
 int idem__error_context(idem_error *err, const char *fmt, ...)

@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <idem/pool.h>
-
 #include "cli.h"
 #include "core/clock.h"
 #include "core/connect.h"
+#include "core/redact.h"
 #include "core/sqlstate.h"
 #include "core/text.h"
 
@@ -51,7 +50,7 @@ void cli_redact(char *buf, size_t size, const char *message, const char *dsn)
 {
     snprintf(buf, size, "%s", message);
     if (dsn != NULL)
-        idem_conninfo_redact(buf, size, dsn);
+        idem__conninfo_redact(buf, size, dsn);
 }
 
 void cli_error_redacted(const char *prog, const char *dsn, const char *what, const char *message)
