@@ -1,54 +1,9 @@
-/* Time for the bounds of the contract: the monotonic milliseconds that a call's deadline
- * and every wait under it are counted in, the coarse clock of the pool's bookkeeping, the
- * pause between attempts, and the random numbers of backoff jitter. */
-#include <errno.h>
+/* Jitter for retries and the pool: a per-thread random generator. The clocks are the
+ * core's (core/clock.c). */
 #include <openssl/rand.h>
 #include <time.h>
 
 #include "clock.h"
-
-/* Pool bookkeeping counts milliseconds: the coarse clock, where there is one, is precise
- * enough (a few ms) and costs a few nanoseconds instead of tens on each acquire. */
-#ifdef CLOCK_MONOTONIC_COARSE
-#define COARSE_CLOCK CLOCK_MONOTONIC_COARSE
-#else
-#define COARSE_CLOCK CLOCK_MONOTONIC
-#endif
-
-long long idem__coarse_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(COARSE_CLOCK, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void idem__deadline_after(struct timespec *ts, unsigned int ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-uint64_t idem__now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void idem__sleep_ms(unsigned int ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 static _Thread_local uint64_t rng_state;
 

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/connect.h"
+#include "core/redact.h"
+#include "core/text.h"
 #include "error.h"
-#include "idem/pool.h"
 
 #define IDEM__ERRNO_TEXT(name, value, text)                                                        \
     case IDEM_##name:                                                                              \
@@ -148,9 +150,9 @@ void idem__error_redact(idem_error *err, const char *conninfo)
 {
     if (err == NULL || conninfo == NULL)
         return;
-    idem_conninfo_redact(err->message, sizeof(err->message), conninfo);
-    idem_conninfo_redact(err->detail, sizeof(err->detail), conninfo);
-    idem_conninfo_redact(err->hint, sizeof(err->hint), conninfo);
+    idem__conninfo_redact(err->message, sizeof(err->message), conninfo);
+    idem__conninfo_redact(err->detail, sizeof(err->detail), conninfo);
+    idem__conninfo_redact(err->hint, sizeof(err->hint), conninfo);
 }
 
 int idem__error_context(idem_error *err, const char *fmt, ...)
@@ -172,35 +174,11 @@ int idem__error_context(idem_error *err, const char *fmt, ...)
     return err->code;
 }
 
-int idem__sqlstate_is_disconnect(const char *s)
-{
-    if (s == NULL || s[0] == '\0')
-        return 0;
-    if (strncmp(s, "08", 2) == 0)
-        return 1;
-    return strcmp(s, "57P01") == 0 || strcmp(s, "57P02") == 0 || strcmp(s, "57P03") == 0;
-}
-
-int idem__sqlstate_is_retryable(const char *s)
-{
-    if (s == NULL)
-        return 0;
-    return strcmp(s, "40001") == 0 || strcmp(s, "40P01") == 0;
-}
-
-int idem__sqlstate_is_timeout(const char *s)
-{
-    if (s == NULL)
-        return 0;
-    return strcmp(s, "55P03") == 0 || strcmp(s, "57014") == 0;
-}
-
 /* The server's primary message, or libpq's connection message, without the trailing
  * newline libpq adds. */
 static void pg_message(char *buf, size_t size, const PGconn *conn, const PGresult *res)
 {
     const char *msg = NULL;
-    size_t len;
 
     if (res != NULL)
         msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -211,9 +189,7 @@ static void pg_message(char *buf, size_t size, const PGconn *conn, const PGresul
     if (msg == NULL || msg[0] == '\0')
         msg = "no detail from the server";
     snprintf(buf, size, "%s", msg);
-    len = strlen(buf);
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-        buf[--len] = '\0';
+    idem__chomp(buf);
 }
 
 static void copy_field(char *dst, size_t size, const PGresult *res, int field)
@@ -262,71 +238,13 @@ int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, con
     return code;
 }
 
-/* Permanent SQLSTATEs: the deployment is wrong, and no retry can help. */
-static const struct {
-    const char *sqlstate;
-    int code;
-    const char *advice;
-} misconfigurations[] = {
-    {"42P01", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no table */
-    {"42703", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no column */
-    {"42883", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no function */
-    {"3F000", IDEM_ESCHEMA, "run `idem-migrate up` against this database"}, /* no schema */
-    {"42501", IDEM_EPERM,
-     "grant the connecting role idem_app (the application: GRANT idem_app TO <role>), "
-     "idem_sweeper or idem_operator, as its work needs (README, \"Security\")"},
-    {"3D000", IDEM_EPERM, "check the database name in the connection string"},
-    {"28000", IDEM_EPERM, "check the role and its authentication in the connection string"},
-    {"28P01", IDEM_EPERM, "check the role and its password in the connection string"},
-};
-
-/* What a server, or a pooler in front of it, answers when it refuses a connection's
- * settings for good (the message holds both words; "" matches any), and what to fix.
- * libpq keeps a refused connection's SQLSTATE to itself: these are the words in English,
- * as libpq, PostgreSQL (with lc_messages in English) and PgBouncer write them. The first
- * entry that matches decides. tools/cli.c's refused_for_good() knows the same words. */
-static const struct {
-    const char *says;
-    const char *and_says;
-    const char *advice;
-} login_refusals[] = {
-    {"password authentication failed", "",
-     "check the role and its password in the connection string"},
-    {"authentication failed", "",
-     "check the role and how the server (pg_hba.conf) or pooler (its auth_file) authenticates it"},
-    {"no pg_hba.conf entry", "",
-     "pg_hba.conf has no entry for this host, role, database and SSL use"},
-    {"not permitted to log in", "", "the role lacks LOGIN: connect as a login role"},
-    {"permission denied for database", "", "grant the role CONNECT on the database"},
-    {"does not exist", "database \"", "check the database (dbname) in the connection string"},
-    {"does not exist", "role \"", "check the role (user) in the connection string"},
-    {"does not exist", "", "check the connection string's settings"},
-    {"no such database", "", "check the database (dbname) in the connection string"},
-    {"no such user", "", "check the role (user) in the connection string"},
-    {"does not support SSL", "", "the server takes no SSL connection: check sslmode"},
-};
-
-/* The advice for the refusal @message holds, or NULL. */
-static const char *login_advice(const char *message)
-{
-    for (size_t i = 0; i < sizeof(login_refusals) / sizeof(login_refusals[0]); i++) {
-        if (strstr(message, login_refusals[i].says) != NULL &&
-            strstr(message, login_refusals[i].and_says) != NULL)
-            return login_refusals[i].advice;
-    }
-    return NULL;
-}
-
 int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
 {
     const char *advice;
 
     if (rc != IDEM_EUNAVAIL || pg == NULL)
         return rc;
-    advice = PQconnectionNeedsPassword(pg) ? "the server asks for a password: give it (password "
-                                             "in the connection string, PGPASSWORD or the "
-                                             "password file)"
-                                           : login_advice(PQerrorMessage(pg));
+    advice = idem__pg_login_refusal(pg);
     if (advice == NULL)
         return rc;
     if (err == NULL)
@@ -339,41 +257,19 @@ int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc)
 
 int idem__error_misconfigured(idem_error *err, int rc)
 {
+    idem__sqlstate_class kind;
+    const char *advice;
+
     if (err == NULL || rc != IDEM_EDB)
         return rc;
-    for (size_t i = 0; i < sizeof(misconfigurations) / sizeof(misconfigurations[0]); i++) {
-        if (strcmp(err->sqlstate, misconfigurations[i].sqlstate) == 0) {
-            err->code = misconfigurations[i].code;
-            if (err->hint[0] == '\0')
-                snprintf(err->hint, sizeof(err->hint), "%s", misconfigurations[i].advice);
-            idem__error_context(err, "misconfigured (%s)", misconfigurations[i].advice);
-            return err->code;
-        }
-    }
-    return rc;
-}
-
-/* @name as a GRANT a reader copies writes it: as it is when it needs no quotes (lower case
- * letters, digits, '_' and '$', not first a digit or '$'), else double-quoted. */
-static void quote_ident(char *out, size_t size, const char *name)
-{
-    size_t o = 0;
-    int plain = (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_';
-
-    for (const char *p = name; plain && *p != '\0'; p++)
-        plain = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '$';
-    if (plain) {
-        snprintf(out, size, "%s", name);
-        return;
-    }
-    out[o++] = '"';
-    for (const char *p = name; *p != '\0' && o + 3 < size; p++) {
-        if (*p == '"')
-            out[o++] = '"';
-        out[o++] = *p;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
+    kind = idem__sqlstate_classify(err->sqlstate);
+    if (kind != IDEM__SQLSTATE_SCHEMA && kind != IDEM__SQLSTATE_ACCESS)
+        return rc;
+    advice = idem__sqlstate_advice(err->sqlstate);
+    err->code = kind == IDEM__SQLSTATE_SCHEMA ? IDEM_ESCHEMA : IDEM_EPERM;
+    if (err->hint[0] == '\0')
+        snprintf(err->hint, sizeof(err->hint), "%s", advice);
+    return idem__error_context(err, "misconfigured (%s)", advice);
 }
 
 /* What the server names in "permission denied for <kind> <name>", and the GRANT that
@@ -415,7 +311,7 @@ static void grant_advice(char *out, size_t size, const char *what, const char *r
 
         if (strncmp(what, grants[i].kind, n) != 0 || what[n] == '\0')
             continue;
-        quote_ident(name, sizeof(name), what + n);
+        idem__quote_ident(name, sizeof(name), what + n);
         snprintf(out, size, "GRANT %s %s TO %s, as the statement needs", grants[i].grant, name,
                  role);
         return;
@@ -433,7 +329,7 @@ int idem__error_privilege(idem_error *err, const char *role)
     if (err == NULL || err->code != IDEM_EDB || strcmp(err->sqlstate, "42501") != 0 ||
         (denied = last_denied(err->message)) == NULL)
         return err != NULL ? err->code : 0;
-    quote_ident(who, sizeof(who), role != NULL && role[0] != '\0' ? role : "<role>");
+    idem__quote_ident(who, sizeof(who), role != NULL && role[0] != '\0' ? role : "<role>");
     grant_advice(advice, sizeof(advice),
                  strncmp(denied, DENIED " for ", strlen(DENIED " for ")) == 0
                      ? denied + strlen(DENIED " for ")

@@ -6,6 +6,8 @@
 
 #include "idem/common.h"
 
+#include "core/sqlstate.h"
+
 /* Record a fresh error: code, no field, formatted message. Returns code. NULL err is fine. */
 int idem__error_set(idem_error *err, int code, const char *fmt, ...) IDEM_PRINTF(3, 4);
 
@@ -54,9 +56,9 @@ int idem__error_misconfigured(idem_error *err, int rc);
  * authentication that failed, no pg_hba.conf entry, a role that may not log in, a role or
  * database that does not exist, no CONNECT privilege, SSL demanded of a server without it.
  * Then IDEM_EPERM, with advice on what to fix in front of the message and in err->hint.
- * Told by PQconnectionNeedsPassword() and by libpq's and the server's words in English
- * (libpq gives no SQLSTATE for a refused connection): any other failure, a refusal in
- * another language included, keeps @rc. Returns the code. */
+ * Told by idem__pg_login_refusal() (core/connect.h), by the words in English (libpq gives
+ * no SQLSTATE for a refused connection): any other failure, a refusal in another language
+ * included, keeps @rc. Returns the code. */
 int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc);
 
 /* A statement refused for want of a privilege: err->code IDEM_EDB, SQLSTATE 42501, and the
@@ -67,10 +69,5 @@ int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc);
  * security policy") and a refusal in another language than English keep their code.
  * Returns the code. */
 int idem__error_privilege(idem_error *err, const char *role);
-
-/* SQLSTATE classes. NULL or "" is neither. */
-int idem__sqlstate_is_disconnect(const char *sqlstate); /* class 08, 57P01..57P03 */
-int idem__sqlstate_is_retryable(const char *sqlstate);  /* 40001, 40P01 */
-int idem__sqlstate_is_timeout(const char *sqlstate);    /* 55P03 lock, 57014 statement */
 
 #endif

@@ -2,7 +2,6 @@
  * socket, checking that it is alive and clean before it serves a call, detecting a pooler
  * in front of the server, closing it. */
 #include <assert.h>
-#include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -11,55 +10,18 @@
 #include <time.h>
 
 #include "clock.h"
+#include "core/connect.h"
+#include "core/text.h"
 #include "error.h"
 #include "pool_conn.h"
 
-/* Wait until fd is ready for events or the deadline passes; 1 when ready (or in error,
- * which the caller's next libpq call reports), 0 at the deadline. */
-static int wait_socket(int fd, short events, long long deadline_ms)
-{
-    struct pollfd pfd = {.fd = fd, .events = events, .revents = 0};
-    int n;
-
-    if (fd < 0)
-        return 1; /* nothing to wait for: let libpq say what is wrong */
-    for (;;) {
-        long long left = deadline_ms - (long long)idem__now_ms();
-        int timeout = deadline_ms == LLONG_MAX ? -1
-                      : left <= 0              ? 0
-                      : left > INT_MAX         ? INT_MAX
-                                               : (int)left;
-
-        n = poll(&pfd, 1, timeout);
-        if (n > 0)
-            return 1;
-        if (n == 0 && timeout >= 0)
-            return 0;
-        if (n < 0 && errno != EINTR)
-            return 1;
-    }
-}
-
-/* A connection that failed at once, before anything was waited for: libpq may have
- * refused the settings without trying (sslmode=bogus), which PQpingParams() tells without
- * connecting (PQPING_NO_ATTEMPT), or on its first try, saying so (in English: `invalid
- * integer value "x" for connection option "port"`). Otherwise every host failed at once
- * too (no socket there, a name that does not resolve): the ping's attempt fails as fast,
- * and the failure is the connection's. */
-static int settings_refused(PGconn *pg, const char *const *keys, const char *const *values,
-                            idem_error *err)
+/* libpq refused @pg's settings: IDEM_EINVAL naming conninfo, in libpq's words. */
+static int settings_error(const PGconn *pg, idem_error *err)
 {
     char why[IDEM_ERROR_MESSAGE_MAX];
-    size_t n;
 
-    if (PQstatus(pg) != CONNECTION_BAD ||
-        (strstr(PQerrorMessage(pg), "for connection option") == NULL &&
-         PQpingParams(keys, values, 1) != PQPING_NO_ATTEMPT))
-        return 0;
     snprintf(why, sizeof(why), "%s", PQerrorMessage(pg));
-    n = strlen(why);
-    while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
-        why[--n] = '\0';
+    idem__chomp(why);
     return idem__error_field(err, IDEM_EINVAL, "conninfo", "%s",
                              why[0] != '\0' ? why : "libpq refuses these settings");
 }
@@ -69,34 +31,29 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
                      idem_error *err)
 {
     PGconn *pg = PQconnectStartParams(keys, values, 1);
-    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
-    int rc = 0;
+    int rc;
 
     if (pg == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory opening a connection");
     PQsetNoticeProcessor(pg, notices, notices_arg);
-    rc = settings_refused(pg, keys, values, err);
-    /* The loop libpq documents for PQconnectPoll(), with our own deadline around it. */
-    while (rc == 0 && st != PGRES_POLLING_OK) {
-        if (st == PGRES_POLLING_FAILED || PQstatus(pg) == CONNECTION_BAD)
-            rc =
-                idem__error_login_refused(err, pg, idem__error_pg(err, pg, NULL, "cannot connect"));
-        else if (!wait_socket(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
-                              deadline))
-            rc = idem__error_set(err, IDEM_EUNAVAIL,
-                                 "cannot connect: no answer within %u ms (connect_timeout_ms)%s%s",
-                                 timeout_ms, PQerrorMessage(pg)[0] != '\0' ? "; " : "",
-                                 PQerrorMessage(pg));
-        else
-            st = PQconnectPoll(pg);
+    switch (idem__pg_connect_wait(pg, keys, values, deadline)) {
+    case IDEM__CONNECT_OK:
+        *out = pg;
+        return 0;
+    case IDEM__CONNECT_SETTINGS:
+        rc = settings_error(pg, err);
+        break;
+    case IDEM__CONNECT_TIMEOUT:
+        rc = idem__error_set(
+            err, IDEM_EUNAVAIL, "cannot connect: no answer within %u ms (connect_timeout_ms)%s%s",
+            timeout_ms, PQerrorMessage(pg)[0] != '\0' ? "; " : "", PQerrorMessage(pg));
+        break;
+    default: /* refused for good, or failed */
+        rc = idem__error_login_refused(err, pg, idem__error_pg(err, pg, NULL, "cannot connect"));
     }
-    if (rc < 0) {
-        PQfinish(pg);
-        return rc;
-    }
-    *out = pg;
-    return 0;
+    PQfinish(pg);
+    return rc;
 }
 
 static int input_waiting(PGconn *pg)
@@ -113,7 +70,7 @@ int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms)
     /* The loop libpq documents for nonblocking sends: input is read meanwhile, so that a
      * server blocked on its own output cannot block ours. */
     while ((flushed = PQflush(pg)) == 1) {
-        if (!wait_socket(PQsocket(pg), POLLIN | POLLOUT, deadline_ms))
+        if (!idem__wait_socket(PQsocket(pg), POLLIN | POLLOUT, deadline_ms))
             return 0;
         if (PQconsumeInput(pg) != 1)
             return -1;
@@ -121,7 +78,7 @@ int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms)
     if (flushed < 0)
         return -1;
     while (for_result && PQisBusy(pg)) {
-        if (!wait_socket(PQsocket(pg), POLLIN, deadline_ms))
+        if (!idem__wait_socket(PQsocket(pg), POLLIN, deadline_ms))
             return 0;
         if (PQconsumeInput(pg) != 1)
             return -1;

@@ -1,6 +1,7 @@
-/* What the command-line tools share: usage errors, whole-number options, connecting (a
- * default connect timeout, libpq's rules for it, and telling settings that cannot work from
- * a server that cannot be reached), and one-line messages. */
+/* What the command-line tools share above the core they share with the library
+ * (lib/core/): usage errors, one-line messages with a DSN's password masked, connecting (a
+ * default connect timeout, then the core's connect and its judgement of a failure), the
+ * check that a role sees every tenant, JSON output. */
 #ifndef IDEM_TOOLS_CLI_H
 #define IDEM_TOOLS_CLI_H
 
@@ -25,21 +26,17 @@ int cli_usage_error(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
  * it (its newlines and tabs become spaces); stdout is flushed first. */
 void cli_say(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
 
-/* A whole decimal number in [min, max] into *out; 0, or -1 (out untouched). */
-int cli_parse_number(long long *out, const char *text, long long min, long long max);
-
-/* The connect_timeout libpq applies to @conn (its DSN's, else PGCONNECT_TIMEOUT), in ms,
- * by libpq's rules: unset, zero or negative is no limit (0), and less than 2 s is 2 s.
- * Returns 0, or -1 when the value is not a whole number, which libpq refuses; then @why
- * (if not NULL) gets libpq's message for it. */
-int cli_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t size);
-
 /* Connect to @dsn (a conninfo or URI; "" or NULL: the PG* environment) as @prog (its
- * fallback application_name). On failure, prints "PROG: cannot connect: <why>" on stderr
- * (one line, the DSN's password masked), sets *transient to 1 when a later try may work
- * (no server answered, or not in time) or to 0 when the settings cannot work (see cli.c),
+ * fallback application_name), as the library's pool connects (lib/core/connect.h), within
+ * connect_timeout by libpq's rules (the whole attempt, every host of the DSN together);
+ * libpq's notices, those of the connection's start included, go to @notices (@arg), or, if
+ * it is NULL, to libpq's default (stderr). On failure, prints "PROG: cannot connect: <why>"
+ * on stderr (one line, the DSN's password masked), sets *transient to 1 when a later try
+ * may work (no server answered, or not in time, or one too busy) or to 0 when the settings
+ * cannot work (libpq refuses them, or the server or a pooler refused the login for good),
  * and returns NULL. */
-PGconn *cli_connect(const char *prog, const char *dsn, int *transient);
+PGconn *cli_connect(const char *prog, const char *dsn, PQnoticeProcessor notices, void *arg,
+                    int *transient);
 
 /* @message into @buf (of @size bytes) with @dsn's password masked (libpq repeats a
  * malformed URI whole in its message); @dsn may be NULL. */
@@ -47,13 +44,6 @@ void cli_redact(char *buf, size_t size, const char *message, const char *dsn);
 
 /* Print "PROG: <what>: <message>" on stderr, one line, with @dsn's password masked. */
 void cli_error_redacted(const char *prog, const char *dsn, const char *what, const char *message);
-
-/* Whether a failure with this SQLSTATE may pass if tried again later: the connection
- * lost (class 08), the server shutting down or starting up, too many connections or out
- * of resources, a lock or statement timeout, a serialization failure or deadlock. Any
- * other SQLSTATE is permanent: a missing privilege (42501), a database or role that does
- * not exist, a schema that is not there, need an operator. NULL or "": 0. */
-int cli_sqlstate_transient(const char *sqlstate);
 
 /* Whether the connected role may see every tenant's rows of idem's tables, which row-level
  * security (migration 0007) shows only to a superuser, a BYPASSRLS role or a member of
@@ -65,15 +55,6 @@ int cli_sqlstate_transient(const char *sqlstate);
  * configuration error), or -1 when the check failed for a reason that may pass (the
  * connection lost, a timeout). */
 int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role);
-
-/* Make s one line, as the library's log records are: trailing newlines dropped, other
- * control characters (a server message's newlines and tabs) turned into spaces. */
-void cli_one_line(char *s);
-
-/* The loop libpq documents for PQconnectPoll() on a connection made with
- * PQconnectStartParams(), within @limit ms (0: none), as libpq's blocking connect would wait
- * (cli_connect_timeout_ms()). 0, or -1 when the time ran out. */
-int cli_connect_wait(PGconn *conn, long long limit);
 
 /* Print @doc (its reference stolen) on stdout, indented, keys in their order. 0, or -1 when
  * out of memory (NULL @doc included). */

@@ -11,6 +11,7 @@
 #include "idem/idem.h"
 
 #include "cli.h"
+#include "core/parse.h"
 
 /* Exit codes: sysexits.h, and one of this program's own. */
 #define EXIT_TOO_LARGE 3
@@ -89,13 +90,13 @@ static int parse_option(struct args *a, int c, const char *arg, const char *text
         a->tool = arg;
         return 0;
     case 'p':
-        if (cli_parse_number(&n, arg, 1, INT_MAX) != 0)
+        if (idem__parse_whole(&n, arg, 1, INT_MAX) != 0)
             return usage_error("--payload-version: '%s' is not an integer >= 1", arg);
         a->payload_version = (int)n;
         a->have_payload_version = 1;
         return 0;
     case 'm':
-        if (cli_parse_number(&n, arg, 1, LLONG_MAX) != 0 || (unsigned long long)n > SIZE_MAX)
+        if (idem__parse_whole(&n, arg, 1, LLONG_MAX) != 0 || (unsigned long long)n > SIZE_MAX)
             return usage_error("--max-bytes: '%s' is not a positive integer", arg);
         a->max_bytes = (size_t)n;
         return 0;

@@ -10,6 +10,8 @@
 #include "idem/idem.h"
 
 #include "cli.h"
+#include "core/parse.h"
+#include "core/text.h"
 #include "migrate_report.h"
 
 enum exit_code {
@@ -130,7 +132,7 @@ static int parse_int(int *out, const char *s, long min, long max)
 {
     long long v;
 
-    if (cli_parse_number(&v, s, min, max) != 0)
+    if (idem__parse_whole(&v, s, min, max) != 0)
         return -1;
     *out = (int)v;
     return 0;
@@ -245,35 +247,13 @@ static void on_notice(void *ctx, const char *message)
     on_log(ctx, IDEM_LOG_DEBUG, message);
 }
 
-/* Connected without blocking, so that the notices of the connection's start (a collation
- * version warning, say) reach on_notice like every later one. */
+/* Connected with on_notice from the start, so that the notices of the connection's start
+ * (a collation version warning, say) reach it like every later one. */
 static PGconn *connect_db(cli *c)
 {
-    const char *keys[] = {"fallback_application_name", "dbname", NULL};
-    const char *values[] = {"idem-migrate", c->dsn, NULL};
-    PGconn *conn = PQconnectStartParams(keys, values, 1);
-    long long limit = 0;
-    char why[512];
+    int transient;
 
-    if (conn == NULL) {
-        say("out of memory");
-        return NULL;
-    }
-    PQsetNoticeProcessor(conn, on_notice, c);
-    /* libpq's nonblocking connect leaves connect_timeout to its caller, unchecked: a
-     * value that is not a number is refused here, as libpq's blocking connect does. */
-    if (PQstatus(conn) != CONNECTION_BAD &&
-        cli_connect_timeout_ms(&limit, conn, why, sizeof(why)) != 0)
-        say("cannot connect: %s", why);
-    else if (PQstatus(conn) != CONNECTION_BAD && cli_connect_wait(conn, limit) != 0)
-        say("cannot connect: timeout expired (connect_timeout)");
-    else if (PQstatus(conn) != CONNECTION_OK)
-        cli_error_redacted("idem-migrate", c->dsn, "cannot connect", PQerrorMessage(conn));
-    if (PQstatus(conn) != CONNECTION_OK) {
-        PQfinish(conn);
-        return NULL;
-    }
-    return conn;
+    return cli_connect("idem-migrate", c->dsn, on_notice, c, &transient);
 }
 
 static int exit_for(int rc, const idem_error *err, int migration_failed)
@@ -357,7 +337,7 @@ static int up_refusal(char *refusal, size_t size, cli *c, PGconn *conn, const ch
         snprintf(refusal, size, "%s", err.message);
     else if (rc != 0)
         return fail(what, rc, &err, 0);
-    cli_one_line(refusal);
+    idem__one_line(refusal);
     return 0;
 }
 

@@ -11,6 +11,8 @@
 #include "idem/idem.h"
 
 #include "cli.h"
+#include "core/parse.h"
+#include "core/sqlstate.h"
 #include "reconcile_text.h"
 
 enum exit_code {
@@ -74,7 +76,8 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done (list: also when nothing matches)\n"
-    "   1  error: a database error, the schema lacks migration 0003, connection\n"
+    "   1  error: a database error (the server out of resources too: disk full, out of\n"
+    "      memory, SQLSTATE class 53), the schema lacks migration 0003, connection\n"
     "      settings that cannot work (a DSN that does not parse or holds a value libpq\n"
     "      refuses, a wrong password, a role or database that does not exist, directly\n"
     "      or through a pooler), or a role without idem_operator's rights (the message\n"
@@ -83,8 +86,9 @@ static const char usage_text[] =
     "      external operation or stalled local record under it)\n"
     "  64  usage error\n"
     "  75  database unavailable: no server answers (or not in time), connection lost,\n"
-    "      a lock or statement timeout; resolve --as: an attempt holds a live lease, or a\n"
-    "      local record is pending for less than 60 s, try later\n";
+    "      a serialization failure or deadlock, a lock or statement timeout; resolve\n"
+    "      --as: an attempt holds a live lease, or a local record is pending for less\n"
+    "      than 60 s, try later\n";
 
 typedef struct cli {
     const char *command;
@@ -171,7 +175,7 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 's':
         return parse_since(c, arg);
     case 'l':
-        if (cli_parse_number(&n, arg, 0, 1000000000) != 0)
+        if (idem__parse_whole(&n, arg, 0, 1000000000) != 0)
             return usage_error("--limit: '%s' is not a whole number from 0 to 1000000000", arg);
         c->filter.limit = (unsigned int)n;
         return 0;
@@ -193,7 +197,7 @@ static int parse_option(cli *c, int opt, const char *arg)
         c->receipt = arg;
         return 0;
     case 'c':
-        if (cli_parse_number(&n, arg, 1, 3600) != 0)
+        if (idem__parse_whole(&n, arg, 1, 3600) != 0)
             return usage_error("--connect-timeout: '%s' is not a number of seconds (1 to 3600)",
                                arg);
         c->connect_timeout_s = (unsigned int)n;
@@ -289,7 +293,7 @@ static PGconn *connect_db(const cli *c, int *transient)
         snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
         setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    return cli_connect("idem-reconcile", c->dsn, transient);
+    return cli_connect("idem-reconcile", c->dsn, NULL, NULL, transient);
 }
 
 static int fail(const char *what, int rc, const idem_error *err)
@@ -304,7 +308,7 @@ static int fail(const char *what, int rc, const idem_error *err)
     case IDEM_EBUSY:
         return EXIT_TEMPFAIL;
     case IDEM_EDB: /* a lock or statement timeout, say */
-        return cli_sqlstate_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
+        return idem__sqlstate_is_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
     default:
         return EXIT_ERROR;
     }

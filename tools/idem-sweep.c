@@ -14,6 +14,8 @@
 #include "idem/idem.h"
 
 #include "cli.h"
+#include "core/parse.h"
+#include "core/sqlstate.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -60,7 +62,8 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done, or another idem-sweep is running (said on stderr with --verbose)\n"
-    "   1  error: a database error, the schema lacks migration 0003 (run idem-migrate\n"
+    "   1  error: a database error (the server out of resources too: disk full, out of\n"
+    "      memory, SQLSTATE class 53), the schema lacks migration 0003 (run idem-migrate\n"
     "      up), connected through a connection pooler (connect to the server directly),\n"
     "      connection settings that cannot work (a DSN that does not parse or holds a\n"
     "      value libpq refuses, a wrong password, a role or database that does not\n"
@@ -69,8 +72,8 @@ static const char usage_text[] =
     "      out of memory\n"
     "  64  usage error\n"
     "  75  database unavailable: no server answers (or not in time), connection lost,\n"
-    "      or a table lock held longer than --lock-timeout (--dry-run too); the next\n"
-    "      run retries\n";
+    "      a serialization failure or deadlock, a statement timeout, or a table lock held\n"
+    "      longer than --lock-timeout (--dry-run too); the next run retries\n";
 
 typedef struct cli {
     const char *dsn;
@@ -91,7 +94,7 @@ static int parse_uint(unsigned int *out, const char *opt, const char *arg, long 
 {
     long long v;
 
-    if (cli_parse_number(&v, arg, min, max) != 0)
+    if (idem__parse_whole(&v, arg, min, max) != 0)
         return usage_error("%s: '%s' is not a whole number from %lld to %lld", opt, arg, min, max);
     *out = (unsigned int)(v * scale);
     return 0;
@@ -188,7 +191,7 @@ static PGconn *connect_db(const cli *c, int *transient)
         snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
         setenv("PGCONNECT_TIMEOUT", timeout, 1);
     }
-    return cli_connect("idem-sweep", c->dsn, transient);
+    return cli_connect("idem-sweep", c->dsn, NULL, NULL, transient);
 }
 
 /* Refuse a connection through a pooler: the sweep lock is session-level, held across the
@@ -233,8 +236,9 @@ static int exit_for(int rc, const idem_error *err)
         return EXIT_USAGE;
     case IDEM_EDB:
         /* A statement the library does not classify itself (--dry-run's count) may still
-         * have met a lock held past --lock-timeout, or a lost connection. */
-        return cli_sqlstate_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
+         * have met a lock held past --lock-timeout, or a lost connection: the core's
+         * classes, as the library's, say which. */
+        return idem__sqlstate_is_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
     default:
         return EXIT_ERROR;
     }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "core/parse.h"
 #include "reconcile_text.h"
 
 /* An age ("90m", "24h", "7d", "30s") before now, in microseconds since the epoch. */
@@ -27,7 +28,7 @@ int rt_parse_age(int64_t *out, const char *text)
         return -1;
     memcpy(digits, text, len - 1);
     digits[len - 1] = '\0';
-    if (cli_parse_number(&n, digits, 0, 36500LL * 86400 / scale) != 0)
+    if (idem__parse_whole(&n, digits, 0, 36500LL * 86400 / scale) != 0)
         return -1;
     *out = ((int64_t)time(NULL) - n * scale) * 1000000;
     return 0;

@@ -1,5 +1,6 @@
 /* Fuzz target: idem-fingerprint's command line, its main() compiled as
- * idem_fingerprint_main() (-Dmain=..., meson.build), and cli_parse_number() (tools/cli.h).
+ * idem_fingerprint_main() (-Dmain=..., meson.build), and idem__parse_whole()
+ * (lib/core/parse.h).
  *
  * Input: one flags byte (bits 0-1: stdin's fixed text: empty, an object, numbers near the
  * limits, invalid JSON; bit 2: stdout is /dev/full instead of /dev/null), then the
@@ -10,7 +11,7 @@
  * Aborts when a property fails:
  * - the exit status is one the usage text lists (0, 3, 64, 65, 71, 74);
  * - a failure says why on stderr, "idem-fingerprint: ..."; a success writes nothing there;
- * - cli_parse_number() accepts exactly a whole decimal number in range, as strtoll() reads
+ * - idem__parse_whole() accepts exactly a whole decimal number in range, as strtoll() reads
  *   one (leading blanks and a sign allowed, nothing after the digits), with its value, and
  *   leaves *out untouched when it refuses;
  * - idem-reconcile's --since parsers (tools/reconcile_text.h): a time it accepts is a day
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/parse.h"
 #include "reconcile_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -86,7 +88,7 @@ static int is_blank(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
-/* What cli_parse_number() should answer: strtoll()'s decimal grammar, whole text. */
+/* What idem__parse_whole() should answer: strtoll()'s decimal grammar, whole text. */
 static int expected_number(long long *out, const char *s, long long min, long long max)
 {
     unsigned long long magnitude = 0, limit = LLONG_MAX;
@@ -128,7 +130,7 @@ static void check_number(const char *text)
 
     for (size_t r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++) {
         long long got = 42424242, want = 42424242;
-        int rc = cli_parse_number(&got, text, ranges[r][0], ranges[r][1]);
+        int rc = idem__parse_whole(&got, text, ranges[r][0], ranges[r][1]);
 
         check(rc == expected_number(&want, text, ranges[r][0], ranges[r][1]));
         check(got == want);

@@ -109,6 +109,15 @@ release_lock() {
     rm -f "$scratch/hold"
 }
 
+# fail_updates DB TABLE SQLSTATE: every UPDATE of TABLE fails with SQLSTATE (and the words
+# "failed by the test"), as the server fails a statement when its disk is full, say.
+fail_updates() {
+    q "$1" "CREATE OR REPLACE FUNCTION public.fail_for_test() RETURNS trigger LANGUAGE plpgsql
+        AS \$\$ BEGIN RAISE EXCEPTION 'failed by the test' USING ERRCODE = TG_ARGV[0]; END \$\$;
+        CREATE OR REPLACE TRIGGER fail_for_test BEFORE UPDATE ON $2
+        FOR EACH ROW EXECUTE FUNCTION public.fail_for_test('$3')" >/dev/null
+}
+
 # silent_listener, silent_stop: tests/tools/listener.sh.
 . "$(dirname "${BASH_SOURCE[0]}")/listener.sh"
 

@@ -165,6 +165,21 @@ expect table_locked_dry_run_says_so err_contains "lock timeout"
 check table_locked 75 "$tool" --dsn "dbname=$db" --lock-timeout 1
 release_lock
 
+# A statement the server fails for want of its resources (disk full, out of memory, too
+# many connections: class 53) or with 57P05 on a connection still open is a database error
+# (1), as the library classifies it, not "unavailable" (75): nothing is changed.
+db=$(newdb resources)
+records "$db" r- 2 completed "-1 hour" "+1 day"
+for state in 53000 53100 53200 53300 57P05; do
+    fail_updates "$db" idem.operations "$state"
+    check "resources_$state" 1 "$tool" --dsn "dbname=$db"
+    expect "resources_${state}_says_so" err_contains "failed by the test"
+done
+expect resources_changed_nothing test "$(count "$db" completed)" = 2
+# A serialization failure or deadlock is still 75.
+fail_updates "$db" idem.operations 40P01
+check resources_deadlock 75 "$tool" --dsn "dbname=$db"
+
 # Two sweepers at once: both exit 0, and the backlog is worked once.
 db=$(newdb race)
 records "$db" r- 6000 completed "-1 hour" "+1 day"

@@ -1,0 +1,149 @@
+/* Connecting to PostgreSQL within a deadline, and telling settings that cannot work from a
+ * server that cannot be reached: for the library's pool and the tools alike. */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "connect.h"
+#include "parse.h"
+
+int idem__wait_socket(int fd, short events, long long deadline_ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = events, .revents = 0};
+    int n;
+
+    if (fd < 0)
+        return 1; /* nothing to wait for: let libpq say what is wrong */
+    for (;;) {
+        long long left = deadline_ms - (long long)idem__now_ms();
+        int timeout = deadline_ms == LLONG_MAX ? -1
+                      : left <= 0              ? 0
+                      : left > INT_MAX         ? INT_MAX
+                                               : (int)left;
+
+        n = poll(&pfd, 1, timeout);
+        if (n > 0)
+            return 1;
+        if (n == 0 && timeout >= 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return 1;
+    }
+}
+
+/* What a server, or a pooler in front of it, answers when it refuses a connection's
+ * settings for good (the message holds both words; "" matches any), and what to fix.
+ * libpq keeps a refused connection's SQLSTATE to itself: these are the words in English,
+ * as libpq, PostgreSQL (with lc_messages in English) and PgBouncer write them. The first
+ * entry that matches decides. */
+static const struct {
+    const char *says;
+    const char *and_says;
+    const char *advice;
+} login_refusals[] = {
+    {"password authentication failed", "",
+     "check the role and its password in the connection string"},
+    {"authentication failed", "",
+     "check the role and how the server (pg_hba.conf) or pooler (its auth_file) authenticates it"},
+    {"no pg_hba.conf entry", "",
+     "pg_hba.conf has no entry for this host, role, database and SSL use"},
+    {"not permitted to log in", "", "the role lacks LOGIN: connect as a login role"},
+    {"permission denied for database", "", "grant the role CONNECT on the database"},
+    {"does not exist", "database \"", "check the database (dbname) in the connection string"},
+    {"does not exist", "role \"", "check the role (user) in the connection string"},
+    {"does not exist", "", "check the connection string's settings"},
+    {"no such database", "", "check the database (dbname) in the connection string"},
+    {"no such user", "", "check the role (user) in the connection string"},
+    {"does not support SSL", "", "the server takes no SSL connection: check sslmode"},
+};
+
+/* The advice for the refusal @message holds, or NULL. */
+static const char *login_advice(const char *message)
+{
+    for (size_t i = 0; i < sizeof(login_refusals) / sizeof(login_refusals[0]); i++) {
+        if (strstr(message, login_refusals[i].says) != NULL &&
+            strstr(message, login_refusals[i].and_says) != NULL)
+            return login_refusals[i].advice;
+    }
+    return NULL;
+}
+
+int idem__pg_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t size)
+{
+    PQconninfoOption *opts = PQconninfo(conn);
+    int rc = 0, seconds = 0;
+
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        if (strcmp(o->keyword, "connect_timeout") != 0 || o->val == NULL)
+            continue;
+        rc = idem__parse_libpq_int(&seconds, o->val);
+        if (rc != 0 && why != NULL)
+            snprintf(why, size,
+                     "invalid integer value \"%s\" for connection option "
+                     "\"connect_timeout\"",
+                     o->val);
+    }
+    PQconninfoFree(opts);
+    /* As libpq's blocking connect: a rounded-down second could end the wait at once. */
+    *ms = rc != 0 || seconds <= 0 ? 0 : seconds < 2 ? 2000 : (long long)seconds * 1000;
+    return rc;
+}
+
+const char *idem__pg_login_refusal(const PGconn *pg)
+{
+    if (PQconnectionNeedsPassword(pg))
+        return "the server asks for a password: give it (password in the connection string, "
+               "PGPASSWORD or the password file)";
+    return login_advice(PQerrorMessage(pg));
+}
+
+/* libpq refused the settings of a failed connection: without trying (sslmode=bogus, a
+ * conninfo that does not parse), which PQpingParams() tells without connecting
+ * (PQPING_NO_ATTEMPT), or on its first try, saying so (in English: `invalid integer value
+ * "x" for connection option "port"`). */
+static int settings_refused(PGconn *failed, const char *const *keys, const char *const *values)
+{
+    return strstr(PQerrorMessage(failed), "for connection option") != NULL ||
+           PQpingParams(keys, values, 1) == PQPING_NO_ATTEMPT;
+}
+
+idem__connect_outcome idem__pg_connect_failure(PGconn *failed, const char *const *keys,
+                                               const char *const *values, int before_waiting)
+{
+    if (before_waiting && settings_refused(failed, keys, values))
+        return IDEM__CONNECT_SETTINGS;
+    return idem__pg_login_refusal(failed) != NULL ? IDEM__CONNECT_REFUSED : IDEM__CONNECT_FAILED;
+}
+
+idem__connect_outcome idem__pg_connect_poll(PGconn *pg, long long deadline_ms)
+{
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+    /* The loop libpq documents for PQconnectPoll(), with a deadline around it. */
+    while (st != PGRES_POLLING_OK) {
+        if (st == PGRES_POLLING_FAILED || PQstatus(pg) == CONNECTION_BAD)
+            return IDEM__CONNECT_FAILED;
+        if (!idem__wait_socket(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+                               deadline_ms))
+            return IDEM__CONNECT_TIMEOUT;
+        st = PQconnectPoll(pg);
+    }
+    return IDEM__CONNECT_OK;
+}
+
+idem__connect_outcome idem__pg_connect_wait(PGconn *pg, const char *const *keys,
+                                            const char *const *values, long long deadline_ms)
+{
+    idem__connect_outcome got;
+
+    /* Failed at once, before anything was waited for: libpq may have refused the settings.
+     * Otherwise every host failed at once too (no socket there, a name that does not
+     * resolve): the ping's attempt fails as fast, and the failure is the connection's. */
+    if (PQstatus(pg) == CONNECTION_BAD)
+        return idem__pg_connect_failure(pg, keys, values, 1);
+    got = idem__pg_connect_poll(pg, deadline_ms);
+    return got == IDEM__CONNECT_FAILED ? idem__pg_connect_failure(pg, keys, values, 0) : got;
+}
