@@ -76,8 +76,7 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done (list: also when nothing matches)\n"
-    "   1  error: a database error (the server out of resources too: disk full, out of\n"
-    "      memory, SQLSTATE class 53), the schema lacks migration 0003, connection\n"
+    "   1  error: a database error, the schema lacks migration 0003, connection\n"
     "      settings that cannot work (a DSN that does not parse or holds a value libpq\n"
     "      refuses, a wrong password, a role or database that does not exist, directly\n"
     "      or through a pooler), or a role without idem_operator's rights (the message\n"
@@ -86,7 +85,8 @@ static const char usage_text[] =
     "      external operation or stalled local record under it)\n"
     "  64  usage error\n"
     "  75  database unavailable: no server answers (or not in time), connection lost,\n"
-    "      a serialization failure or deadlock, a lock or statement timeout; resolve\n"
+    "      the server out of resources (SQLSTATE class 53), a serialization failure or\n"
+    "      deadlock, a lock or statement timeout; resolve\n"
     "      --as: an attempt holds a live lease, or a local record is pending for less\n"
     "      than 60 s, try later\n";
 

@@ -62,8 +62,7 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done, or another idem-sweep is running (said on stderr with --verbose)\n"
-    "   1  error: a database error (the server out of resources too: disk full, out of\n"
-    "      memory, SQLSTATE class 53), the schema lacks migration 0003 (run idem-migrate\n"
+    "   1  error: a database error, the schema lacks migration 0003 (run idem-migrate\n"
     "      up), connected through a connection pooler (connect to the server directly),\n"
     "      connection settings that cannot work (a DSN that does not parse or holds a\n"
     "      value libpq refuses, a wrong password, a role or database that does not\n"
@@ -72,7 +71,9 @@ static const char usage_text[] =
     "      out of memory\n"
     "  64  usage error\n"
     "  75  database unavailable: no server answers (or not in time), connection lost,\n"
-    "      a serialization failure or deadlock, a statement timeout, or a table lock held\n"
+    "      the server out of resources (disk full, out of memory, too many connections:\n"
+    "      SQLSTATE class 53), a serialization failure or deadlock, a statement timeout,\n"
+    "      or a table lock held\n"
     "      longer than --lock-timeout (--dry-run too); the next run retries\n";
 
 typedef struct cli {

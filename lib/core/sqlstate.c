@@ -7,7 +7,8 @@
 #define MIGRATE "run `idem-migrate up` against this database"
 
 /* Every SQLSTATE with a class of its own, besides class 08 (connection exceptions, all
- * IDEM__SQLSTATE_DISCONNECT), and for the misconfigured ones what to fix. */
+ * IDEM__SQLSTATE_DISCONNECT) and class 53 (IDEM__SQLSTATE_RESOURCES), and for the misconfigured
+ * ones what to fix. */
 static const struct {
     const char *sqlstate;
     idem__sqlstate_class kind;
@@ -16,6 +17,7 @@ static const struct {
     {"57P01", IDEM__SQLSTATE_DISCONNECT, NULL}, /* admin_shutdown */
     {"57P02", IDEM__SQLSTATE_DISCONNECT, NULL}, /* crash_shutdown */
     {"57P03", IDEM__SQLSTATE_DISCONNECT, NULL}, /* cannot_connect_now: starting up */
+    {"57P05", IDEM__SQLSTATE_DISCONNECT, NULL}, /* idle_session_timeout: the session closed */
     {"40001", IDEM__SQLSTATE_RETRYABLE, NULL},  /* serialization_failure */
     {"40P01", IDEM__SQLSTATE_RETRYABLE, NULL},  /* deadlock_detected */
     {"55P03", IDEM__SQLSTATE_TIMEOUT, NULL},    /* lock_not_available: lock_timeout */
@@ -51,6 +53,8 @@ idem__sqlstate_class idem__sqlstate_classify(const char *s)
         return IDEM__SQLSTATE_OTHER;
     if (strncmp(s, "08", 2) == 0)
         return IDEM__SQLSTATE_DISCONNECT;
+    if (strncmp(s, "53", 2) == 0)
+        return IDEM__SQLSTATE_RESOURCES;
     i = find(s);
     return i >= 0 ? states[i].kind : IDEM__SQLSTATE_OTHER;
 }
@@ -81,6 +85,6 @@ int idem__sqlstate_is_transient(const char *s)
 {
     idem__sqlstate_class kind = idem__sqlstate_classify(s);
 
-    return kind == IDEM__SQLSTATE_DISCONNECT || kind == IDEM__SQLSTATE_RETRYABLE ||
-           kind == IDEM__SQLSTATE_TIMEOUT;
+    return kind == IDEM__SQLSTATE_DISCONNECT || kind == IDEM__SQLSTATE_RESOURCES ||
+           kind == IDEM__SQLSTATE_RETRYABLE || kind == IDEM__SQLSTATE_TIMEOUT;
 }

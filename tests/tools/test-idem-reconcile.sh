@@ -136,14 +136,14 @@ expect no_usage_role_names_grant err_contains "GRANT idem_operator TO idem_test_
 check noinherit_role 1 "$tool" --dsn "dbname=$db user=idem_test_noinherit_operator" list
 expect noinherit_role_names_grant err_contains "GRANT idem_operator TO idem_test_noinherit_operator"
 
-# A statement the server fails for want of its resources (class 53) or with 57P05 on a
-# connection still open is a database error (1), as the library classifies it, not
-# "unavailable" (75); a lost connection's or a deadlock's SQLSTATE is still 75.
+# A statement the server fails for want of its resources (class 53) or with 57P05 is
+# "unavailable" (75), as the library answers it; so are a lost connection's and a
+# deadlock's SQLSTATE.
 db=$(newdb resources)
 item "$db" acme op-1 expired 1 "-1 minute"
 for state in 53000 53100 53200 53300 57P05; do
     fail_updates "$db" idem.reconciliation_items "$state"
-    check "resources_$state" 1 "$tool" --dsn "dbname=$db" resolve acme op-1 --note x
+    check "resources_$state" 75 "$tool" --dsn "dbname=$db" resolve acme op-1 --note x
     expect "resources_${state}_says_so" err_contains "failed by the test"
 done
 for state in 40P01 08006; do

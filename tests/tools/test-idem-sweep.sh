@@ -166,13 +166,13 @@ check table_locked 75 "$tool" --dsn "dbname=$db" --lock-timeout 1
 release_lock
 
 # A statement the server fails for want of its resources (disk full, out of memory, too
-# many connections: class 53) or with 57P05 on a connection still open is a database error
-# (1), as the library classifies it, not "unavailable" (75): nothing is changed.
+# many connections: class 53) or with 57P05 is "unavailable" (75), as the library answers
+# it: nothing is changed.
 db=$(newdb resources)
 records "$db" r- 2 completed "-1 hour" "+1 day"
 for state in 53000 53100 53200 53300 57P05; do
     fail_updates "$db" idem.operations "$state"
-    check "resources_$state" 1 "$tool" --dsn "dbname=$db"
+    check "resources_$state" 75 "$tool" --dsn "dbname=$db"
     expect "resources_${state}_says_so" err_contains "failed by the test"
 done
 expect resources_changed_nothing test "$(count "$db" completed)" = 2

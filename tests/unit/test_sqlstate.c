@@ -34,11 +34,11 @@ ParameterizedTestParameters(sqlstate, each_code_has_one_class_for_library_and_to
         {"28P01", IDEM__SQLSTATE_ACCESS, 0},
         /* The tools took these for "try again later" where the library did not: the
          * library's classification holds for both. */
-        {"53000", IDEM__SQLSTATE_OTHER, 0}, /* insufficient_resources */
-        {"53100", IDEM__SQLSTATE_OTHER, 0}, /* disk_full */
-        {"53200", IDEM__SQLSTATE_OTHER, 0}, /* out_of_memory */
-        {"53300", IDEM__SQLSTATE_OTHER, 0}, /* too_many_connections */
-        {"57P05", IDEM__SQLSTATE_OTHER, 0}, /* idle_session_timeout */
+        {"53000", IDEM__SQLSTATE_RESOURCES, 1},  /* insufficient_resources */
+        {"53100", IDEM__SQLSTATE_RESOURCES, 1},  /* disk_full */
+        {"53200", IDEM__SQLSTATE_RESOURCES, 1},  /* out_of_memory */
+        {"53300", IDEM__SQLSTATE_RESOURCES, 1},  /* too_many_connections */
+        {"57P05", IDEM__SQLSTATE_DISCONNECT, 1}, /* idle_session_timeout */
         {"23505", IDEM__SQLSTATE_OTHER, 0},
         {"P0001", IDEM__SQLSTATE_OTHER, 0},
         {"", IDEM__SQLSTATE_OTHER, 0},
