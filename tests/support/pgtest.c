@@ -244,9 +244,8 @@ char *pgtest_new_migrated_database(const char *tag)
     return conninfo;
 }
 
-char *pgtest_new_example_database(const char *tag)
+void pgtest_example_setup(const char *conninfo)
 {
-    char *conninfo = pgtest_new_migrated_database(tag);
     PGconn *conn = pgtest_connect(conninfo);
     idem_error err = IDEM_ERROR_INIT;
     int rc = example_support_tasks_setup(conn, &err);
@@ -261,5 +260,12 @@ char *pgtest_new_example_database(const char *tag)
                               " idem_example TO " PGTEST_RECOVERER));
     PQfinish(conn);
     pgtest_distribute(conninfo, "idem_example.support_tasks");
+}
+
+char *pgtest_new_example_database(const char *tag)
+{
+    char *conninfo = pgtest_new_migrated_database(tag);
+
+    pgtest_example_setup(conninfo);
     return conninfo;
 }

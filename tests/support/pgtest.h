@@ -46,6 +46,11 @@ void pgtest_create_roles(PGconn *conn);
  * (row-level security does not run there yet). */
 char *pgtest_as(const char *conninfo, const char *role);
 
+/* In the migrated database @conninfo: the example tool's own table
+ * (idem_example.support_tasks, tools/example), on which PGTEST_APP may write, under Citus
+ * distributed by tenant. */
+void pgtest_example_setup(const char *conninfo);
+
 /* pgtest_new_migrated_database(tag), then the example tool's own table
  * (idem_example.support_tasks, tools/example), on which PGTEST_APP may write, under Citus
  * distributed by tenant: for tests
