@@ -227,6 +227,7 @@ static int run_actions(PGconn *conn, const idem__migration_file *f, const idem__
                        st->offset + a->offset};
 
         memcpy(text + alter->head_len, stmt + a->offset, a->len);
+        text[t.len] = '\0';
         rc = run_text(conn, f, &t, err);
     }
     free(text);
