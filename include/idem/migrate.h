@@ -21,6 +21,12 @@
  * ledger row is written after its last statement succeeded. Files are UTF-8 and run with
  * `search_path = idem` and `client_encoding = UTF8`.
  *
+ * On a Citus coordinator, an `ALTER TABLE` of several actions whose table Citus knows
+ * (distributed, reference or Citus local) is sent as one `ALTER TABLE` per action, in the
+ * order written (Citus refuses ADD CONSTRAINT beside other actions): in the file's
+ * transaction, so that the file still applies whole or not at all. A failing action's
+ * error names its own line. Elsewhere every statement runs as written.
+ *
  * Functions here take the caller's libpq connection, borrowed for the call. It must be
  * idle (not inside a transaction). Session settings the functions change are restored
  * before they return; settings a migration file itself changes with a plain SET stay on

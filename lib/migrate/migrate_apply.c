@@ -90,20 +90,36 @@ static void ledger_note(idem_error *err, const idem__migration_file *f)
     append_note(err, note);
 }
 
-/* "FILE:LINE: server message (detail)", LINE from the error's position in the statement
- * when the server gives one, else the statement's first line. */
+/* A text sent to the server and where its bytes stand in the file: its first head_len
+ * bytes at head_offset, the rest from tail_offset (a whole statement: head_len 0). */
+typedef struct sent_text {
+    const char *text;
+    size_t len;
+    size_t head_len;
+    size_t head_offset;
+    size_t tail_offset;
+} sent_text;
+
+static size_t file_offset(const sent_text *t, size_t byte)
+{
+    return byte < t->head_len ? t->head_offset + byte : t->tail_offset + (byte - t->head_len);
+}
+
+/* "FILE:LINE: server message (detail)", LINE from the error's position in the text when
+ * the server gives one, else the line where the text's own part starts (an action's, when
+ * the text is a head and an action). */
 static int statement_failed(idem_error *err, PGconn *conn, const PGresult *res,
-                            const idem__migration_file *f, const idem__sql_stmt *st)
+                            const idem__migration_file *f, const sent_text *t)
 {
     const char *pos = PQresultErrorField(res, PG_DIAG_STATEMENT_POSITION);
     const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
     const char *encoding = PQparameterStatus(conn, "server_encoding");
     int utf8 = encoding == NULL || strcmp(encoding, "SQL_ASCII") != 0;
-    size_t off = st->offset;
+    size_t off = file_offset(t, t->head_len);
     int rc;
 
     if (pos != NULL)
-        off += idem__sql_char_offset(f->sql + st->offset, st->len, atol(pos), utf8);
+        off = file_offset(t, idem__sql_char_offset(t->text, t->len, atol(pos), utf8));
     rc = idem__error_pg(err, conn, res, "%s:%u", f->name, idem__sql_line(f->sql, off));
     if (detail != NULL) {
         append_note(err, " (");
@@ -115,10 +131,10 @@ static int statement_failed(idem_error *err, PGconn *conn, const PGresult *res,
     return rc;
 }
 
-static int run_statement(PGconn *conn, const idem__migration_file *f, const idem__sql_stmt *st,
-                         idem_error *err)
+static int run_text(PGconn *conn, const idem__migration_file *f, const sent_text *t,
+                    idem_error *err)
 {
-    char *text = strndup(f->sql + st->offset, st->len);
+    char *text = strndup(t->text, t->len);
     PGresult *res;
     ExecStatusType status;
     int rc = 0;
@@ -134,13 +150,106 @@ static int run_statement(PGconn *conn, const idem__migration_file *f, const idem
         rc = idem__error_set(err, IDEM_EDB,
                              "%s:%u: COPY from STDIN or to STDOUT has no data in "
                              "a migration",
-                             f->name, idem__sql_line(f->sql, st->offset));
+                             f->name, idem__sql_line(f->sql, file_offset(t, 0)));
     } else if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK &&
                status != PGRES_EMPTY_QUERY) {
-        rc = statement_failed(err, conn, res, f, st);
+        rc = statement_failed(err, conn, res, f, t);
     }
     PQclear(res);
     free(text);
+    return rc;
+}
+
+/* Citus refuses some actions of an ALTER TABLE beside others on its tables (ADD
+ * CONSTRAINT; ADD COLUMN of a serial type or with a nextval() default) and says to issue
+ * each separately: on a Citus table each action is sent as an ALTER TABLE of its own, in
+ * the order written, in the same transaction. Elsewhere the statement runs as written. */
+static const char SQL_CITUS_INSTALLED[] =
+    "SELECT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus')";
+static const char SQL_CITUS_TABLE[] = "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition"
+                                      " WHERE logicalrelid = pg_catalog.to_regclass($1))";
+
+/* *out = the one boolean that sql (with at most one parameter, value) returns. */
+static int ask(int *out, PGconn *conn, const char *sql, const char *value,
+               const idem__migration_file *f, const idem__sql_stmt *st, idem_error *err)
+{
+    PGresult *res = PQexecParams(conn, sql, value != NULL, NULL, &value, NULL, NULL, 0);
+    int rc = 0;
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        rc = idem__error_pg(err, conn, res, "%s:%u: asking Citus about the table", f->name,
+                            idem__sql_line(f->sql, st->offset));
+    else
+        *out = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    return rc;
+}
+
+/* *out = 1 when the table that alter names is a Citus table. *citus caches whether the
+ * extension is installed (-1: not asked yet). */
+static int citus_table(int *out, PGconn *conn, const idem__migration_file *f,
+                       const idem__sql_stmt *st, const idem__alter_table *alter, int *citus,
+                       idem_error *err)
+{
+    char *name;
+    int rc = 0;
+
+    *out = 0;
+    if (*citus < 0)
+        rc = ask(citus, conn, SQL_CITUS_INSTALLED, NULL, f, st, err);
+    if (rc != 0 || !*citus)
+        return rc;
+    name = strndup(f->sql + st->offset + alter->name.offset, alter->name.len);
+    if (name == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "%s: out of memory", f->name);
+    rc = ask(out, conn, SQL_CITUS_TABLE, name, f, st, err);
+    free(name);
+    return rc;
+}
+
+/* Each action of alter as "ALTER TABLE name action", one after the other. */
+static int run_actions(PGconn *conn, const idem__migration_file *f, const idem__sql_stmt *st,
+                       const idem__alter_table *alter, idem_error *err)
+{
+    const char *stmt = f->sql + st->offset;
+    size_t max = 0;
+    char *text;
+    int rc = 0;
+
+    for (size_t i = 0; i < alter->count; i++)
+        max = alter->actions[i].len > max ? alter->actions[i].len : max;
+    if ((text = malloc(alter->head_len + max + 1)) == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "%s: out of memory", f->name);
+    memcpy(text, stmt, alter->head_len);
+    for (size_t i = 0; rc == 0 && i < alter->count; i++) {
+        const idem__sql_stmt *a = &alter->actions[i];
+        sent_text t = {text, alter->head_len + a->len, alter->head_len, st->offset,
+                       st->offset + a->offset};
+
+        memcpy(text + alter->head_len, stmt + a->offset, a->len);
+        text[t.len] = '\0';
+        rc = run_text(conn, f, &t, err);
+    }
+    free(text);
+    return rc;
+}
+
+/* One statement of the file; *citus as citus_table(). */
+static int run_statement(PGconn *conn, const idem__migration_file *f, const idem__sql_stmt *st,
+                         int *citus, idem_error *err)
+{
+    sent_text whole = {f->sql + st->offset, st->len, 0, st->offset, st->offset};
+    idem__alter_table alter;
+    int split = 0, rc = idem__sql_alter_table(&alter, whole.text, whole.len);
+
+    if (rc < 0)
+        return idem__error_set(err, rc, "%s: out of memory", f->name);
+    if (rc == 0)
+        return run_text(conn, f, &whole, err);
+    rc = citus_table(&split, conn, f, st, &alter, citus, err);
+    if (rc == 0)
+        rc = split ? run_actions(conn, f, st, &alter, err) : run_text(conn, f, &whole, err);
+    free(alter.actions);
     return rc;
 }
 
@@ -208,6 +317,7 @@ static int run_all(PGconn *conn, const idem__migration_file *f, int in_tx, long 
     idem__sql_stmt *stmts = NULL;
     size_t count = 0;
     long long start = (long long)idem__now_ms();
+    int citus = -1;
     int rc = idem__sql_split(&stmts, &count, f->sql, f->len);
 
     if (rc != 0)
@@ -215,7 +325,7 @@ static int run_all(PGconn *conn, const idem__migration_file *f, int in_tx, long 
     if (in_tx)
         rc = check_transactional(f, stmts, count, err);
     for (size_t i = 0; rc == 0 && i < count; i++) {
-        rc = run_statement(conn, f, &stmts[i], err);
+        rc = run_statement(conn, f, &stmts[i], &citus, err);
         if (rc == 0 && in_tx && PQtransactionStatus(conn) != PQTRANS_INTRANS)
             rc = idem__error_set(err, IDEM_EDB,
                                  "%s:%u: this statement ended the migration's transaction; a "

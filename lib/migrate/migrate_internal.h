@@ -59,6 +59,28 @@ typedef struct idem__sql_stmt {
  * malloc'd (NULL when none). */
 int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, size_t len);
 
+/* End of the lexical item of sql that starts at i (i < len), as PostgreSQL's lexer sees
+ * it: a comment, a quoted string or identifier (E'...' included), a dollar-quoted string,
+ * a word, or else one character. */
+size_t idem__sql_lex_end(const char *sql, size_t len, size_t i);
+
+/* An ALTER TABLE statement with several actions ("ALTER TABLE t ADD COLUMN a int, ADD
+ * CONSTRAINT c CHECK (...)"): Citus refuses some actions beside others on its tables, and
+ * the migration runner sends them one by one there (migrate_apply.c). Offsets are into the
+ * statement. */
+typedef struct idem__alter_table {
+    idem__sql_stmt name;     /* the table's name as written, "idem.operations" */
+    size_t head_len;         /* "ALTER TABLE [IF EXISTS] [ONLY] name [*] ", up to the first
+                                action */
+    idem__sql_stmt *actions; /* malloc'd; each action without its ',' or the final ';' */
+    size_t count;            /* >= 2 */
+} idem__alter_table;
+
+/* 1 when the statement stmt (len bytes) is an ALTER TABLE of one table with two actions or
+ * more (*out filled; free out->actions), 0 when it is not (*out untouched), or
+ * IDEM_ENOMEM. */
+int idem__sql_alter_table(idem__alter_table *out, const char *stmt, size_t len);
+
 /* 1-based line of byte offset in sql. */
 unsigned idem__sql_line(const char *sql, size_t offset);
 

@@ -30,17 +30,17 @@ static int is_word_char(unsigned char c)
     return is_word_start(c) || (c >= '0' && c <= '9') || c == '$';
 }
 
-/* End of a quoted stretch opening at i with quote q ('' doubles it; backslash escapes
+/* End of a quoted stretch of s opening at i with quote q ('' doubles it; backslash escapes
  * when backslashes is set, for E'...'). */
-static size_t skip_quoted(const scanner *sc, size_t i, char q, int backslashes)
+static size_t skip_quoted(const char *s, size_t len, size_t i, char q, int backslashes)
 {
     size_t j = i + 1;
 
-    while (j < sc->len) {
-        if (backslashes && sc->s[j] == '\\') {
+    while (j < len) {
+        if (backslashes && s[j] == '\\') {
             j += 2;
-        } else if (sc->s[j] == q) {
-            if (j + 1 < sc->len && sc->s[j + 1] == q)
+        } else if (s[j] == q) {
+            if (j + 1 < len && s[j + 1] == q)
                 j += 2;
             else
                 return j + 1;
@@ -48,20 +48,20 @@ static size_t skip_quoted(const scanner *sc, size_t i, char q, int backslashes)
             j++;
         }
     }
-    return sc->len;
+    return len;
 }
 
 /* Comments nest in PostgreSQL. */
-static size_t skip_block_comment(const scanner *sc, size_t i)
+static size_t skip_block_comment(const char *s, size_t len, size_t i)
 {
     size_t j = i + 2;
     int depth = 1;
 
-    while (j + 1 < sc->len) {
-        if (sc->s[j] == '/' && sc->s[j + 1] == '*') {
+    while (j + 1 < len) {
+        if (s[j] == '/' && s[j + 1] == '*') {
             depth++;
             j += 2;
-        } else if (sc->s[j] == '*' && sc->s[j + 1] == '/') {
+        } else if (s[j] == '*' && s[j + 1] == '/') {
             j += 2;
             if (--depth == 0)
                 return j;
@@ -69,37 +69,59 @@ static size_t skip_block_comment(const scanner *sc, size_t i)
             j++;
         }
     }
-    return sc->len;
+    return len;
 }
 
-static size_t skip_line_comment(const scanner *sc, size_t i)
+static size_t skip_line_comment(const char *s, size_t len, size_t i)
 {
-    const char *nl = memchr(sc->s + i, '\n', sc->len - i);
+    const char *nl = memchr(s + i, '\n', len - i);
 
-    return nl != NULL ? (size_t)(nl - sc->s) + 1 : sc->len;
+    return nl != NULL ? (size_t)(nl - s) + 1 : len;
 }
 
 /* Length of the dollar-quote tag ("$$", "$body$") opening at i, or 0 when there is none
  * ("$1" is a parameter). */
-static size_t dollar_tag_len(const scanner *sc, size_t i)
+static size_t dollar_tag_len(const char *s, size_t len, size_t i)
 {
     size_t j = i + 1;
 
-    if (j < sc->len && sc->s[j] == '$')
+    if (j < len && s[j] == '$')
         return 2;
-    if (j >= sc->len || !is_word_start((unsigned char)sc->s[j]))
+    if (j >= len || !is_word_start((unsigned char)s[j]))
         return 0;
-    while (j < sc->len && is_word_char((unsigned char)sc->s[j]) && sc->s[j] != '$')
+    while (j < len && is_word_char((unsigned char)s[j]) && s[j] != '$')
         j++;
-    return j < sc->len && sc->s[j] == '$' ? j - i + 1 : 0;
+    return j < len && s[j] == '$' ? j - i + 1 : 0;
 }
 
-static size_t skip_dollar_quoted(const scanner *sc, size_t i, size_t tag_len)
+static size_t skip_dollar_quoted(const char *s, size_t len, size_t i, size_t tag_len)
 {
-    for (size_t j = i + tag_len; j + tag_len <= sc->len; j++)
-        if (memcmp(sc->s + j, sc->s + i, tag_len) == 0)
+    for (size_t j = i + tag_len; j + tag_len <= len; j++)
+        if (memcmp(s + j, s + i, tag_len) == 0)
             return j + tag_len;
-    return sc->len;
+    return len;
+}
+
+size_t idem__sql_lex_end(const char *s, size_t len, size_t i)
+{
+    unsigned char c = (unsigned char)s[i];
+    size_t j = i;
+
+    if (c == '-' && i + 1 < len && s[i + 1] == '-')
+        return skip_line_comment(s, len, i);
+    if (c == '/' && i + 1 < len && s[i + 1] == '*')
+        return skip_block_comment(s, len, i);
+    if (c == '\'' || c == '"')
+        return skip_quoted(s, len, i, (char)c, 0);
+    if (c == '$' && dollar_tag_len(s, len, i) > 0)
+        return skip_dollar_quoted(s, len, i, dollar_tag_len(s, len, i));
+    if (!is_word_char(c) || c == '$')
+        return i + 1;
+    while (j < len && is_word_char((unsigned char)s[j]))
+        j++;
+    if (j - i == 1 && (c == 'e' || c == 'E') && j < len && s[j] == '\'')
+        return skip_quoted(s, len, j, '\'', 1);
+    return j;
 }
 
 static int word_is(const char *w, size_t n, const char *keyword)
@@ -137,27 +159,16 @@ static void track_word(scanner *sc, const char *w, size_t n)
 static size_t scan_token(scanner *sc, size_t i)
 {
     unsigned char c = (unsigned char)sc->s[i];
-    size_t j = i;
+    size_t end = idem__sql_lex_end(sc->s, sc->len, i);
 
-    if (c == '\'')
-        return skip_quoted(sc, i, '\'', 0);
-    if (c == '"')
-        return skip_quoted(sc, i, '"', 0);
-    if (c == '$' && dollar_tag_len(sc, i) > 0)
-        return skip_dollar_quoted(sc, i, dollar_tag_len(sc, i));
     if (c == '(')
         sc->paren_depth++;
     if (c == ')' && sc->paren_depth > 0)
         sc->paren_depth--;
-    if (!is_word_char(c) || c == '$')
-        return i + 1;
-    while (j < sc->len && is_word_char((unsigned char)sc->s[j]))
-        j++;
-    if (j - i == 1 && (c == 'e' || c == 'E') && j < sc->len && sc->s[j] == '\'')
-        return skip_quoted(sc, j, '\'', 1);
-    if (is_word_start(c))
-        track_word(sc, sc->s + i, j - i);
-    return j;
+    /* a word, not the E of an E'...' string */
+    if (is_word_start(c) && is_word_char((unsigned char)sc->s[end - 1]))
+        track_word(sc, sc->s + i, end - i);
+    return end;
 }
 
 static int push_stmt(idem__sql_stmt **list, size_t *count, size_t *cap, size_t start, size_t end)
@@ -196,9 +207,9 @@ int idem__sql_split(idem__sql_stmt **out, size_t *out_count, const char *sql, si
         if (is_space(sql[i])) {
             i++;
         } else if (sql[i] == '-' && i + 1 < len && sql[i + 1] == '-') {
-            i = skip_line_comment(&sc, i);
+            i = idem__sql_lex_end(sql, len, i);
         } else if (sql[i] == '/' && i + 1 < len && sql[i + 1] == '*') {
-            i = skip_block_comment(&sc, i);
+            i = idem__sql_lex_end(sql, len, i);
         } else if (sql[i] == ';' && sc.paren_depth == 0 && sc.begin_depth == 0) {
             if (in_stmt)
                 rc = push_stmt(&list, &count, &cap, start, i + 1);

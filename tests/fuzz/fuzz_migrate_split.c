@@ -10,7 +10,11 @@
  *   ';' only: it splits into no statement ("comment-only stretches are not statements");
  * - a statement's text is one statement: split again, it gives itself whole;
  * - idem__sql_no_transaction() answers 0 or 1, and 1 only when the marker line comes
- *   before the first statement.
+ *   before the first statement;
+ * - idem__sql_alter_table() on each statement: when it answers 1, the name lies in the head,
+ *   the actions (two or more) follow it in order without overlapping, inside the
+ *   statement, each but the last followed by its ',' after blanks, and the head with any
+ *   one action is one statement for the splitter.
  * Built with libFuzzer (-Dfuzzing=true, clang) or with standalone.c (any compiler). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,6 +65,40 @@ static unsigned line_of(const char *sql, size_t offset)
     return line;
 }
 
+/* The properties of idem__sql_alter_table() on the statement stmt (len bytes). */
+static void check_alter(const char *stmt, size_t len)
+{
+    idem__alter_table t;
+    int rc = idem__sql_alter_table(&t, stmt, len);
+    size_t end;
+    char *piece;
+
+    check(rc == 0 || rc == 1);
+    if (rc == 0)
+        return;
+    check(t.count >= 2 && t.actions != NULL);
+    check(t.head_len > 0 && t.head_len <= len && t.name.len > 0 &&
+          t.name.offset + t.name.len <= t.head_len);
+    check(t.actions[0].offset == t.head_len);
+    end = t.head_len;
+    for (size_t i = 0; i < t.count; i++) {
+        const idem__sql_stmt *a = &t.actions[i];
+        size_t after = a->offset + a->len;
+
+        check(a->offset >= end && after <= len);
+        while (i + 1 < t.count && after < len && memchr(" \t\n\r\f\v", stmt[after], 6) != NULL)
+            after++;
+        check(i + 1 == t.count || (after < len && stmt[after] == ','));
+        check((piece = malloc(t.head_len + a->len + 1)) != NULL);
+        memcpy(piece, stmt, t.head_len);
+        memcpy(piece + t.head_len, stmt + a->offset, a->len);
+        check(count_statements(piece, t.head_len + a->len) == 1);
+        free(piece);
+        end = after;
+    }
+    free(t.actions);
+}
+
 static void check_statements(const char *sql, size_t size, const idem__sql_stmt *stmts,
                              size_t count)
 {
@@ -77,6 +115,7 @@ static void check_statements(const char *sql, size_t size, const idem__sql_stmt 
         check(idem__sql_line(sql, st->offset) == line_of(sql, st->offset));
         check(count_statements(sql + end, st->offset - end) == 0);
         check(count_statements(sql + st->offset, st->len) == 1);
+        check_alter(sql + st->offset, st->len);
         end = st->offset + st->len;
     }
     check(count_statements(sql + end, size - end) == 0);

@@ -171,6 +171,64 @@ static void citus_database(const char *name, const char *workers)
     PQfinish(serial); /* releases the lock */
 }
 
+/* The Citus databases this process made, dropped on every node when it exits: a Citus
+ * database keeps its maintenance daemon, and the daemon its connections to every node,
+ * until it is dropped, and the suite makes one per test (each test is a process). A child
+ * after fork() drops only its own. */
+#define MAX_MADE 32
+static struct {
+    char name[64];
+    pid_t pid;
+} made[MAX_MADE];
+static size_t nmade;
+
+/* Best effort, at exit: no test fails here, and a server a test stopped is passed over. */
+static void drop_on_node(const char *node, const char *name)
+{
+    char conninfo[256], sql[128];
+    const char *colon = node != NULL ? strrchr(node, ':') : NULL;
+    PGconn *conn;
+
+    if (node == NULL)
+        snprintf(conninfo, sizeof(conninfo), "dbname=postgres connect_timeout=10");
+    else
+        snprintf(conninfo, sizeof(conninfo), "host=%.*s port=%s dbname=postgres connect_timeout=10",
+                 (int)(colon != NULL ? colon - node : 0), node, colon != NULL ? colon + 1 : "");
+    conn = PQconnectdb(conninfo);
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", name);
+    if (PQstatus(conn) == CONNECTION_OK)
+        PQclear(PQexec(conn, sql));
+    PQfinish(conn);
+}
+
+static void drop_made_databases(void)
+{
+    const char *workers = pgtest_citus_workers();
+
+    for (size_t i = 0; workers != NULL && i < nmade; i++) {
+        char *list, *save = NULL;
+
+        if (made[i].pid != getpid() || (list = strdup(workers)) == NULL)
+            continue;
+        drop_on_node(NULL, made[i].name); /* first: it stops the maintenance daemon */
+        for (char *w = strtok_r(list, ",", &save); w != NULL; w = strtok_r(NULL, ",", &save))
+            drop_on_node(w, made[i].name);
+        free(list);
+    }
+}
+
+static void drop_at_exit(const char *name)
+{
+    static int registered;
+
+    if (!registered && atexit(drop_made_databases) == 0)
+        registered = 1;
+    if (registered && nmade < MAX_MADE) {
+        snprintf(made[nmade].name, sizeof(made[nmade].name), "%s", name);
+        made[nmade++].pid = getpid();
+    }
+}
+
 char *pgtest_new_database(const char *tag)
 {
     static unsigned counter;
@@ -187,8 +245,10 @@ char *pgtest_new_database(const char *tag)
     res = pgtest_exec(admin, sql);
     PQclear(res);
     PQfinish(admin);
-    if (pgtest_citus_workers() != NULL)
+    if (pgtest_citus_workers() != NULL) {
+        drop_at_exit(name);
         citus_database(name, pgtest_citus_workers());
+    }
     len = strlen(name) + 16;
     conninfo = malloc(len);
     cr_assert_not_null(conninfo);
@@ -288,9 +348,8 @@ char *pgtest_new_migrated_database(const char *tag)
     return conninfo;
 }
 
-char *pgtest_new_example_database(const char *tag)
+void pgtest_example_setup(const char *conninfo)
 {
-    char *conninfo = pgtest_new_migrated_database(tag);
     PGconn *conn = pgtest_connect(conninfo);
     idem_error err = IDEM_ERROR_INIT;
     int rc = example_support_tasks_setup(conn, &err);
@@ -305,5 +364,12 @@ char *pgtest_new_example_database(const char *tag)
                               " idem_example TO " PGTEST_RECOVERER));
     PQfinish(conn);
     pgtest_distribute(conninfo, "idem_example.support_tasks");
+}
+
+char *pgtest_new_example_database(const char *tag)
+{
+    char *conninfo = pgtest_new_migrated_database(tag);
+
+    pgtest_example_setup(conninfo);
     return conninfo;
 }

@@ -20,7 +20,9 @@ void pgtest_distribute(const char *conninfo, const char *table);
 /* Create an empty database with a unique name for this test; returns its conninfo
  * (malloc'd, caller frees). The database is left behind for the cluster's removal. Under
  * Citus (IDEM_CITUS_WORKERS) it is a Citus database: the extension created on the
- * coordinator and in a database of the same name on every worker, the workers added. */
+ * coordinator and in a database of the same name on every worker, the workers added; and
+ * it is dropped on every node when the process that made it exits (each test runs in a
+ * process of its own), so that its maintenance daemon's connections end with the test. */
 char *pgtest_new_database(const char *tag);
 
 /* pgtest_new_database(tag), then every embedded migration applied through
@@ -62,6 +64,11 @@ void pgtest_create_roles(PGconn *conn);
 /* @conninfo connecting as @role (malloc'd, caller frees); under Citus as the superuser
  * (row-level security does not run there yet). */
 char *pgtest_as(const char *conninfo, const char *role);
+
+/* In the migrated database @conninfo: the example tool's own table
+ * (idem_example.support_tasks, tools/example), on which PGTEST_APP may write, under Citus
+ * distributed by tenant. */
+void pgtest_example_setup(const char *conninfo);
 
 /* pgtest_new_migrated_database(tag), then the example tool's own table
  * (idem_example.support_tasks, tools/example), on which PGTEST_APP may write, under Citus

@@ -1,0 +1,158 @@
+/* Upgrading a schema from each earlier version. Under Citus (tools/run test --citus) the
+ * schema is distributed at that version first, as a deployment that ran `idem-migrate
+ * distribute` then and upgrades now: the migrations after it must apply to distributed
+ * tables (Citus takes some ALTER TABLE actions only one at a time). Then the upgraded
+ * schema is distributed again, as README says to after an upgrade, and serves calls: a
+ * local effect and its replay, an external effect through its lease. On plain PostgreSQL
+ * the same upgrades, without the distribution. Every migration found is covered: the
+ * versions come from the embedded files. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "migrate_internal.h"
+#include "migratetest.h"
+#include "storetest.h"
+
+#define MAX_VERSIONS 256
+
+/* Each embedded version but the newest: the versions a schema can be upgraded from. */
+ParameterizedTestParameters(migrate_upgrade, schema_of_each_earlier_version_upgrades_and_serves)
+{
+    static int versions[MAX_VERSIONS];
+    idem__migration_set set = {NULL, 0};
+    idem_error err = IDEM_ERROR_INIT;
+    size_t n = 0;
+
+    if (idem__migration_set_load(&set, NULL, &err) != 0)
+        cr_log_error("loading the embedded migrations: %s", err.message);
+    for (size_t i = 0; i + 1 < set.count && n < MAX_VERSIONS; i++)
+        versions[n++] = set.files[i].version;
+    idem__migration_set_clear(&set);
+    return cr_make_param_array(int, versions, n);
+}
+
+static void up(const char *conninfo, int to_version)
+{
+    PGconn *conn = pgtest_connect(conninfo);
+    idem_error err = IDEM_ERROR_INIT;
+    int rc = idem_migrate_up(conn, to_version, NULL, &err);
+
+    cr_assert_eq(rc, 0, "up --to %d: %s: %s", to_version, idem_err_name(rc), err.message);
+    if (to_version == 0) {
+        rc = idem_migrate_check(conn, &err);
+        cr_assert_eq(rc, 0, "check after the upgrade: %s: %s", idem_err_name(rc), err.message);
+        pgtest_create_roles(conn);
+    }
+    PQfinish(conn);
+}
+
+/* A local effect creates, and its retry replays. */
+static void local_call(void)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT, again = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(storetest_create_task(&out, "acme", "op-1", "{\"subject\":\"s\"}", &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(storetest_create_task(&again, "acme", "op-1", "{\"subject\":\"s\"}", &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(again.status, IDEM_STATUS_REPLAYED);
+    cr_assert_str_eq(again.receipt, out.receipt);
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
+    idem_outcome_clear(&again);
+}
+
+/* An external effect takes its lease, completes, and its retry replays. */
+static void external_call(void)
+{
+    idem_external *ext = NULL;
+    idem_external_attempt *a = NULL;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-2", "{\"to\":\"x\"}");
+    json_t *response = json_pack("{s:s}", "message_id", "m-1");
+
+    req.tool = "send_email";
+    req.payload_version = 1;
+    cr_assert_eq(idem_external_new(&ext, fx.store, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_external_begin(&a, &out, ext, &req, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_IN_PROGRESS);
+    cr_assert_eq(idem_external_complete(&out, a, "m-1", response, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    idem_external_attempt_free(a);
+    a = NULL;
+    cr_assert_eq(idem_external_begin(&a, &out, ext, &req, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_null(a);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem.external_attempts"), 1);
+    idem_outcome_clear(&out);
+    json_decref(response);
+    idem_external_free(ext);
+}
+
+ParameterizedTest(int *version, migrate_upgrade, schema_of_each_earlier_version_upgrades_and_serves,
+                  .timeout = 300)
+{
+    fx.conninfo = pgtest_new_database("upgrade");
+    up(fx.conninfo, *version);
+    pgtest_distribute(fx.conninfo, NULL); /* under Citus; the schema of that version */
+    up(fx.conninfo, 0);
+    pgtest_distribute(fx.conninfo, NULL); /* the tables the upgrade added */
+    pgtest_example_setup(fx.conninfo);
+    fx.check = pgtest_connect(fx.conninfo);
+    storetest_open(NULL, 2);
+    local_call();
+    external_call();
+    storetest_fini();
+}
+
+static const char TABLE_SQL[] =
+    "CREATE TABLE t (tenant text NOT NULL, n int, CONSTRAINT t_pkey PRIMARY KEY (tenant));\n";
+/* A syntax error on line 6, in the action that starts on line 5. */
+static const char BROKEN_SQL[] = "-- two actions that apply, and a third that fails\n"
+                                 "ALTER TABLE t\n"
+                                 "    ADD COLUMN a int,\n"
+                                 "    ADD CONSTRAINT a_positive CHECK (a > 0),\n"
+                                 "    ADD CONSTRAINT b_positive\n"
+                                 "        CHECK (a > > 0);\n";
+static const char FIXED_SQL[] = "ALTER TABLE t ADD COLUMN a int, ADD CONSTRAINT a_positive CHECK "
+                                "(a > 0);\n";
+
+/* An ALTER TABLE of several actions on a table that is distributed (under Citus; a plain
+ * table otherwise) applies whole, or not at all: a failing action names its own line, and
+ * the actions before it are rolled back with the file. */
+Test(migrate_upgrade, alter_table_of_several_actions_applies_whole_or_names_the_failing_line,
+     .timeout = 120)
+{
+    char *ci = pgtest_new_database("alter");
+    PGconn *conn = pgtest_connect(ci);
+    char *dir = migratetest_make_dir();
+    idem_migrate_options o = migratetest_dir_options(dir);
+    idem_error err = IDEM_ERROR_INIT;
+    PGresult *res;
+
+    migratetest_write_file(dir, "0001_t.sql", TABLE_SQL);
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    if (pgtest_citus_workers() != NULL)
+        PQclear(pgtest_exec(conn, "SELECT create_distributed_table('idem.t', 'tenant')"));
+    migratetest_write_file(dir, "0002_alter.sql", BROKEN_SQL);
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), IDEM_EDB, "%s", err.message);
+    cr_assert_eq(strncmp(err.message, "0002_alter.sql:6: ", 18), 0, "%s", err.message);
+    cr_assert_str_eq(err.sqlstate, "42601");
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                                     "'idem.t'::regclass AND attname = 'a'"),
+                 0, "the actions before the failing one are rolled back");
+    migratetest_write_file(dir, "0002_alter.sql", FIXED_SQL);
+    cr_assert_eq(idem_migrate_up(conn, 0, &o, &err), 0, "%s", err.message);
+    res = PQexec(conn, "INSERT INTO idem.t (tenant, a) VALUES ('acme', -1)");
+    cr_assert_str_eq(PQresultErrorField(res, PG_DIAG_SQLSTATE), "23514",
+                     "the check reaches the rows: %s", PQresultErrorMessage(res));
+    PQclear(res);
+    migratetest_remove_dir(dir);
+    PQfinish(conn);
+    free(ci);
+}
