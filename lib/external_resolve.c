@@ -11,12 +11,13 @@
 #include "reconcile_internal.h"
 
 /* $1 tenant, $2 operation_id, $3 'completed' or 'failed', $4 the receipt (binary), $5
- * provider_ref, $6 note, $7 by. Only an external record that is outcome_unknown, or pending
- * without a live lease, changes; or a local record left pending (stalled_pending,
+ * provider_ref, $6 note, $7 by (resolver_name()). Only an external record that is outcome_unknown,
+ * or pending without a live lease, changes; or a local record left pending (stalled_pending,
  * reconcile.h), whose resolution is kept as a resolved item of that kind even when none was
  * recorded. Returns whether it changed, how many items were resolved, and the record as it
  * was (state, external, lease live, stalled) to say why not. */
 #define STALLED IDEM__STALLED_SQL("o")
+
 static const char SQL_RESOLVE[] =
     "WITH target AS (SELECT o.state, o.attempts IS NOT NULL AS external,"
     " (o.lease_expires_at IS NOT NULL AND o.lease_expires_at > now()) AS live,"
@@ -33,13 +34,13 @@ static const char SQL_RESOLVE[] =
     " box AS (UPDATE idem.outbox b SET state = $3, updated_at = now() FROM done"
     " WHERE b.tenant = $1 AND b.operation_id = $2),"
     " items AS (UPDATE idem.reconciliation_items r SET resolved_at = now(),"
-    " resolved_by = coalesce($7, current_user::text), note = $6 FROM done"
+    " resolved_by = $7, note = $6 FROM done"
     " WHERE done.external AND r.tenant = $1 AND r.operation_id = $2 AND r.resolved_at IS NULL"
     " AND r.kind IN ('outcome_unknown', 'outbox_exhausted', 'lease_lost') RETURNING 1),"
     " stalled AS (INSERT INTO idem.reconciliation_items AS r (tenant, operation_id, kind, tool,"
     " fingerprint, fingerprint_matches, resolved_at, resolved_by, note)"
     " SELECT $1, $2, '" IDEM__RECONCILE_STALLED "', done.tool, done.fingerprint, true, now(),"
-    " coalesce($7, current_user::text), $6 FROM done WHERE NOT done.external"
+    " $7, $6 FROM done WHERE NOT done.external"
     " ON CONFLICT (tenant, operation_id, kind) DO UPDATE SET resolved_at = EXCLUDED.resolved_at,"
     " resolved_by = EXCLUDED.resolved_by, note = EXCLUDED.note RETURNING 1)"
     " SELECT (SELECT count(*) FROM done),"
@@ -136,6 +137,27 @@ static int refused(const PGresult *res, const char *tenant, const char *operatio
                            operation_id, PQgetvalue(res, 0, 2));
 }
 
+/* Who resolves: @by, or else the database role, read first (Citus refuses a function that
+ * is not immutable inside COALESCE in these statements). @name holds the role. */
+static int resolver_name(const char **out, char *name, size_t size, PGconn *conn, const char *by,
+                         idem_error *err)
+{
+    PGresult *res = NULL;
+    int rc;
+
+    *out = by;
+    if (by != NULL)
+        return 0;
+    rc = idem__pg_exec(&res, conn, "SELECT current_user::text", 0, NULL, NULL, NULL, 0,
+                       "reading the resolving role", err);
+    if (rc != 0)
+        return rc;
+    snprintf(name, size, "%s", PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "");
+    PQclear(res);
+    *out = name;
+    return 0;
+}
+
 int idem_external_resolve(PGconn *conn, const char *tenant, const char *operation_id,
                           const idem_resolution *r, idem_error *err)
 {
@@ -145,6 +167,7 @@ int idem_external_resolve(PGconn *conn, const char *tenant, const char *operatio
     char *receipt = NULL;
     size_t len = 0;
     PGresult *res = NULL;
+    char role[IDEM_RECONCILE_BY_MAX + 1];
     int rc;
 
     err = err != NULL ? err : &local;
@@ -162,7 +185,10 @@ int idem_external_resolve(PGconn *conn, const char *tenant, const char *operatio
     formats[3] = 1;
     values[4] = r->provider_ref;
     values[5] = r->note;
-    values[6] = r->by;
+    if ((rc = resolver_name(&values[6], role, sizeof(role), conn, r->by, err)) != 0) {
+        free(receipt);
+        return rc;
+    }
     rc = idem__tenant_pg_exec(&res, conn, tenant, SQL_RESOLVE, 7, values, lengths, formats, 0,
                               "resolving the external operation", err);
     free(receipt);

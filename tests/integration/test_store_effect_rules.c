@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "records.h"
 #include "storetest.h"
 
 TestSuite(store_effect_rules, .init = storetest_init, .fini = storetest_fini, .timeout = 240);
@@ -17,7 +18,7 @@ TestSuite(store_effect_rules, .init = storetest_init, .fini = storetest_fini, .t
 
 /* Writes a task, then runs ctx's statement (an effect_sql), ignoring how it went. */
 typedef struct effect_sql {
-    char sql[96];
+    char sql[160];
     int rc;   /* what idem_tx_exec() returned for it */
     int runs; /* how many times the effect ran */
 } effect_sql;
@@ -280,7 +281,7 @@ Test(store_effect_rules, an_unknown_effect_result_is_named_as_such)
 /* What an effect does to the tenant setting, to row-level security or to its own claim,
  * in ways no statement text shows, and what the finishing statement's guard says of it. */
 typedef struct guard_case {
-    char sql[96];
+    char sql[160];
     char says[48]; /* in the call's message */
 } guard_case;
 
@@ -293,7 +294,7 @@ ParameterizedTestParameters(store_effect_rules, an_effect_that_breaks_its_record
          "changed idem.tenant"},
         {"SELECT set_config('row_security', 'off', true)", "turned row_security off"},
         {"DELETE FROM idem.operations WHERE operation_id = 'op-guard'", "claimed record"},
-        {"UPDATE idem.operations SET claim_token = gen_random_uuid()"
+        {"UPDATE idem.operations SET claim_token = '00000000-0000-4000-8000-000000000000'"
          " WHERE operation_id = 'op-guard'",
          "claimed record"},
     };
@@ -302,7 +303,9 @@ ParameterizedTestParameters(store_effect_rules, an_effect_that_breaks_its_record
 
 /* The effect's write and the claim roll back together; the call ends effect_failed, field
  * sql, in the guard's words; the key stays free, and a retry with a well-behaved effect
- * creates once. */
+ * creates once. On Citus set_config() in a statement without a table changes only the
+ * coordinator's session, never the workers' where the effect's rows and the record are
+ * written: the call may then create, with its write and its record committed together. */
 ParameterizedTest(guard_case *c, store_effect_rules,
                   an_effect_that_breaks_its_record_commits_nothing)
 {
@@ -310,11 +313,19 @@ ParameterizedTest(guard_case *c, store_effect_rules,
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
     idem_request req = storetest_request("acme", "op-guard", "{\"subject\":\"s\"}");
+    int rc;
 
     snprintf(e.sql, sizeof(e.sql), "%s", c->sql);
     storetest_open(NULL, 1);
-    cr_assert_eq(idem_store_execute(&out, fx.store, &req, write_then_run, &e, &err), IDEM_EEFFECT,
-                 "%s: %s", c->sql, err.message);
+    rc = idem_store_execute(&out, fx.store, &req, write_then_run, &e, &err);
+    if (rc == 0 && pgtest_citus_workers() != NULL && strstr(c->sql, "set_config") != NULL) {
+        cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+        cr_assert_eq(storetest_tasks(), 1, "%s: the write commits with its record", c->sql);
+        cr_assert_eq(records_count(fx.check, "completed"), 1, "%s", c->sql);
+        idem_outcome_clear(&out);
+        return;
+    }
+    cr_assert_eq(rc, IDEM_EEFFECT, "%s: %s", c->sql, err.message);
     cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED, "%s: %s", c->sql, err.message);
     cr_assert_eq(e.rc, 0, "%s runs", c->sql);
     cr_assert_str_eq(err.field, "sql");
