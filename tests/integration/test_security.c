@@ -66,15 +66,6 @@ static PGresult *tenant_tables(void)
     return res;
 }
 
-static PGconn *connect_as(const char *role)
-{
-    char *conninfo = pgtest_as(fx.conninfo, role);
-    PGconn *conn = pgtest_connect(conninfo);
-
-    free(conninfo);
-    return conn;
-}
-
 /* Rows of @table that @conn sees, with @where ("" or " WHERE ..."). */
 static long count_rows(PGconn *conn, const char *table, const char *where)
 {
@@ -101,7 +92,7 @@ Test(security, app_role_without_a_tenant_sees_no_row_of_any_tenant_table)
 {
     seed_two_tenants();
     PGresult *tables = tenant_tables();
-    PGconn *app = connect_as(PGTEST_APP);
+    PGconn *app = pgtest_connect_as(fx.conninfo, PGTEST_APP);
 
     for (int i = 0; i < PQntuples(tables); i++) {
         const char *t = PQgetvalue(tables, i, 0);
@@ -125,7 +116,7 @@ Test(security, app_role_in_tenant_a_cannot_read_change_or_delete_tenant_b_rows)
 {
     seed_two_tenants();
     PGresult *tables = tenant_tables();
-    PGconn *app = connect_as(PGTEST_APP);
+    PGconn *app = pgtest_connect_as(fx.conninfo, PGTEST_APP);
 
     for (int i = 0; i < PQntuples(tables); i++) {
         const char *t = PQgetvalue(tables, i, 0);
@@ -157,7 +148,7 @@ Test(security, app_role_in_tenant_a_cannot_read_change_or_delete_tenant_b_rows)
 Test(security, app_role_cannot_insert_a_row_for_another_tenant)
 {
     seed_two_tenants();
-    PGconn *app = connect_as(PGTEST_APP);
+    PGconn *app = pgtest_connect_as(fx.conninfo, PGTEST_APP);
 
     begin_as_a(app);
     refused(app,
@@ -182,7 +173,7 @@ Test(security, app_role_cannot_insert_a_row_for_another_tenant)
 
 Test(security, app_role_cannot_change_the_schema)
 {
-    PGconn *app = connect_as(PGTEST_APP);
+    PGconn *app = pgtest_connect_as(fx.conninfo, PGTEST_APP);
 
     refused(app, "CREATE TABLE idem.mine (a int)", "42501");
     refused(app, "ALTER TABLE idem.operations DISABLE ROW LEVEL SECURITY", "42501");
@@ -205,7 +196,7 @@ Test(security, roles_read_the_ledger_to_check_the_schema_but_cannot_change_it)
     idem_error err = IDEM_ERROR_INIT;
 
     for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
-        PGconn *conn = connect_as(roles[i]);
+        PGconn *conn = pgtest_connect_as(fx.conninfo, roles[i]);
 
         cr_assert_eq(idem_migrate_check(conn, &err), 0, "%s: %s", roles[i], err.message);
         cr_assert_eq(idem_migrate_up(conn, 0, NULL, &err), 0, "%s: %s", roles[i], err.message);
@@ -292,7 +283,7 @@ Test(security, sweeper_role_sweeps_every_tenant_but_inserts_nothing_and_reads_no
     seed_two_tenants();
     PQclear(pgtest_exec(fx.check, "UPDATE idem.operations SET expires_at = now() - interval '1h',"
                                   " forget_at = now() + interval '1h'"));
-    sweeper = connect_as(PGTEST_SWEEPER);
+    sweeper = pgtest_connect_as(fx.conninfo, PGTEST_SWEEPER);
     cr_assert_eq(idem_sweep_run(&result, sweeper, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(result.expired, 2, "both tenants' records: %llu", result.expired);
     cr_assert_eq(result.late_retries, 2, "both tenants' items");
@@ -322,7 +313,7 @@ Test(security, operator_role_lists_every_tenant_and_inserts_or_deletes_nothing)
     PGconn *op;
 
     seed_two_tenants();
-    op = connect_as(PGTEST_OPERATOR);
+    op = pgtest_connect_as(fx.conninfo, PGTEST_OPERATOR);
     cr_assert_eq(idem_reconcile_list(&items, op, &filter, &err), 0, "%s", err.message);
     cr_assert_eq(idem_reconcile_items_count(items), 2);
     idem_reconcile_items_free(items);
@@ -348,7 +339,7 @@ Test(security, app_role_reads_its_own_tenant_through_the_lent_connection_calls)
     PGconn *app;
 
     seed_two_tenants();
-    app = connect_as(PGTEST_APP);
+    app = pgtest_connect_as(fx.conninfo, PGTEST_APP);
     /* Across tenants the application role sees nothing: no row, never everything. */
     cr_assert_eq(idem_reconcile_list(&items, app, &filter, &err), 0, "%s", err.message);
     cr_assert_eq(idem_reconcile_items_count(items), 0);

@@ -50,15 +50,6 @@ static idem_reconcile_items *stalled_items(PGconn *conn, const char *op)
     return items;
 }
 
-static PGconn *connect_as(const char *role)
-{
-    char *ci = pgtest_as(fx.conninfo, role);
-    PGconn *conn = pgtest_connect(ci);
-
-    free(ci);
-    return conn;
-}
-
 static int retry(idem_outcome *out, effect_counter *runs, const char *op, idem_error *err)
 {
     idem_request req = storetest_request("acme", op, ARGS);
@@ -87,7 +78,7 @@ Test(store_stalled, a_request_for_a_stalled_key_answers_outcome_unknown_and_reco
     }
     cr_assert_eq(runs.runs, 0, "the effect may have committed: it never runs again");
     cr_assert_eq(storetest_tasks(), 1);
-    oper = connect_as(PGTEST_OPERATOR);
+    oper = pgtest_connect_as(fx.conninfo, PGTEST_OPERATOR);
     items = stalled_items(oper, "op-stalled");
     cr_assert_eq(idem_reconcile_items_count(items), 1);
     cr_assert_eq(idem_reconcile_items_at(items, 0)->count, 2, "one item, counting the requests");
@@ -134,7 +125,7 @@ Test(store_stalled, it_is_listed_and_resolved_as_completed_without_running_again
 
     storetest_open(NULL, 2);
     leave_pending("op-listed", "5 minutes");
-    oper = connect_as(PGTEST_OPERATOR);
+    oper = pgtest_connect_as(fx.conninfo, PGTEST_OPERATOR);
     items = stalled_items(oper, "op-listed");
     cr_assert_eq(idem_reconcile_items_count(items), 1, "listed before any request");
     it = idem_reconcile_items_at(items, 0);

@@ -307,6 +307,15 @@ char *pgtest_as(const char *conninfo, const char *role)
     return s;
 }
 
+PGconn *pgtest_connect_as(const char *conninfo, const char *role)
+{
+    char *as = pgtest_as(conninfo, role);
+    PGconn *conn = pgtest_connect(as);
+
+    free(as);
+    return conn;
+}
+
 static void quiet(void *arg, const char *message)
 {
     (void)arg, (void)message;

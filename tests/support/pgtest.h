@@ -65,6 +65,10 @@ void pgtest_create_roles(PGconn *conn);
  * (row-level security does not run there yet). */
 char *pgtest_as(const char *conninfo, const char *role);
 
+/* A connection to @conninfo's database as @role (pgtest_as()); the test fails if it cannot
+ * connect. Caller finishes it. */
+PGconn *pgtest_connect_as(const char *conninfo, const char *role);
+
 /* In the migrated database @conninfo: the example tool's own table
  * (idem_example.support_tasks, tools/example), on which PGTEST_APP may write, under Citus
  * distributed by tenant. */
