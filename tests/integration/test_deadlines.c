@@ -22,7 +22,7 @@
 #include "exec.h"
 #include "idem/idem.h"
 #include "pgtest.h"
-#include "pool_conn.h"
+#include "conn.h"
 
 /* The backend stopped by the current test, and the process that resumes it after
  * WATCHDOG_S even if the test dies first (the server could not shut down otherwise). */

@@ -9,7 +9,7 @@
 
 #include "clock.h"
 #include "error.h"
-#include "pool_conn.h"
+#include "conn.h"
 
 /* Wait until fd is ready for events or the deadline passes; 1 when ready (or in error,
  * which the caller's next libpq call reports), 0 at the deadline. */
