@@ -18,11 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkout.h"
 #include "clock.h"
+#include "conn.h"
 #include "exec.h"
 #include "idem/idem.h"
 #include "pgtest.h"
-#include "conn.h"
 
 /* The backend stopped by the current test, and the process that resumes it after
  * WATCHDOG_S even if the test dies first (the server could not shut down otherwise). */
@@ -168,9 +169,10 @@ ParameterizedTest(struct path_case *pc, deadlines,
     open_pool(conninfo);
     cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
     cr_assert_eq(run_path(PATH_PREPARED, conn, &err), 0, "%s", err.message); /* prepares */
-    stop_backend(PQbackendPID(idem_conn_pg(conn)));
+    idem_pool_release(conn);
+    stop_backend(pooled_backend());
     start = idem__now_ms();
-    idem__conn_set_deadline(conn, start + 500);
+    cr_assert_eq(idem__pool_checkout(&conn, pool, start + 500, &err), 0, "%s", err.message);
     rc = run_path(pc->path, conn, &err);
     elapsed = idem__now_ms() - start;
     cr_assert_eq(rc, IDEM_EUNAVAIL, "path %d: %s: %s", (int)pc->path, idem_err_name(rc),
@@ -197,8 +199,7 @@ Test(deadlines, a_statement_sent_past_the_deadline_gets_a_short_grace)
 
     conninfo = pgtest_new_database("deadline_grace");
     open_pool(conninfo);
-    cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
-    idem__conn_set_deadline(conn, idem__now_ms() - 1);
+    cr_assert_eq(idem__pool_checkout(&conn, pool, idem__now_ms() - 1, &err), 0, "%s", err.message);
     cr_assert_eq(run_path(PATH_PIPELINE, conn, &err), 0, "%s", err.message);
     stop_backend(PQbackendPID(idem_conn_pg(conn)));
     start = idem__now_ms();
@@ -219,8 +220,9 @@ Test(deadlines, release_clears_the_deadline)
 
     conninfo = pgtest_new_database("deadline_release");
     open_pool(conninfo);
-    cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
-    idem__conn_set_deadline(conn, idem__now_ms() + 60000);
+    cr_assert_eq(idem__pool_checkout(&conn, pool, idem__now_ms() + 60000, &err), 0, "%s",
+                 err.message);
+    cr_assert_neq(conn->deadline_ms, 0, "the checkout stamps the call's deadline");
     idem_pool_release(conn);
     cr_assert_eq(idem_pool_acquire(&again, pool, &err), 0, "%s", err.message);
     cr_assert_eq(again, conn, "the pool's one connection");
