@@ -79,6 +79,10 @@ static int parse_libpq_int(int *out, const char *text)
     return 0;
 }
 
+/* libpq's blocking connect takes a connect_timeout of 1 s as 2 s: a rounded-down second
+ * could otherwise end the wait at once. */
+#define LIBPQ_LEAST_CONNECT_TIMEOUT_MS 2000
+
 int cli_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t size)
 {
     PQconninfoOption *opts = PQconninfo(conn);
@@ -95,8 +99,9 @@ int cli_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t size)
                      o->val);
     }
     PQconninfoFree(opts);
-    /* As libpq's blocking connect: a rounded-down second could end the wait at once. */
-    *ms = rc != 0 || seconds <= 0 ? 0 : seconds < 2 ? 2000 : (long long)seconds * 1000;
+    *ms = rc != 0 || seconds <= 0 ? 0
+          : seconds < 2           ? LIBPQ_LEAST_CONNECT_TIMEOUT_MS
+                                  : (long long)seconds * 1000;
     return rc;
 }
 
