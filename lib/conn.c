@@ -9,7 +9,7 @@
 #include "clock.h"
 #include "error.h"
 #include "conn.h"
-#include "settings.h"
+#include "citus.h"
 
 /* Wait until fd is ready for events or the deadline passes; 1 when ready (or in error,
  * which the caller's next libpq call reports), 0 at the deadline. */
@@ -235,16 +235,6 @@ int idem__pg_has_citus(int *out, PGconn *pg, unsigned int timeout_ms, idem_error
         *out = PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
     return rc;
-}
-
-long long idem__conn_wait_until(uint64_t deadline_ms)
-{
-    long long now = (long long)idem__now_ms();
-    long long deadline = (long long)deadline_ms;
-
-    if (deadline_ms == 0)
-        return LLONG_MAX;
-    return deadline > now + IDEM__MIN_WAIT_MS ? deadline : now + IDEM__MIN_WAIT_MS;
 }
 
 void idem__conn_close(idem_conn *conn)

@@ -70,22 +70,24 @@ const idem__stmt idem__store_stmt_claim = {
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins" CLAIM_TAKEN,
     11};
 
-/* The claim that sets the tenant and its lock timeouts itself, on plain PostgreSQL
- * (store_write.c): the same statement, and $12 the claim's lock timeout, $13 the effect's
- * (set_config() values: '50ms'). The settings row is read first, as the only source of the
- * row the INSERT writes, so that the tenant and the claim's wait are set before the INSERT
- * checks the row against the tenant's policy or waits on the key; the effect's timeout is
- * set once the INSERT has returned the claimed row. (A key beyond the horizon writes no
+/* The claim that makes the transaction's settings itself (settings.h), on plain PostgreSQL
+ * (store_write.c): the same statement, and $12 the claim's lock timeout, $13 the effect's,
+ * $14 the statement timeout (set_config() values: '50ms'). The settings row is read first,
+ * as the only source of the row the INSERT writes, so that the tenant, the claim's wait and
+ * the statement timeout are set before the INSERT checks the row against the tenant's
+ * policy or waits on the key; the effect's lock timeout is set once the INSERT has returned
+ * the claimed row. (A key beyond the horizon writes no
  * row; its record, if it has one, is read under the tenant all the same.) */
 const idem__stmt idem__store_stmt_claim_as = {
     "idem_store_claim_as",
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
-    " set_config('lock_timeout', $12, true) AS claim_wait," CLAIM_FRESH " AS fresh),"
+    " set_config('lock_timeout', $12, true) AS claim_wait,"
+    " set_config('statement_timeout', $14, true) AS statement_timeout," CLAIM_FRESH " AS fresh),"
     " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES
     " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea FROM ins"
     " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY,
-    13};
+    14};
 
 /* The finishing statement travels with COMMIT. idem.finish_guard() (migration 0010) raises
  * unless the tenant is still the call's and exactly one claimed row was finished: an
