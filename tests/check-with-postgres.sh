@@ -52,4 +52,20 @@ set -e
 [ "$rc" = 130 ] || { echo "interrupted run exited $rc, expected 130" >&2; exit 1; }
 for _ in $(seq 1 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
 [ -z "$(leftovers)" ] || { leftovers >&2; exit 1; }
-echo "with-postgres: served (with PgBouncer), passed the exit status through, cleaned up three times"
+# A port bound by a socket that does not listen, as a client's outgoing connection is:
+# a probe finds nobody there, the server's bind fails, and it starts on another port.
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0))
+open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(300)' "$scratch/taken" &
+holder=$!
+for _ in $(seq 1 100); do [ -s "$scratch/taken" ] && break; sleep 0.1; done
+taken=$(cat "$scratch/taken")
+WITH_POSTGRES_TRY_PORT=$taken "$wp" bash -c 'echo "$PGHOST" > '"$scratch"'/pghost
+    echo "$PGPORT" > '"$scratch"'/port; psql -Atqc "select 40 + 2" > '"$scratch"'/answer'
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+[ "$(cat "$scratch/answer")" = 42 ] || { echo "no answer after a taken port" >&2; exit 1; }
+[ "$(cat "$scratch/port")" != "$taken" ] || { echo "server claims the taken port $taken" >&2; exit 1; }
+[ -z "$(leftovers)" ] || { leftovers >&2; exit 1; }
+
+echo "with-postgres: served (with PgBouncer), passed the exit status through, cleaned up three times, moved off a taken port"
