@@ -12,7 +12,7 @@
 #include "error.h"
 #include "exec.h"
 #include "exec_io.h"
-#include "pool_conn.h"
+#include "conn.h"
 
 /* Whether the connection is in a state no one can use. Inside a pipeline libpq reports
  * every connection as busy, so there only the connection itself is judged; the pipeline

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "exec.h"
-#include "pool_conn.h"
+#include "conn.h"
 
 /* The command's name: its statement's, or its SQL text. */
 const char *idem__exec_cmd_name(const idem__pipe_cmd *cmd);

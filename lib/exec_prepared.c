@@ -13,7 +13,7 @@
 
 #include "exec.h"
 #include "exec_io.h"
-#include "pool_conn.h"
+#include "conn.h"
 #include "pool_internal.h"
 
 /* The name @stmt has on this connection's server session, or NULL when it is not

@@ -13,7 +13,7 @@
 #include "clock.h"
 #include "error.h"
 #include "log.h"
-#include "pool_conn.h"
+#include "conn.h"
 #include "settings.h"
 #include "pool_internal.h"
 

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "pool_conn.h"
+#include "conn.h"
 
 /* A thread queued in idem_pool_acquire(). Callers are served in arrival order, and a
  * release hands its connection (or a closed connection's slot) straight to the first. */

@@ -22,7 +22,7 @@
 #include "exec.h"
 #include "idem/idem.h"
 #include "pgtest.h"
-#include "pool_conn.h"
+#include "conn.h"
 
 /* The deadline of a statement, and of a call (long enough for the retry after it to be
  * served on a loaded machine: PGTEST_LOAD_SLACK_MS). */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "exec_io.h"
-#include "pool_conn.h"
+#include "conn.h"
 
 static idem_conn *conn_holding(const idem__stmt *stmt)
 {

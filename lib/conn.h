@@ -1,7 +1,7 @@
 /* Private to the pool: one pooled connection, and what is done to a single connection
  * (opening it, checking it, cleaning it, running statements on it). */
-#ifndef IDEM_LIB_POOL_CONN_H
-#define IDEM_LIB_POOL_CONN_H
+#ifndef IDEM_LIB_CONN_H
+#define IDEM_LIB_CONN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -13,7 +13,7 @@
 #include "core/connect.h"
 #include "core/text.h"
 #include "error.h"
-#include "pool_conn.h"
+#include "conn.h"
 
 /* libpq refused @pg's settings: IDEM_EINVAL naming conninfo, in libpq's words. */
 static int settings_error(const PGconn *pg, idem_error *err)
