@@ -14,6 +14,7 @@
 #include "core/text.h"
 #include "error.h"
 #include "conn.h"
+#include "settings.h"
 
 /* libpq refused @pg's settings: IDEM_EINVAL naming conninfo, in libpq's words. */
 static int settings_error(const PGconn *pg, idem_error *err)
@@ -27,8 +28,8 @@ static int settings_error(const PGconn *pg, idem_error *err)
 }
 
 int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *values,
-                     unsigned int timeout_ms, PQnoticeProcessor notices, void *notices_arg,
-                     idem_error *err)
+                     unsigned int timeout_ms, const char *limit, PQnoticeProcessor notices,
+                     void *notices_arg, idem_error *err)
 {
     PGconn *pg = PQconnectStartParams(keys, values, 1);
     long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
@@ -46,8 +47,8 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
         break;
     case IDEM__CONNECT_TIMEOUT:
         rc = idem__error_set(
-            err, IDEM_EUNAVAIL, "cannot connect: no answer within %u ms (connect_timeout_ms)%s%s",
-            timeout_ms, PQerrorMessage(pg)[0] != '\0' ? "; " : "", PQerrorMessage(pg));
+            err, IDEM_EUNAVAIL, "cannot connect: no answer within %u ms (%s)%s%s", timeout_ms,
+            limit, PQerrorMessage(pg)[0] != '\0' ? "; " : "", PQerrorMessage(pg));
         break;
     default: /* refused for good, or failed */
         rc = idem__error_login_refused(err, pg, idem__error_pg(err, pg, NULL, "cannot connect"));
@@ -148,34 +149,64 @@ enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms)
                : IDEM__CONN_BROKEN;
 }
 
+/* Ask @sql (one row, one column) on idle @pg, waiting at most timeout_ms (0: no limit):
+ * *res is its last result (the caller PQclear()s it), of one row when 0 is returned.
+ * Returns 0, IDEM_EDB or IDEM_EUNAVAIL (no answer in time: pg is left busy), naming @what. */
+static int bounded_ask(PGresult **res, PGconn *pg, const char *sql, unsigned int timeout_ms,
+                       const char *what, idem_error *err)
+{
+    long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
+    int was_nonblocking = PQisnonblocking(pg), ready = -1;
+    PGresult *next;
+
+    *res = NULL;
+    if (PQsetnonblocking(pg, 1) == 0 && PQsendQuery(pg, sql) == 1) {
+        while ((ready = idem__pg_wait_ready(pg, 1, deadline)) == 1 &&
+               (next = PQgetResult(pg)) != NULL) {
+            PQclear(*res);
+            *res = next;
+        }
+    }
+    if (ready == 0)
+        return idem__error_set(err, IDEM_EUNAVAIL, "%s: no answer within %u ms", what, timeout_ms);
+    PQsetnonblocking(pg, was_nonblocking);
+    if (PQresultStatus(*res) != PGRES_TUPLES_OK || PQntuples(*res) != 1)
+        return idem__error_pg(err, pg, *res, "%s", what);
+    return 0;
+}
+
 /* A pooler answers the startup with a process ID of its own making (its cancel key), so
  * it differs from the server process that runs the query. */
 int idem__pg_through_pooler(int *out, PGconn *pg, unsigned int timeout_ms, idem_error *err)
 {
-    long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
-    int was_nonblocking = PQisnonblocking(pg), ready = -1, rc;
-    PGresult *res = NULL, *next;
+    PGresult *res = NULL;
+    int rc = bounded_ask(&res, pg, "SELECT pg_backend_pid()", timeout_ms, "pooler detection", err);
 
-    if (PQsetnonblocking(pg, 1) == 0 && PQsendQuery(pg, "SELECT pg_backend_pid()") == 1) {
-        while ((ready = idem__pg_wait_ready(pg, 1, deadline)) == 1 &&
-               (next = PQgetResult(pg)) != NULL) {
-            PQclear(res);
-            res = next;
-        }
-    }
-    if (ready == 0)
-        rc = idem__error_set(err, IDEM_EUNAVAIL, "pooler detection: no answer within %u ms",
-                             timeout_ms);
-    else if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
-        rc = idem__error_pg(err, pg, res, "pooler detection");
-    else
-        rc = 0;
     if (rc == 0)
         *out = strtol(PQgetvalue(res, 0, 0), NULL, 10) != (long)PQbackendPID(pg);
     PQclear(res);
-    if (ready != 0)
-        PQsetnonblocking(pg, was_nonblocking);
     return rc;
+}
+
+int idem__pg_has_citus(int *out, PGconn *pg, unsigned int timeout_ms, idem_error *err)
+{
+    PGresult *res = NULL;
+    int rc = bounded_ask(&res, pg, IDEM__SQL_HAS_CITUS, timeout_ms, "citus detection", err);
+
+    if (rc == 0)
+        *out = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    return rc;
+}
+
+long long idem__conn_wait_until(uint64_t deadline_ms)
+{
+    long long now = (long long)idem__now_ms();
+    long long deadline = (long long)deadline_ms;
+
+    if (deadline_ms == 0)
+        return LLONG_MAX;
+    return deadline > now + IDEM__MIN_WAIT_MS ? deadline : now + IDEM__MIN_WAIT_MS;
 }
 
 void idem__conn_close(idem_conn *conn)

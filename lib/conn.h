@@ -1,5 +1,10 @@
-/* Private to the pool: one pooled connection, and what is done to a single connection
- * (opening it, checking it, cleaning it, running statements on it). */
+/* A pooled connection (struct idem_conn), the state that the pool (pool.c, pool_setup.c:
+ * checkout, release, lifetimes) and the execution layer (exec*.c: what is prepared, the
+ * deadline of the statement in progress) share, as libpq's libpq-int.h serves fe-connect.c
+ * and fe-exec.c; and what is done to one connection on its own (conn.c: opening it, waiting
+ * on its socket, checking, cleaning and closing it). Private to those two layers: the
+ * library's other modules check a connection out (checkout.h) and run statements on it
+ * (exec.h). */
 #ifndef IDEM_LIB_CONN_H
 #define IDEM_LIB_CONN_H
 
@@ -51,13 +56,23 @@ struct idem_conn {
     int unnamed;               /* behind a transaction pooler: nothing is prepared by name */
     const char *local_timeout; /* statement_timeout to set inside each transaction (the
                                   pool's text, in ms), or NULL (exec.c) */
-    uint64_t deadline_ms;      /* idem__now_ms() time past which statements give up; 0 = none;
-                                  set by idem__conn_set_deadline(), cleared on release */
+    uint64_t deadline_ms;      /* the call's deadline, an idem__now_ms() time past which its
+                                  waits give up; 0 = none; stamped by the checkout
+                                  (idem__pool_checkout()), read by the execution layer,
+                                  cleared on release */
     long long wait_until_ms;   /* the statement in progress waits until then (exec.c) */
     int discard;               /* close on release */
     int citus;                 /* the database has the citus extension (pool.c) */
     int close_reason;          /* set when it is closed, for the log */
 };
+
+/* A wait that starts now under @deadline_ms (an idem__now_ms() time; 0 = none) lasts until
+ * the deadline, or IDEM__MIN_WAIT_MS from now when less is left: a statement sent at the
+ * last moment (the store's lookup after its final backoff, a COMMIT), or a connection
+ * checked out to resolve a lost reply, gets that long, so that a healthy server's answer is
+ * not thrown away. Returns a monotonic time in ms, LLONG_MAX for no deadline. */
+#define IDEM__MIN_WAIT_MS 100
+long long idem__conn_wait_until(uint64_t deadline_ms);
 
 /* What idem__conn_clean() found. */
 enum idem__conn_state {
@@ -69,13 +84,14 @@ enum idem__conn_state {
 };
 
 /* Open a connection (PQconnectStartParams with expand_dbname), giving up after
- * timeout_ms (0 = no limit); libpq's notices go to notices(notices_arg, ...). On success
- * *out is the caller's. Returns 0, IDEM_EUNAVAIL, IDEM_ENOMEM, IDEM_EINVAL (field
- * "conninfo": libpq refused the settings without trying, PQPING_NO_ATTEMPT) or IDEM_EPERM
- * (the server refused them for good: idem__error_login_refused()). */
+ * timeout_ms (0 = no limit), which the message names as @limit ("connect_timeout_ms");
+ * libpq's notices go to notices(notices_arg, ...). On success *out is the caller's.
+ * Returns 0, IDEM_EUNAVAIL, IDEM_ENOMEM, IDEM_EINVAL (field "conninfo": libpq refused the
+ * settings without trying, PQPING_NO_ATTEMPT) or IDEM_EPERM (the server refused them for
+ * good: idem__error_login_refused()). */
 int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *values,
-                     unsigned int timeout_ms, PQnoticeProcessor notices, void *notices_arg,
-                     idem_error *err);
+                     unsigned int timeout_ms, const char *limit, PQnoticeProcessor notices,
+                     void *notices_arg, idem_error *err);
 
 /* Wait, until deadline_ms (monotonic ms; LLONG_MAX for no limit), for libpq to have sent
  * everything queued on pg (PQflush) and, with for_result, for a result to be readable
@@ -98,6 +114,12 @@ enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms)
  * timeout_ms (0 = no limit); pg must be idle. Returns 0, IDEM_EDB or IDEM_EUNAVAIL (then
  * pg may be left busy: close it). */
 int idem__pg_through_pooler(int *out, PGconn *pg, unsigned int timeout_ms, idem_error *err);
+
+/* Whether pg's database has the citus extension (IDEM__SQL_HAS_CITUS, settings.h): *out 1
+ * or 0. Waits at most timeout_ms (0 = no limit); pg must be idle. Returns 0, IDEM_EDB (the
+ * server refused the question) or IDEM_EUNAVAIL (no answer in time, or the connection
+ * failed: pg may be left busy, close it). */
+int idem__pg_has_citus(int *out, PGconn *pg, unsigned int timeout_ms, idem_error *err);
 
 /* Close the libpq connection and free the structure. NULL is accepted. */
 void idem__conn_close(idem_conn *conn);

@@ -27,25 +27,20 @@ typedef struct idem__stmt {
     int nparams;
 } idem__stmt;
 
-/* Bound every wait on the server for what follows on this checked-out connection: each
- * send and each reply. deadline_ms is an idem__now_ms() time (monotonic); 0 means none.
- * A reply that has not come by then is abandoned: the socket is shut down (the server
- * sees it close and rolls back), the connection is marked for discard, and the call
- * returns IDEM_EUNAVAIL (the store's `unavailable`: retry later with the same key) with a
- * message saying that the deadline passed. A statement sent with less than
- * IDEM__MIN_WAIT_MS left, or after the deadline, may still wait that long, so that a
- * healthy server's answer to a last-moment lookup or COMMIT is not thrown away. The pool
- * clears the deadline on release. The store calls this right after each acquire, with its
- * call's deadline. */
-#define IDEM__MIN_WAIT_MS 100
-void idem__conn_set_deadline(idem_conn *conn, uint64_t deadline_ms);
+/* Every wait on the server (each send and each reply) on a connection is bounded by its
+ * call's deadline, which the checkout stamped on it (checkout.h, idem__pool_checkout()). A
+ * reply that has not come by then is abandoned: the socket is shut down (the server sees it
+ * close and rolls back), the connection is marked for discard, and the call returns
+ * IDEM_EUNAVAIL (the store's `unavailable`: retry later with the same key) with a message
+ * saying that the deadline passed. A statement sent with less than IDEM__MIN_WAIT_MS left,
+ * or after the deadline, may still wait that long (conn.h). */
 
 /* Execute a named statement on a checked-out connection, preparing it first, in the same
  * round trip, if this connection has not seen it. values/lengths/formats as PQexecPrepared (lengths
  * and formats may be NULL for text parameters). On success (PGRES_COMMAND_OK or PGRES_TUPLES_OK)
  * *out is the result, caller PQclear()s it. On failure *out is untouched, err has the SQLSTATE and
  * server message, and a connection-level failure marks the connection for discard. Every wait is
- * bounded by the connection's deadline (idem__conn_set_deadline()). Returns 0, IDEM_EDB or
+ * bounded by the call's deadline (above). Returns 0, IDEM_EDB or
  * IDEM_EUNAVAIL; IDEM_EINVAL (field "pooler", the connection marked for discard) when the server
  * session lost a statement this connection prepared there (26000) or already holds one it is
  * preparing (42P05): the session is shared, as behind a transaction-mode pooler without

@@ -98,26 +98,13 @@ void idem__exec_drop_socket(idem_conn *conn)
     conn->discard = 1;
 }
 
-void idem__conn_set_deadline(idem_conn *conn, uint64_t deadline_ms)
-{
-    if (conn != NULL)
-        conn->deadline_ms = deadline_ms;
-}
-
-/* Before anything is sent: fix how long this statement may wait, and put libpq's sends
- * in nonblocking mode, so that no libpq call waits on the server by itself. A statement
- * sent at the last moment (the store's lookup after its final backoff, a COMMIT) still
- * gets IDEM__MIN_WAIT_MS: a healthy server answers it, where cutting it off would leave the
- * COMMIT ambiguous or the key unread. */
+/* Before anything is sent: fix how long this statement may wait (the call's deadline, at
+ * least IDEM__MIN_WAIT_MS: conn.h), and put libpq's sends in nonblocking mode, so that no
+ * libpq call waits on the server by itself. */
 void idem__exec_io_start(idem_conn *conn)
 {
-    long long now = (long long)idem__now_ms();
-    long long deadline = (long long)conn->deadline_ms;
-
     conn->stale_plan = 0;
-    conn->wait_until_ms = conn->deadline_ms == 0               ? LLONG_MAX
-                          : deadline > now + IDEM__MIN_WAIT_MS ? deadline
-                                                               : now + IDEM__MIN_WAIT_MS;
+    conn->wait_until_ms = idem__conn_wait_until(conn->deadline_ms);
     PQsetnonblocking(conn->pg, 1); /* a failure shows in the send that follows */
 }
 

@@ -37,7 +37,7 @@ static int make_claim(begin *b)
 {
     const idem_request *req = b->c.req;
     unsigned int retention_s, key_memory_s;
-    uint64_t born_ms;
+    uint64_t born_ms, lock_ms;
     int rc;
 
     if ((rc = idem_uuid_v7(b->token, b->c.err)) != 0 ||
@@ -52,8 +52,11 @@ static int make_claim(begin *b)
     snprintf(b->skew, sizeof(b->skew), "%u", b->ext->store->opts.clock_skew_s);
     if (idem_uuid_v7_time_ms(&born_ms, req->operation_id) == 0)
         snprintf(b->born_ms, sizeof(b->born_ms), "%llu", (unsigned long long)born_ms);
+    /* The claim's wait ends on the server before the call's deadline, as the store's lock
+     * timeouts do (store_internal.h), so that a key held longer answers in_progress. */
+    lock_ms = idem__store_lock_timeout_ms(b->c.deadline_ms);
     idem__set_local_ms(b->set_claim_wait, sizeof(b->set_claim_wait), "lock_timeout",
-                       b->ext->opts.claim_wait_ms);
+                       b->ext->opts.claim_wait_ms < lock_ms ? b->ext->opts.claim_wait_ms : lock_ms);
     b->values[0] = req->tenant;
     b->values[1] = req->operation_id;
     b->values[2] = req->tool;
@@ -124,7 +127,7 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
 
     idem_pool_release(*conn);
     *conn = NULL;
-    rc = idem_pool_acquire(conn, b->ext->store->pool, b->c.err);
+    rc = idem__pool_checkout(conn, b->ext->store->pool, b->c.deadline_ms, b->c.err);
     if (rc == 0)
         rc = idem__tenant_exec(&res, *conn, b->c.req->tenant, &idem__external_stmt_mine, values,
                                NULL, NULL, 0, b->c.err);
@@ -199,10 +202,14 @@ static int claim(begin *b, idem_conn **conn, int *taken)
 static int run(begin *b)
 {
     idem_conn *conn = NULL;
-    int rc = idem_pool_acquire(&conn, b->ext->store->pool, b->c.err), found, taken = 0;
+    int rc = idem__pool_checkout(&conn, b->ext->store->pool, b->c.deadline_ms, b->c.err), found,
+        taken = 0;
 
     b->c.resume_pending = 1;
     for (unsigned int tries = 0; rc == 0 && !taken; tries++) {
+        if (tries > 0 &&
+            (rc = idem__store_deadline_passed(b->ext->store, b->c.deadline_ms, b->c.err)) != 0)
+            break;
         if (tries == MAX_TRIES) {
             rc = idem__error_set(b->c.err, IDEM_EUNAVAIL,
                                  "operation %s changed hands %u times while it was looked up; "
@@ -213,7 +220,8 @@ static int run(begin *b)
         if (idem__conn_failed(conn)) {
             idem_pool_release(conn);
             conn = NULL;
-            if ((rc = idem_pool_acquire(&conn, b->ext->store->pool, b->c.err)) != 0)
+            if ((rc = idem__pool_checkout(&conn, b->ext->store->pool, b->c.deadline_ms,
+                                          b->c.err)) != 0)
                 break;
         }
         /* A first attempt claims at once; the key is looked up when the claim cannot take
@@ -265,6 +273,7 @@ int idem_external_begin(idem_external_attempt **out, idem_outcome *outcome, idem
     }
     outcome->status = IDEM_STATUS_UNAVAILABLE;
     b.c.lookup_first = req->version < 2 || req->attempt != 1;
+    b.c.deadline_ms = idem__store_deadline(ext->store);
     rc = run(&b);
     json_decref(b.c.arguments);
     if (rc == 0 && outcome->status == IDEM_STATUS_REPLAYED)

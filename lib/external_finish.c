@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "external_internal.h"
 #include "log.h"
@@ -29,6 +30,7 @@ typedef struct report {
     int lengths[8];
     int formats[8];
     idem_conn *conn;
+    uint64_t deadline_ms; /* the call's (idem__store_deadline()) */
     idem_error *err;
 } report;
 
@@ -36,11 +38,12 @@ typedef struct report {
 enum held { HELD = 1, ENDED_BY_US = 0, NOT_OURS = -1 };
 
 static void report_init(report *r, idem_external_attempt *a, const idem__stmt *stmt,
-                        idem_error *err)
+                        uint64_t deadline_ms, idem_error *err)
 {
     memset(r, 0, sizeof(*r));
     r->a = a;
     r->stmt = stmt;
+    r->deadline_ms = deadline_ms;
     r->err = err;
     r->values[0] = a->tenant;
     r->values[1] = a->operation_id;
@@ -68,7 +71,7 @@ static int ask_held(report *r, enum held *out)
 
 /* Run the report's statement; *changed is 1 when it changed the record (this attempt held
  * the lease), 0 when the lease had been lost. After a lost reply, find out whether it
- * committed, and run it once more if it did not. */
+ * committed, and run it once more if it did not and the call's deadline has not passed. */
 static int send(report *r, int *changed)
 {
     PGresult *res = NULL;
@@ -76,6 +79,8 @@ static int send(report *r, int *changed)
     int rc;
 
     for (int tries = 0; tries < 2 && held == HELD; tries++) {
+        if (tries > 0 && idem__now_ms() >= r->deadline_ms)
+            break;
         rc = idem__tenant_exec(&res, r->conn, r->a->tenant, r->stmt, r->values, r->lengths,
                                r->formats, 0, r->err);
         if (rc == 0) {
@@ -87,7 +92,8 @@ static int send(report *r, int *changed)
             return rc;
         idem_pool_release(r->conn);
         r->conn = NULL;
-        if ((rc = idem_pool_acquire(&r->conn, r->a->ext->store->pool, r->err)) != 0 ||
+        if ((rc = idem__pool_checkout(&r->conn, r->a->ext->store->pool, r->deadline_ms, r->err)) !=
+                0 ||
             (rc = ask_held(r, &held)) != 0)
             return idem__error_context(r->err, "the report's outcome could not be looked up; "
                                                "report again with the same attempt");
@@ -133,7 +139,7 @@ static int lease_lost(report *r, idem_outcome *out, int dispatched)
 /* Run a report on a pooled connection: 0 with *changed, or a failure. */
 static int run(report *r, int *changed)
 {
-    int rc = idem_pool_acquire(&r->conn, r->a->ext->store->pool, r->err);
+    int rc = idem__pool_checkout(&r->conn, r->a->ext->store->pool, r->deadline_ms, r->err);
 
     if (rc == 0)
         rc = send(r, changed);
@@ -201,7 +207,7 @@ static int report_final(idem_outcome *out, idem_external_attempt *a, const char 
         return rc;
     }
     snprintf(number, sizeof(number), "%d", a->number);
-    report_init(&r, a, &idem__external_stmt_finish, err);
+    report_init(&r, a, &idem__external_stmt_finish, idem__store_deadline(a->ext->store), err);
     r.values[3] = state;
     r.values[4] = receipt;
     r.lengths[4] = (int)len;
@@ -227,7 +233,7 @@ int idem_external_complete(idem_outcome *out, idem_external_attempt *a, const ch
 
 /* A transient failure: the lease goes back, the outbox item is rescheduled. */
 static int release(idem_external_attempt *a, const char *outcome, const char *error, int *changed,
-                   idem_error *err)
+                   uint64_t deadline_ms, idem_error *err)
 {
     char number[16], backoff[16];
     report r;
@@ -236,7 +242,7 @@ static int release(idem_external_attempt *a, const char *outcome, const char *er
     snprintf(number, sizeof(number), "%d", a->number);
     snprintf(backoff, sizeof(backoff), "%u",
              idem_retry_backoff_ms(&a->ext->outbox_backoff, (unsigned int)a->number));
-    report_init(&r, a, &idem__external_stmt_release, err);
+    report_init(&r, a, &idem__external_stmt_release, deadline_ms, err);
     r.values[3] = outcome;
     r.values[4] = error;
     r.values[5] = number;
@@ -251,6 +257,7 @@ static int release(idem_external_attempt *a, const char *outcome, const char *er
 static int report_transient(idem_outcome *out, idem_external_attempt *a, const char *error,
                             idem_error *err)
 {
+    uint64_t deadline_ms = idem__store_deadline(a->ext->store);
     int changed = 0, rc;
 
     if ((rc = idem__external_check_text("error", error, IDEM__ERROR_TEXT_MAX, IDEM__TEXT_LINES,
@@ -258,14 +265,14 @@ static int report_transient(idem_outcome *out, idem_external_attempt *a, const c
         out->status = IDEM_STATUS_INVALID;
         return rc;
     }
-    rc = release(a, "retry", error, &changed, err);
+    rc = release(a, "retry", error, &changed, deadline_ms, err);
     if (rc != 0)
         return rc;
     if (!changed) {
         report r;
 
-        report_init(&r, a, NULL, err);
-        rc = idem_pool_acquire(&r.conn, a->ext->store->pool, err);
+        report_init(&r, a, NULL, deadline_ms, err);
+        rc = idem__pool_checkout(&r.conn, a->ext->store->pool, deadline_ms, err);
         if (rc == 0)
             rc = lease_lost(&r, out, 0);
         idem_pool_release(r.conn);
@@ -318,7 +325,7 @@ int idem_external_unknown(idem_outcome *out, idem_external_attempt *a, const cha
         return rc;
     }
     snprintf(number, sizeof(number), "%d", a->number);
-    report_init(&r, a, &idem__external_stmt_unknown, err);
+    report_init(&r, a, &idem__external_stmt_unknown, idem__store_deadline(a->ext->store), err);
     r.values[3] = provider_ref;
     r.values[4] = number;
     r.values[5] = error;
@@ -357,7 +364,7 @@ int idem_external_release(idem_external_attempt *a, idem_error *err)
         return idem__error_field(err, 0, "attempt", "must not be NULL");
     if (a->ended)
         return not_held(a, err);
-    rc = release(a, "released", NULL, &changed, err);
+    rc = release(a, "released", NULL, &changed, idem__store_deadline(a->ext->store), err);
     if (rc == 0 && !changed)
         rc = not_held(a, err);
     return idem__error_misconfigured(err, rc);
@@ -376,11 +383,15 @@ int idem_external_extend(idem_external_attempt *a, idem_error *err)
         return idem__error_field(err, 0, "attempt", "must not be NULL");
     if (a->ended)
         return not_held(a, err);
-    report_init(&r, a, &idem__external_stmt_extend, err);
+    report_init(&r, a, &idem__external_stmt_extend, idem__store_deadline(a->ext->store), err);
     r.values[3] = a->ext->lease_ms;
-    /* Renewing twice does no harm: after a lost reply, renew again on a fresh connection. */
+    /* Renewing twice does no harm: after a lost reply, renew again on a fresh connection,
+     * while the call's deadline has not passed. */
     for (int tries = 0; tries < 2; tries++) {
-        if (r.conn == NULL && (rc = idem_pool_acquire(&r.conn, a->ext->store->pool, err)) != 0)
+        if (tries > 0 && (rc = idem__store_deadline_passed(a->ext->store, r.deadline_ms, err)) != 0)
+            break;
+        if (r.conn == NULL &&
+            (rc = idem__pool_checkout(&r.conn, a->ext->store->pool, r.deadline_ms, err)) != 0)
             break;
         rc = idem__tenant_exec(&res, r.conn, a->tenant, r.stmt, r.values, NULL, NULL, 0, err);
         if (rc == 0 || (rc != IDEM_EUNAVAIL && !idem__conn_failed(r.conn)))

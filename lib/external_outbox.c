@@ -201,7 +201,7 @@ int idem_outbox_claim(idem_outbox_batch **out, idem_external *ext, const char *t
         return rc;
     snprintf(n, sizeof(n), "%u", limit);
     values[3] = ext->lease_ms;
-    rc = idem_pool_acquire(&conn, ext->store->pool, err);
+    rc = idem__pool_checkout(&conn, ext->store->pool, idem__store_deadline(ext->store), err);
     if (rc == 0)
         rc = idem__tenant_exec(&res, conn, tenant, &idem__external_stmt_outbox_claim, values, NULL,
                                NULL, 0, err);

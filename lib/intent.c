@@ -112,8 +112,8 @@ int idem__intent_check_key(const char *tenant, const char *operation_id, idem_er
     return rc != 0 ? rc : idem_validate_operation_id(operation_id, err);
 }
 
-int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem__pipe_cmd *cmds,
-                     size_t n, idem_error *err)
+int idem__intent_run(PGresult **out, idem_store *store, uint64_t deadline_ms, const char *tenant,
+                     idem__pipe_cmd *cmds, size_t n, idem_error *err)
 {
     idem__pipe_cmd all[3 + IDEM__TENANT_EXTRA];
     idem__tenant_sql buf;
@@ -123,14 +123,13 @@ int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem
 
     if (n == 0 || n > 3)
         return idem__error_set(err, IDEM_EINVAL, "intent: bad pipeline of %zu commands", n);
-    if ((rc = idem_pool_acquire(&conn, store->pool, err)) != 0)
+    if ((rc = idem__pool_checkout(&conn, store->pool, deadline_ms, err)) != 0)
         return rc;
     if (tenant != NULL)
         total = idem__tenant_wrap(all, &buf, tenant, idem__tenant_form_for(conn), cmds, n, &first);
     else
         memcpy(all, cmds, n * sizeof(*cmds));
     last = first + n - 1;
-    idem__conn_set_deadline(conn, idem__now_ms() + store->opts.deadline_ms);
     rc = idem__conn_pipeline(conn, all, total, &failed_at, err);
     idem_pool_release(conn);
     if (rc == 0) {
@@ -141,12 +140,12 @@ int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem
     return idem__error_misconfigured(err, rc);
 }
 
-int idem__intent_run1(PGresult **out, idem_store *store, const char *tenant, const idem__stmt *stmt,
-                      const char *const *values, idem_error *err)
+int idem__intent_run1(PGresult **out, idem_store *store, uint64_t deadline_ms, const char *tenant,
+                      const idem__stmt *stmt, const char *const *values, idem_error *err)
 {
     idem__pipe_cmd cmd = {stmt, NULL, 0, values, NULL, NULL, 0, NULL};
 
-    return idem__intent_run(out, store, tenant, &cmd, 1, err);
+    return idem__intent_run(out, store, deadline_ms, tenant, &cmd, 1, err);
 }
 
 const char *idem_intent_tenant(const idem_intent *t)

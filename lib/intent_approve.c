@@ -92,6 +92,7 @@ int idem_intent_approve(idem_intent **out, idem_store *store, const idem_intent_
     const char *values[8] = {NULL};
     int lengths[8] = {0}, formats[8] = {0};
     idem__pipe_cmd cmd = {&idem__intent_stmt_approve, NULL, 0, values, lengths, formats, 0, NULL};
+    uint64_t deadline_ms;
     approval a;
     PGresult *res = NULL;
     int rc;
@@ -113,14 +114,17 @@ int idem_intent_approve(idem_intent **out, idem_store *store, const idem_intent_
     values[7] = r->approved_by;
     lengths[6] = IDEM_FINGERPRINT_SIZE;
     formats[6] = 1;
+    deadline_ms = idem__store_deadline(store);
     for (int tries = 0; rc == 0 && res == NULL; tries++) {
+        if (tries > 0 && (rc = idem__store_deadline_passed(store, deadline_ms, err)) != 0)
+            break;
         if (tries == MAX_TRIES) {
             rc = idem__error_set(err, IDEM_EUNAVAIL,
                                  "approval %s was being recorded by another call; try again",
                                  r->approval_ref);
             break;
         }
-        rc = idem__intent_run(&res, store, r->tenant, &cmd, 1, err);
+        rc = idem__intent_run(&res, store, deadline_ms, r->tenant, &cmd, 1, err);
         if (rc == 0 && PQntuples(res) == 0) {
             PQclear(res);
             res = NULL;
@@ -135,19 +139,17 @@ done:
     return rc;
 }
 
-int idem_intent_get(idem_intent **out, idem_store *store, const char *tenant,
-                    const char *operation_id, idem_error *err)
+/* The intent, read under the call's @deadline_ms. */
+static int get_intent(idem_intent **out, idem_store *store, uint64_t deadline_ms,
+                      const char *tenant, const char *operation_id, idem_error *err)
 {
     const char *values[2] = {tenant, operation_id};
     PGresult *res = NULL;
     idem_intent *t;
     int rc;
 
-    if (out == NULL || store == NULL)
-        return idem__error_field(err, 0, out == NULL ? "out" : "store", "must not be NULL");
-    if ((rc = idem__intent_check_key(tenant, operation_id, err)) != 0)
-        return rc;
-    if ((rc = idem__intent_run1(&res, store, tenant, &idem__intent_stmt_get, values, err)) != 0)
+    if ((rc = idem__intent_run1(&res, store, deadline_ms, tenant, &idem__intent_stmt_get, values,
+                                err)) != 0)
         return rc;
     if (PQntuples(res) == 0)
         rc =
@@ -160,12 +162,24 @@ int idem_intent_get(idem_intent **out, idem_store *store, const char *tenant,
     return rc;
 }
 
+int idem_intent_get(idem_intent **out, idem_store *store, const char *tenant,
+                    const char *operation_id, idem_error *err)
+{
+    int rc;
+
+    if (out == NULL || store == NULL)
+        return idem__error_field(err, 0, out == NULL ? "out" : "store", "must not be NULL");
+    if ((rc = idem__intent_check_key(tenant, operation_id, err)) != 0)
+        return rc;
+    return get_intent(out, store, idem__store_deadline(store), tenant, operation_id, err);
+}
+
 /* Why a cancel changed nothing; 0 when the intent was already cancelled. */
-static int not_cancelled(idem_intent **out, idem_store *store, const char *tenant,
-                         const char *operation_id, idem_error *err)
+static int not_cancelled(idem_intent **out, idem_store *store, uint64_t deadline_ms,
+                         const char *tenant, const char *operation_id, idem_error *err)
 {
     idem_intent *t = NULL;
-    int rc = idem_intent_get(&t, store, tenant, operation_id, err);
+    int rc = get_intent(&t, store, deadline_ms, tenant, operation_id, err);
 
     if (rc != 0)
         return rc;
@@ -190,6 +204,7 @@ int idem_intent_cancel(idem_intent **out, idem_store *store, const char *tenant,
     const char *values[3] = {tenant, operation_id, by};
     PGresult *res = NULL;
     idem_intent *t = NULL;
+    uint64_t deadline_ms;
     int rc;
 
     if (store == NULL)
@@ -197,9 +212,11 @@ int idem_intent_cancel(idem_intent **out, idem_store *store, const char *tenant,
     if ((rc = idem__intent_check_key(tenant, operation_id, err)) != 0 ||
         (rc = idem__external_check_text("by", by, IDEM_INTENT_BY_MAX, IDEM__TEXT_UTF8, err)) != 0)
         return rc;
-    rc = idem__intent_run1(&res, store, tenant, &idem__intent_stmt_cancel, values, err);
+    deadline_ms = idem__store_deadline(store);
+    rc =
+        idem__intent_run1(&res, store, deadline_ms, tenant, &idem__intent_stmt_cancel, values, err);
     if (rc == 0 && PQntuples(res) == 0)
-        rc = not_cancelled(out, store, tenant, operation_id, err);
+        rc = not_cancelled(out, store, deadline_ms, tenant, operation_id, err);
     else if (rc == 0 && out != NULL && (t = idem__intent_new_from_row(res, 0)) == NULL)
         rc = idem__error_set(err, IDEM_ENOMEM, "intent: out of memory");
     else if (rc == 0 && out != NULL)

@@ -89,8 +89,8 @@ static int start(run *r)
     const char *values[4] = {r->intent->tenant, r->intent->operation_id, r->token,
                              r->inherit ? NULL : r->lease_s};
     PGresult *res = NULL;
-    int rc = idem__intent_run1(&res, r->store, r->intent->tenant, &idem__intent_stmt_start, values,
-                               r->err);
+    int rc = idem__intent_run1(&res, r->store, idem__store_deadline(r->store), r->intent->tenant,
+                               &idem__intent_stmt_start, values, r->err);
 
     if (rc != 0) {
         r->out->status = idem_status_from_error(rc);
@@ -140,7 +140,8 @@ static void finish(run *r, int rc)
     idem_error quiet = IDEM_ERROR_INIT;
     PGresult *res = NULL;
 
-    if (idem__intent_run(&res, r->store, r->intent->tenant, cmds, 2, &quiet) == 0 &&
+    if (idem__intent_run(&res, r->store, idem__store_deadline(r->store), r->intent->tenant, cmds, 2,
+                         &quiet) == 0 &&
         PQntuples(res) == 1)
         idem__intent_from_row(r->intent, res, 0, &quiet);
     else
@@ -176,8 +177,8 @@ static int mark(run *r, int *ok)
 {
     const char *values[3] = {r->intent->tenant, r->intent->operation_id, r->attempt};
     PGresult *res = NULL;
-    int rc = idem__intent_run1(&res, r->store, r->intent->tenant, &idem__intent_stmt_mark, values,
-                               r->err);
+    int rc = idem__intent_run1(&res, r->store, idem__store_deadline(r->store), r->intent->tenant,
+                               &idem__intent_stmt_mark, values, r->err);
 
     *ok = rc == 0 && PQntuples(res) == 1;
     PQclear(res);

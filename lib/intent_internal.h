@@ -62,16 +62,17 @@ int idem__intent_from_row(idem_intent *intent, const PGresult *res, int row, ide
 idem_intent *idem__intent_new_from_row(const PGresult *res, int row);
 
 /* Run @n (at most 3) statements (with their parameters; text results) on a connection of
- * @store's pool in one round trip; when @tenant is not NULL, in a transaction of their own
- * that set the tenant first (idem__tenant_wrap()). On 0 the
- * last command's result is in *out (caller PQclear()s it). A misconfigured deployment
- * gives IDEM_ESCHEMA or IDEM_EPERM with advice. */
-int idem__intent_run(PGresult **out, idem_store *store, const char *tenant, idem__pipe_cmd *cmds,
-                     size_t n, idem_error *err);
+ * @store's pool, checked out under the call's @deadline_ms (idem__store_deadline()), in one
+ * round trip; when @tenant is not NULL, in a transaction of their own that set the tenant
+ * first (idem__tenant_wrap()). On 0 the last command's result is in *out (caller
+ * PQclear()s it). A misconfigured deployment gives IDEM_ESCHEMA or IDEM_EPERM with
+ * advice. */
+int idem__intent_run(PGresult **out, idem_store *store, uint64_t deadline_ms, const char *tenant,
+                     idem__pipe_cmd *cmds, size_t n, idem_error *err);
 
 /* One statement: idem__intent_run() of @stmt with text @values. */
-int idem__intent_run1(PGresult **out, idem_store *store, const char *tenant, const idem__stmt *stmt,
-                      const char *const *values, idem_error *err);
+int idem__intent_run1(PGresult **out, idem_store *store, uint64_t deadline_ms, const char *tenant,
+                      const idem__stmt *stmt, const char *const *values, idem_error *err);
 
 /* Validate a tenant and operation ID given to a call on an existing intent. */
 int idem__intent_check_key(const char *tenant, const char *operation_id, idem_error *err);

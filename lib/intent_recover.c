@@ -94,8 +94,9 @@ static int seen_before(const PGresult *due, int row, unsigned int *count)
 }
 
 /* Claim as many of @tenant's oldest intents as @count, into @list. */
-static int claim_tenant(idem_intent_list *list, idem_store *store, const char *tenant,
-                        unsigned int count, const char *const *values, idem_error *err)
+static int claim_tenant(idem_intent_list *list, idem_store *store, uint64_t deadline_ms,
+                        const char *tenant, unsigned int count, const char *const *values,
+                        idem_error *err)
 {
     char how_many[16];
     const char *v[4] = {tenant, values[1], values[2], how_many};
@@ -103,7 +104,8 @@ static int claim_tenant(idem_intent_list *list, idem_store *store, const char *t
     int rc;
 
     snprintf(how_many, sizeof(how_many), "%u", count);
-    rc = idem__intent_run1(&res, store, tenant, &idem__intent_stmt_recover_tenant, v, err);
+    rc = idem__intent_run1(&res, store, deadline_ms, tenant, &idem__intent_stmt_recover_tenant, v,
+                           err);
     if (rc == 0)
         rc = append_rows(list, res, values[1], err);
     PQclear(res);
@@ -114,20 +116,22 @@ static int claim_tenant(idem_intent_list *list, idem_store *store, const char *t
  * one read lists the tenants of the oldest intents due, then each tenant's are claimed on
  * its shard (@values as for the single statement). Intents claimed before a failure keep
  * their lease until it lapses. */
-static int recover_by_tenant(idem_intent_list **out, idem_store *store, const char *const *values,
-                             idem_error *err)
+static int recover_by_tenant(idem_intent_list **out, idem_store *store, uint64_t deadline_ms,
+                             const char *const *values, idem_error *err)
 {
     const char *max[1] = {values[3]};
     PGresult *due = NULL;
     idem_intent_list *list = NULL;
     unsigned int count;
-    int rc = idem__intent_run1(&due, store, NULL, &idem__intent_stmt_recover_due, max, err);
+    int rc =
+        idem__intent_run1(&due, store, deadline_ms, NULL, &idem__intent_stmt_recover_due, max, err);
 
     if (rc == 0 && (list = list_new((size_t)PQntuples(due))) == NULL)
         rc = idem__error_set(err, IDEM_ENOMEM, "intents: out of memory");
     for (int i = 0; rc == 0 && i < PQntuples(due); i++)
-        if (!seen_before(due, i, &count))
-            rc = claim_tenant(list, store, PQgetvalue(due, i, 0), count, values, err);
+        if (!seen_before(due, i, &count) &&
+            (rc = idem__store_deadline_passed(store, deadline_ms, err)) == 0)
+            rc = claim_tenant(list, store, deadline_ms, PQgetvalue(due, i, 0), count, values, err);
     PQclear(due);
     if (rc != 0) {
         idem_intent_list_free(list);
@@ -140,10 +144,10 @@ static int recover_by_tenant(idem_intent_list **out, idem_store *store, const ch
 }
 
 /* Whether @store's database has the citus extension (a pooled connection knows). */
-static int on_citus(int *out, idem_store *store, idem_error *err)
+static int on_citus(int *out, idem_store *store, uint64_t deadline_ms, idem_error *err)
 {
     idem_conn *conn = NULL;
-    int rc = idem_pool_acquire(&conn, store->pool, err);
+    int rc = idem__pool_checkout(&conn, store->pool, deadline_ms, err);
 
     if (rc == 0)
         *out = idem__conn_citus(conn);
@@ -152,12 +156,12 @@ static int on_citus(int *out, idem_store *store, idem_error *err)
 }
 
 /* One statement claims them, on one server or on the tenant's shard. */
-static int recover_at_once(idem_intent_list **out, idem_store *store, const char *tenant,
-                           const char *const *values, idem_error *err)
+static int recover_at_once(idem_intent_list **out, idem_store *store, uint64_t deadline_ms,
+                           const char *tenant, const char *const *values, idem_error *err)
 {
     PGresult *res = NULL;
     idem_intent_list *list = NULL;
-    int rc = idem__intent_run1(&res, store, tenant,
+    int rc = idem__intent_run1(&res, store, deadline_ms, tenant,
                                tenant != NULL ? &idem__intent_stmt_recover_tenant
                                               : &idem__intent_stmt_recover,
                                values, err);
@@ -179,6 +183,7 @@ int idem_intent_recover(idem_intent_list **out, idem_store *store, const char *t
 {
     char token[IDEM_UUID_STRING_SIZE], lease[16], max[16];
     const char *values[4] = {tenant, token, lease, max};
+    uint64_t deadline_ms;
     int rc, citus = 0;
 
     if (out == NULL || store == NULL)
@@ -191,10 +196,11 @@ int idem_intent_recover(idem_intent_list **out, idem_store *store, const char *t
         return rc;
     snprintf(lease, sizeof(lease), "%u", opts->lease_s);
     snprintf(max, sizeof(max), "%u", opts->max);
-    if (tenant == NULL && (rc = on_citus(&citus, store, err)) != 0)
+    deadline_ms = idem__store_deadline(store);
+    if (tenant == NULL && (rc = on_citus(&citus, store, deadline_ms, err)) != 0)
         return rc;
-    return citus ? recover_by_tenant(out, store, values, err)
-                 : recover_at_once(out, store, tenant, values, err);
+    return citus ? recover_by_tenant(out, store, deadline_ms, values, err)
+                 : recover_at_once(out, store, deadline_ms, tenant, values, err);
 }
 
 size_t idem_intent_list_count(const idem_intent_list *list)

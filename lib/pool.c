@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "checkout.h"
 #include "clock.h"
+#include "conn.h"
 #include "error.h"
 #include "log.h"
-#include "conn.h"
-#include "settings.h"
 #include "pool_internal.h"
 
 enum close_reason { CLOSE_BROKEN = 1, CLOSE_LIFETIME, CLOSE_IDLE, CLOSE_HEALTH, CLOSE_ENDED };
@@ -209,29 +209,60 @@ idem_conn *idem__pool_pop_idle_locked(idem_pool *pool)
     return conn;
 }
 
-static int exhausted_locked(const idem_pool *pool, idem_error *err)
+/* How long one wait of a checkout may last, and what bounds it (for the messages). */
+typedef struct step_limit {
+    unsigned int ms; /* 0 = no limit, where the option allows none */
+    const char *by;  /* the option's name, or BY_DEADLINE */
+} step_limit;
+
+#define BY_DEADLINE "what was left of the call's deadline_ms"
+
+/* The limit of a wait that starts now: @option_ms, the pool's option named @option (0 = no
+ * limit where @zero_is_none), or what is left of the call's deadline (@deadline_ms; 0 =
+ * none) when that is sooner, at least IDEM__MIN_WAIT_MS (conn.h). */
+static step_limit step_limit_for(unsigned int option_ms, int zero_is_none, const char *option,
+                                 uint64_t deadline_ms)
+{
+    step_limit l = {option_ms, option};
+    long long left;
+
+    if (deadline_ms == 0)
+        return l;
+    left = idem__conn_wait_until(deadline_ms) - (long long)idem__now_ms();
+    left = left < 1 ? 1 : left > UINT_MAX ? UINT_MAX : left;
+    if ((zero_is_none && option_ms == 0) || left < (long long)option_ms) {
+        l.ms = (unsigned int)left;
+        l.by = BY_DEADLINE;
+    }
+    return l;
+}
+
+static int exhausted_locked(const idem_pool *pool, step_limit wait, idem_error *err)
 {
     unsigned int open = pool->size - pool->nopening;
 
     return idem__error_set(err, IDEM_EUNAVAIL,
                            "pool exhausted: no connection free within %u ms "
-                           "(acquire_timeout_ms); size %u of max_size %u, idle %u, in use %u, "
+                           "(%s); size %u of max_size %u, idle %u, in use %u, "
                            "waiting %u; acquires %llu, timeouts %llu",
-                           pool->opts.acquire_timeout_ms, open, pool->opts.max_size, pool->nidle,
+                           wait.ms, wait.by, open, pool->opts.max_size, pool->nidle,
                            open - pool->nidle, pool->nwaiting, pool->st.acquires,
                            pool->st.timeouts);
 }
 
-/* Queue up until a release hands over a connection or a slot, or the time is up. */
-static int wait_locked(idem_conn **out, idem_pool *pool, idem_error *err)
+/* Queue up until a release hands over a connection or a slot, or the time is up
+ * (acquire_timeout_ms, or the call's deadline when sooner). */
+static int wait_locked(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, idem_error *err)
 {
     waiter w = {.conn = NULL, .slot = 0, .next = NULL};
+    step_limit limit =
+        step_limit_for(pool->opts.acquire_timeout_ms, 0, "acquire_timeout_ms", deadline_ms);
     struct timespec deadline;
     int timed_out = 0;
 
     if (pthread_cond_init(&w.wake, &pool->cond_attr) != 0)
         return idem__error_set(err, IDEM_ENOMEM, "cannot create a condition variable");
-    idem__deadline_after(&deadline, pool->opts.acquire_timeout_ms);
+    idem__deadline_after(&deadline, limit.ms);
     enqueue_locked(pool, &w);
     while (w.conn == NULL && !w.slot && !timed_out)
         timed_out = pthread_cond_timedwait(&w.wake, &pool->lock, &deadline) == ETIMEDOUT;
@@ -239,15 +270,16 @@ static int wait_locked(idem_conn **out, idem_pool *pool, idem_error *err)
     if (w.conn == NULL && !w.slot) {
         unlink_waiter_locked(pool, &w);
         pool->st.timeouts++;
-        return exhausted_locked(pool, err);
+        return exhausted_locked(pool, limit, err);
     }
     *out = w.conn;
     return 0;
 }
 
 /* An idle connection (*out), else a reserved slot to open one in (*out NULL), else wait
- * for either. *now_out: the time it started. */
-static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, idem_error *err)
+ * for either until @deadline_ms at the latest. *now_out: the time it started. */
+static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, uint64_t deadline_ms,
+                    idem_error *err)
 {
     idem_conn *pruned = NULL;
     long long now = idem__coarse_ms();
@@ -265,7 +297,7 @@ static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, idem_e
         pool->nopening++;
         *out = NULL;
     } else {
-        rc = wait_locked(out, pool, err);
+        rc = wait_locked(out, pool, deadline_ms, err);
     }
     pthread_mutex_unlock(&pool->lock);
     close_list(pool, pruned);
@@ -288,26 +320,45 @@ static int explain_refused_options(const idem_pool *pool, int rc, idem_error *er
                                     "carries statement_timeout_ms; set idem_pool_options.pooler");
 }
 
-/* Whether @conn's database has the citus extension (tenant.h): one round trip, once per
- * connection, within @timeout_ms (10 s when 0). A failure counts as no; a connection that
- * broke is marked and closed at its first use. */
-static int has_citus(idem_conn *conn, unsigned int timeout_ms)
+/* Open @conn's libpq connection and ask whether its database has the citus extension
+ * (tenant.h), both within one limit: connect_timeout_ms, or the call's deadline when
+ * sooner. A question the server refused counts as no; one it did not answer in time fails
+ * the opening, the connection closed. */
+static int open_conn(idem_conn *conn, idem_pool *pool, uint64_t deadline_ms, idem_error *err)
 {
-    idem_error err = IDEM_ERROR_INIT;
-    PGresult *res = NULL;
-    int yes;
+    step_limit open =
+        step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms", deadline_ms);
+    long long until = (long long)idem__now_ms() + open.ms;
+    idem_error asked = IDEM_ERROR_INIT;
+    long long left;
+    int rc = explain_refused_options(pool,
+                                     idem__pg_connect(&conn->pg, pool->keys, pool->values, open.ms,
+                                                      open.by, route_notice, pool, err),
+                                     err);
 
-    idem__conn_set_deadline(conn, idem__now_ms() + (timeout_ms > 0 ? timeout_ms : 10000));
-    yes = idem__conn_exec(&res, conn, IDEM__SQL_HAS_CITUS, &err) == 0 && PQntuples(res) == 1 &&
-          PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
-    idem__conn_set_deadline(conn, 0);
-    return yes;
+    if (rc == 0) {
+        left = until - (long long)idem__now_ms();
+        rc = idem__pg_has_citus(&conn->citus, conn->pg,
+                                open.ms == 0 ? 0
+                                : left < 1   ? 1
+                                             : (unsigned int)left,
+                                &asked);
+        if (rc == IDEM_EUNAVAIL && err != NULL) {
+            *err = asked;
+            idem__error_context(err, "cannot open a connection within %u ms (%s)", open.ms,
+                                open.by);
+        }
+        rc = rc == IDEM_EUNAVAIL ? rc : 0;
+    }
+    if (rc != 0)
+        idem__error_redact(err, pool->conninfo);
+    return rc;
 }
 
 /* Open a connection in a slot the caller reserved (counted in size and nopening),
  * outside the lock; on failure the slot goes to the next waiter or is given up. */
-int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, idem_error *err)
+int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
+                            uint64_t deadline_ms, idem_error *err)
 {
     idem_conn *conn = calloc(1, sizeof(*conn));
     long long now;
@@ -316,13 +367,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     if (conn == NULL)
         rc = idem__error_set(err, IDEM_ENOMEM, "out of memory opening a connection");
     else
-        rc = explain_refused_options(pool,
-                                     idem__pg_connect(&conn->pg, pool->keys, pool->values,
-                                                      pool->opts.connect_timeout_ms, route_notice,
-                                                      pool, err),
-                                     err);
-    if (rc != 0)
-        idem__error_redact(err, pool->conninfo);
+        rc = open_conn(conn, pool, deadline_ms, err);
     now = idem__coarse_ms();
     pthread_mutex_lock(&pool->lock);
     pool->nopening--;
@@ -336,14 +381,13 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     }
     pthread_mutex_unlock(&pool->lock);
     if (rc < 0) {
-        free(conn);
+        idem__conn_close(conn);
         return rc;
     }
     conn->pool = pool;
     conn->idle_since_ms = now;
     conn->unnamed = pool->unnamed;
     conn->local_timeout = pool->local_timeout[0] != '\0' ? pool->local_timeout : NULL;
-    conn->citus = has_citus(conn, pool->opts.connect_timeout_ms);
     *out = conn;
     return 0;
 }
@@ -352,14 +396,15 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
  * server saying goodbye), except on a connection released within the current clock tick:
  * that would cost a system call per acquire under load for almost nothing, and a
  * connection that fails in use is discarded anyway. */
-static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now)
+static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now, uint64_t deadline_ms)
 {
     long long idle = now - conn->idle_since_ms;
 
     if (idle < 1)
         return PQstatus(conn->pg) == CONNECTION_OK;
-    return idem__conn_alive(conn, idle > (long long)pool->opts.health_check_idle_ms,
-                            pool->opts.connect_timeout_ms);
+    return idem__conn_alive(
+        conn, idle > (long long)pool->opts.health_check_idle_ms,
+        step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms", deadline_ms).ms);
 }
 
 /* A connection failed its checkout check: close it, keeping its slot to open another. */
@@ -374,7 +419,7 @@ static void retire_unhealthy(idem_pool *pool, idem_conn *conn)
     close_conn(pool, conn);
 }
 
-int idem_pool_acquire(idem_conn **out, idem_pool *pool, idem_error *err)
+int idem__pool_checkout(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, idem_error *err)
 {
     idem_conn *conn = NULL;
     long long now = 0;
@@ -386,16 +431,23 @@ int idem_pool_acquire(idem_conn **out, idem_pool *pool, idem_error *err)
         return idem__error_field(err, 0, "pool",
                                  "was created by the parent process; after fork(), the child "
                                  "must create its own pool");
-    rc = checkout(&conn, &now, pool, err);
-    if (rc == 0 && conn != NULL && !checkout_ok(pool, conn, now)) {
+    rc = checkout(&conn, &now, pool, deadline_ms, err);
+    if (rc == 0 && conn != NULL && !checkout_ok(pool, conn, now, deadline_ms)) {
         retire_unhealthy(pool, conn);
         conn = NULL;
     }
     if (rc == 0 && conn == NULL)
-        rc = idem__pool_open_in_slot(&conn, pool, 1, err);
-    if (rc == 0)
+        rc = idem__pool_open_in_slot(&conn, pool, 1, deadline_ms, err);
+    if (rc == 0) {
+        conn->deadline_ms = deadline_ms;
         *out = conn;
+    }
     return rc;
+}
+
+int idem_pool_acquire(idem_conn **out, idem_pool *pool, idem_error *err)
+{
+    return idem__pool_checkout(out, pool, 0, err);
 }
 
 void idem_pool_release(idem_conn *conn)
@@ -409,8 +461,11 @@ void idem_pool_release(idem_conn *conn)
     if (conn == NULL || conn->pool->generation != idem__fork_generation)
         return;
     pool = conn->pool;
+    /* A ROLLBACK left to the release is the call's last wait, under its deadline. */
+    state = idem__conn_clean(conn, step_limit_for(pool->opts.connect_timeout_ms, 1,
+                                                  "connect_timeout_ms", conn->deadline_ms)
+                                       .ms);
     conn->deadline_ms = 0;
-    state = idem__conn_clean(conn, pool->opts.connect_timeout_ms);
     now = idem__coarse_ms();
     if (state == IDEM__CONN_BROKEN)
         reason = CLOSE_BROKEN;

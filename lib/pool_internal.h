@@ -53,9 +53,11 @@ struct idem_pool {
  * it was created with belongs to another process. */
 extern unsigned long idem__fork_generation;
 
-/* Open a connection in a slot already counted in pool->size and pool->nopening; on
- * success *out is the caller's (checked out). */
-int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, idem_error *err);
+/* Open a connection in a slot already counted in pool->size and pool->nopening, within
+ * connect_timeout_ms or by @deadline_ms (0 = none) if sooner (checkout.h); on success *out
+ * is the caller's (checked out). */
+int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
+                            uint64_t deadline_ms, idem_error *err);
 
 /* Take the most recently released idle connection (the pool's lock held, or no other
  * user). */

@@ -275,7 +275,7 @@ static int open_initial(idem_pool *pool, idem_error *err)
         pool->size++;
         pool->nopening++;
         pthread_mutex_unlock(&pool->lock);
-        rc = idem__pool_open_in_slot(&conn, pool, 0, err);
+        rc = idem__pool_open_in_slot(&conn, pool, 0, 0, err);
         if (rc == 0 && i == 0 && pool->opts.pooler == IDEM_POOLER_AUTO)
             rc = resolve_pooler(pool, conn, err);
         if (conn != NULL)

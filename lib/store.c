@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "exec.h"
 #include "idem/validate.h"
@@ -183,6 +184,21 @@ void idem__store_windows(const idem_store *store, const char *tool, unsigned int
 
     *retention_s = w != NULL ? w->retention_s : store->opts.retention_s;
     *key_memory_s = w != NULL ? w->key_memory_s : store->opts.key_memory_s;
+}
+
+uint64_t idem__store_deadline(const idem_store *store)
+{
+    return idem__now_ms() + store->opts.deadline_ms;
+}
+
+int idem__store_deadline_passed(const idem_store *store, uint64_t deadline_ms, idem_error *err)
+{
+    if (idem__now_ms() < deadline_ms)
+        return 0;
+    return idem__error_set(err, IDEM_EUNAVAIL,
+                           "the call's deadline passed (deadline_ms %u); retry later with the "
+                           "same key",
+                           store->opts.deadline_ms);
 }
 
 int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,

@@ -113,9 +113,7 @@ int idem_store_get(idem_operation **out, idem_store *store, const char *tenant,
     if ((rc = idem_validate_tenant(tenant, err)) != 0 ||
         (rc = idem_validate_operation_id(operation_id, err)) != 0)
         return rc;
-    rc = idem_pool_acquire(&conn, store->pool, err);
-    if (rc == 0)
-        idem__conn_set_deadline(conn, idem__now_ms() + store->opts.deadline_ms);
+    rc = idem__pool_checkout(&conn, store->pool, idem__store_deadline(store), err);
     if (rc == 0)
         rc = idem__tenant_exec(&res, conn, tenant, &idem__store_stmt_get, values, NULL, NULL, 1,
                                err);

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "checkout.h"
 #include "exec.h"
 #include "idem/store.h"
 #include "idem/uuid.h"
@@ -53,6 +54,17 @@ struct idem_store {
         atomic_ullong rejected, misconfigured, in_progress, expired;
     } stats;
 };
+
+/* The deadline of a call on @store that starts now: deadline_ms from now, an idem__now_ms()
+ * time. Every call on a pool-backed handle (the store, its external path and outbox,
+ * intents) takes it once, at its start, and checks its connections out under it
+ * (checkout.h), from the checkout to the last reply (store.c). */
+uint64_t idem__store_deadline(const idem_store *store);
+
+/* Before a call on @store starts another round (a retry, a second try after a lost reply):
+ * 0 while @deadline_ms has not passed; then IDEM_EUNAVAIL (retry later with the same key),
+ * saying so (store.c). */
+int idem__store_deadline_passed(const idem_store *store, uint64_t deadline_ms, idem_error *err);
 
 /* The retention window and key memory of @tool: its own, or the store's (store.c). */
 void idem__store_windows(const idem_store *store, const char *tool, unsigned int *retention_s,

@@ -39,8 +39,7 @@ static enum step resolve(call *c, idem_conn **conn, int *out_rc)
               c->req->operation_id);
     idem_pool_release(*conn);
     *conn = NULL;
-    rc = idem_pool_acquire(conn, c->store->pool, c->err);
-    idem__conn_set_deadline(*conn, c->deadline_ms);
+    rc = idem__pool_checkout(conn, c->store->pool, c->deadline_ms, c->err);
     if (rc == 0)
         rc = idem__store_lookup(c, *conn, &idem__store_stmt_resolve, out_rc);
     if (rc < 0) {
@@ -67,16 +66,14 @@ static int run(call *c)
     int rc = 0, found;
     enum step step = STEP_AGAIN;
 
-    rc = idem_pool_acquire(&conn, c->store->pool, c->err);
-    idem__conn_set_deadline(conn, c->deadline_ms);
+    rc = idem__pool_checkout(&conn, c->store->pool, c->deadline_ms, c->err);
     while (rc == 0 && step != STEP_DONE) {
         /* A connection that failed is never used again within the call. */
         if (idem__conn_failed(conn)) {
             idem_pool_release(conn);
             conn = NULL;
-            if ((rc = idem_pool_acquire(&conn, c->store->pool, c->err)) != 0)
+            if ((rc = idem__pool_checkout(&conn, c->store->pool, c->deadline_ms, c->err)) != 0)
                 break;
-            idem__conn_set_deadline(conn, c->deadline_ms);
         }
         /* A retry looks the key up first (a replay then costs one round trip); a first
          * attempt claims at once, and the claim answers if the key has a record. Once this
@@ -131,7 +128,7 @@ static int execute(call *c)
             COUNT(store, invalid);
         return rc;
     }
-    c->deadline_ms = idem__now_ms() + store->opts.deadline_ms;
+    c->deadline_ms = idem__store_deadline(store);
     c->lookup_first = c->req->version < 2 || c->req->attempt != 1;
     rc = run(c);
     json_decref(c->arguments);

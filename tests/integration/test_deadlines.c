@@ -18,11 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkout.h"
 #include "clock.h"
+#include "conn.h"
 #include "exec.h"
 #include "idem/idem.h"
 #include "pgtest.h"
-#include "conn.h"
 
 /* The deadline of a statement, and of a call (long enough for the retry after it to be
  * served on a loaded machine: PGTEST_LOAD_SLACK_MS). */
@@ -177,9 +178,11 @@ ParameterizedTest(struct path_case *pc, deadlines,
     open_pool(conninfo);
     cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
     cr_assert_eq(run_path(PATH_PREPARED, conn, &err), 0, "%s", err.message); /* prepares */
-    stop_backend(PQbackendPID(idem_conn_pg(conn)));
+    idem_pool_release(conn);
+    stop_backend(pooled_backend());
     start = idem__now_ms();
-    idem__conn_set_deadline(conn, start + EXEC_DEADLINE_MS);
+    cr_assert_eq(idem__pool_checkout(&conn, pool, start + EXEC_DEADLINE_MS, &err), 0, "%s",
+                 err.message);
     rc = run_path(pc->path, conn, &err);
     elapsed = idem__now_ms() - start;
     cr_assert_eq(rc, IDEM_EUNAVAIL, "path %d: %s: %s", (int)pc->path, idem_err_name(rc),
@@ -207,8 +210,7 @@ Test(deadlines, a_statement_sent_past_the_deadline_gets_a_short_grace)
 
     conninfo = pgtest_new_database("deadline_grace");
     open_pool(conninfo);
-    cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
-    idem__conn_set_deadline(conn, idem__now_ms() - 1);
+    cr_assert_eq(idem__pool_checkout(&conn, pool, idem__now_ms() - 1, &err), 0, "%s", err.message);
     cr_assert_eq(run_path(PATH_PIPELINE, conn, &err), 0, "%s", err.message);
     stop_backend(PQbackendPID(idem_conn_pg(conn)));
     start = idem__now_ms();
@@ -230,8 +232,9 @@ Test(deadlines, release_clears_the_deadline)
 
     conninfo = pgtest_new_database("deadline_release");
     open_pool(conninfo);
-    cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
-    idem__conn_set_deadline(conn, idem__now_ms() + 60000);
+    cr_assert_eq(idem__pool_checkout(&conn, pool, idem__now_ms() + 60000, &err), 0, "%s",
+                 err.message);
+    cr_assert_neq(conn->deadline_ms, 0, "the checkout stamps the call's deadline");
     idem_pool_release(conn);
     cr_assert_eq(idem_pool_acquire(&again, pool, &err), 0, "%s", err.message);
     cr_assert_eq(again, conn, "the pool's one connection");
