@@ -218,17 +218,17 @@ typedef struct step_limit {
 #define BY_DEADLINE "what was left of the call's deadline_ms"
 
 /* The limit of a wait that starts now: @option_ms, the pool's option named @option (0 = no
- * limit where @zero_is_none), or what is left of the call's deadline (@deadline_ms; 0 =
- * none) when that is sooner, at least IDEM__MIN_WAIT_MS (conn.h). */
+ * limit where @zero_is_none), or what is left until @until (when the checkout must be done:
+ * a monotonic time, LLONG_MAX for none) when that is sooner. */
 static step_limit step_limit_for(unsigned int option_ms, int zero_is_none, const char *option,
-                                 uint64_t deadline_ms)
+                                 long long until)
 {
     step_limit l = {option_ms, option};
     long long left;
 
-    if (deadline_ms == 0)
+    if (until == LLONG_MAX)
         return l;
-    left = idem__conn_wait_until(deadline_ms) - (long long)idem__now_ms();
+    left = until - (long long)idem__now_ms();
     left = left < 1 ? 1 : left > UINT_MAX ? UINT_MAX : left;
     if ((zero_is_none && option_ms == 0) || left < (long long)option_ms) {
         l.ms = (unsigned int)left;
@@ -252,11 +252,11 @@ static int exhausted_locked(const idem_pool *pool, step_limit wait, idem_error *
 
 /* Queue up until a release hands over a connection or a slot, or the time is up
  * (acquire_timeout_ms, or the call's deadline when sooner). */
-static int wait_locked(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, idem_error *err)
+static int wait_locked(idem_conn **out, idem_pool *pool, long long until, idem_error *err)
 {
     waiter w = {.conn = NULL, .slot = 0, .next = NULL};
     step_limit limit =
-        step_limit_for(pool->opts.acquire_timeout_ms, 0, "acquire_timeout_ms", deadline_ms);
+        step_limit_for(pool->opts.acquire_timeout_ms, 0, "acquire_timeout_ms", until);
     struct timespec deadline;
     int timed_out = 0;
 
@@ -277,8 +277,8 @@ static int wait_locked(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, i
 }
 
 /* An idle connection (*out), else a reserved slot to open one in (*out NULL), else wait
- * for either until @deadline_ms at the latest. *now_out: the time it started. */
-static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, uint64_t deadline_ms,
+ * for either, until @until at the latest. *now_out: the time it started. */
+static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, long long until,
                     idem_error *err)
 {
     idem_conn *pruned = NULL;
@@ -297,7 +297,7 @@ static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, uint64
         pool->nopening++;
         *out = NULL;
     } else {
-        rc = wait_locked(out, pool, deadline_ms, err);
+        rc = wait_locked(out, pool, until, err);
     }
     pthread_mutex_unlock(&pool->lock);
     close_list(pool, pruned);
@@ -324,11 +324,10 @@ static int explain_refused_options(const idem_pool *pool, int rc, idem_error *er
  * (tenant.h), both within one limit: connect_timeout_ms, or the call's deadline when
  * sooner. A question the server refused counts as no; one it did not answer in time fails
  * the opening, the connection closed. */
-static int open_conn(idem_conn *conn, idem_pool *pool, uint64_t deadline_ms, idem_error *err)
+static int open_conn(idem_conn *conn, idem_pool *pool, long long until, idem_error *err)
 {
-    step_limit open =
-        step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms", deadline_ms);
-    long long until = (long long)idem__now_ms() + open.ms;
+    step_limit open = step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms", until);
+    long long open_until = (long long)idem__now_ms() + open.ms;
     idem_error asked = IDEM_ERROR_INIT;
     long long left;
     int rc = explain_refused_options(pool,
@@ -337,7 +336,7 @@ static int open_conn(idem_conn *conn, idem_pool *pool, uint64_t deadline_ms, ide
                                      err);
 
     if (rc == 0) {
-        left = until - (long long)idem__now_ms();
+        left = open_until - (long long)idem__now_ms();
         rc = idem__pg_has_citus(&conn->citus, conn->pg,
                                 open.ms == 0 ? 0
                                 : left < 1   ? 1
@@ -357,8 +356,8 @@ static int open_conn(idem_conn *conn, idem_pool *pool, uint64_t deadline_ms, ide
 
 /* Open a connection in a slot the caller reserved (counted in size and nopening),
  * outside the lock; on failure the slot goes to the next waiter or is given up. */
-int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
-                            uint64_t deadline_ms, idem_error *err)
+int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, long long until,
+                            idem_error *err)
 {
     idem_conn *conn = calloc(1, sizeof(*conn));
     long long now;
@@ -367,7 +366,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     if (conn == NULL)
         rc = idem__error_set(err, IDEM_ENOMEM, "out of memory opening a connection");
     else
-        rc = open_conn(conn, pool, deadline_ms, err);
+        rc = open_conn(conn, pool, until, err);
     now = idem__coarse_ms();
     pthread_mutex_lock(&pool->lock);
     pool->nopening--;
@@ -396,7 +395,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
  * server saying goodbye), except on a connection released within the current clock tick:
  * that would cost a system call per acquire under load for almost nothing, and a
  * connection that fails in use is discarded anyway. */
-static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now, uint64_t deadline_ms)
+static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now, long long until)
 {
     long long idle = now - conn->idle_since_ms;
 
@@ -404,7 +403,7 @@ static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now, ui
         return PQstatus(conn->pg) == CONNECTION_OK;
     return idem__conn_alive(
         conn, idle > (long long)pool->opts.health_check_idle_ms,
-        step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms", deadline_ms).ms);
+        step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms", until).ms);
 }
 
 /* A connection failed its checkout check: close it, keeping its slot to open another. */
@@ -421,6 +420,9 @@ static void retire_unhealthy(idem_pool *pool, idem_conn *conn)
 
 int idem__pool_checkout(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, idem_error *err)
 {
+    /* Every wait of the checkout ends by then: the deadline, or for a checkout that starts
+     * past it (to settle a lost reply) IDEM__MIN_WAIT_MS from now. */
+    long long until = idem__conn_wait_until(deadline_ms);
     idem_conn *conn = NULL;
     long long now = 0;
     int rc;
@@ -431,13 +433,13 @@ int idem__pool_checkout(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, 
         return idem__error_field(err, 0, "pool",
                                  "was created by the parent process; after fork(), the child "
                                  "must create its own pool");
-    rc = checkout(&conn, &now, pool, deadline_ms, err);
-    if (rc == 0 && conn != NULL && !checkout_ok(pool, conn, now, deadline_ms)) {
+    rc = checkout(&conn, &now, pool, until, err);
+    if (rc == 0 && conn != NULL && !checkout_ok(pool, conn, now, until)) {
         retire_unhealthy(pool, conn);
         conn = NULL;
     }
     if (rc == 0 && conn == NULL)
-        rc = idem__pool_open_in_slot(&conn, pool, 1, deadline_ms, err);
+        rc = idem__pool_open_in_slot(&conn, pool, 1, until, err);
     if (rc == 0) {
         conn->deadline_ms = deadline_ms;
         *out = conn;
@@ -462,9 +464,10 @@ void idem_pool_release(idem_conn *conn)
         return;
     pool = conn->pool;
     /* A ROLLBACK left to the release is the call's last wait, under its deadline. */
-    state = idem__conn_clean(conn, step_limit_for(pool->opts.connect_timeout_ms, 1,
-                                                  "connect_timeout_ms", conn->deadline_ms)
-                                       .ms);
+    state = idem__conn_clean(conn,
+                             step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms",
+                                            idem__conn_wait_until(conn->deadline_ms))
+                                 .ms);
     conn->deadline_ms = 0;
     now = idem__coarse_ms();
     if (state == IDEM__CONN_BROKEN)

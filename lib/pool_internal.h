@@ -54,10 +54,10 @@ struct idem_pool {
 extern unsigned long idem__fork_generation;
 
 /* Open a connection in a slot already counted in pool->size and pool->nopening, within
- * connect_timeout_ms or by @deadline_ms (0 = none) if sooner (checkout.h); on success *out
- * is the caller's (checked out). */
-int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
-                            uint64_t deadline_ms, idem_error *err);
+ * connect_timeout_ms, or by @until (a monotonic time; LLONG_MAX for none) if sooner
+ * (checkout.h); on success *out is the caller's (checked out). */
+int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, long long until,
+                            idem_error *err);
 
 /* Take the most recently released idle connection (the pool's lock held, or no other
  * user). */

@@ -2,6 +2,7 @@
  * string with idem's server options, the pooler mode detected or declared, the first
  * connections, the counters, and the fork generation that keeps a child off its parent's
  * connections. */
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -275,7 +276,7 @@ static int open_initial(idem_pool *pool, idem_error *err)
         pool->size++;
         pool->nopening++;
         pthread_mutex_unlock(&pool->lock);
-        rc = idem__pool_open_in_slot(&conn, pool, 0, 0, err);
+        rc = idem__pool_open_in_slot(&conn, pool, 0, LLONG_MAX, err);
         if (rc == 0 && i == 0 && pool->opts.pooler == IDEM_POOLER_AUTO)
             rc = resolve_pooler(pool, conn, err);
         if (conn != NULL)

@@ -24,6 +24,7 @@
 #include "exec.h"
 #include "idem/idem.h"
 #include "pgtest.h"
+#include "stalltest.h"
 
 /* The deadline of a statement, and of a call (long enough for the retry after it to be
  * served on a loaded machine: PGTEST_LOAD_SLACK_MS). */
@@ -32,72 +33,37 @@
 
 /* The tools' default connect timeout (tools/cli.h), which libpq counts in whole seconds. */
 #define TOOL_CONNECT_TIMEOUT_MS 10000
-
-/* The backend stopped by the current test, and the process that resumes it after
- * WATCHDOG_S even if the test dies first (the server could not shut down otherwise): far
- * past the latest any test here allows a wait to end (pgtest_late_ms()). */
-#define WATCHDOG_S 15
-static pid_t stopped_backend;
-static pid_t watchdog;
 static idem_pool *pool;
 static idem_store *store;
-
-static void resume_backend(void)
-{
-    if (stopped_backend > 0)
-        kill(stopped_backend, SIGCONT);
-    if (watchdog > 0) {
-        kill(watchdog, SIGKILL);
-        waitpid(watchdog, NULL, 0);
-    }
-    stopped_backend = watchdog = 0;
-}
-
-static void stop_backend(pid_t backend)
-{
-    watchdog = fork();
-    cr_assert_neq(watchdog, -1, "fork: %s", strerror(errno));
-    if (watchdog == 0) {
-        sleep(WATCHDOG_S);
-        kill(backend, SIGCONT);
-        _exit(0);
-    }
-    stopped_backend = backend;
-    cr_assert_eq(kill(backend, SIGSTOP), 0, "SIGSTOP %d: %s", (int)backend, strerror(errno));
-}
+static char *conninfo;
 
 static void cleanup(void)
 {
-    resume_backend();
+    stalltest_resume();
     idem_store_free(store);
     idem_pool_free(pool);
+    free(conninfo);
     store = NULL;
     pool = NULL;
+    conninfo = NULL;
 }
 
 TestSuite(deadlines, .fini = cleanup);
 
-static void open_pool(const char *conninfo)
+static void open_pool(const char *dsn)
 {
     idem_pool_options opts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
     opts.max_size = 1;
     opts.min_idle = 1;
-    cr_assert_eq(idem_pool_new(&pool, conninfo, &opts, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_pool_new(&pool, dsn, &opts, &err), 0, "%s", err.message);
 }
 
-/* The pool's one connection: its backend's pid, the connection back in the pool. */
-static pid_t pooled_backend(void)
+/* Stop the backend of the pool's one connection, once it waits for its client. */
+static void stop_backend(void)
 {
-    idem_error err = IDEM_ERROR_INIT;
-    idem_conn *conn = NULL;
-    pid_t pid;
-
-    cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
-    pid = PQbackendPID(idem_conn_pg(conn));
-    idem_pool_release(conn);
-    return pid;
+    stalltest_stop(stalltest_pooled_backend(pool), conninfo);
 }
 
 /* The ways a statement goes through the execution layer. */
@@ -171,7 +137,6 @@ ParameterizedTest(struct path_case *pc, deadlines,
     idem_conn *conn = NULL;
     idem_pool_stats st = IDEM_POOL_STATS_INIT;
     uint64_t start, elapsed;
-    char *conninfo;
     int rc;
 
     conninfo = pgtest_new_database("deadline_exec");
@@ -179,7 +144,7 @@ ParameterizedTest(struct path_case *pc, deadlines,
     cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
     cr_assert_eq(run_path(PATH_PREPARED, conn, &err), 0, "%s", err.message); /* prepares */
     idem_pool_release(conn);
-    stop_backend(pooled_backend());
+    stop_backend();
     start = idem__now_ms();
     cr_assert_eq(idem__pool_checkout(&conn, pool, start + EXEC_DEADLINE_MS, &err), 0, "%s",
                  err.message);
@@ -196,7 +161,6 @@ ParameterizedTest(struct path_case *pc, deadlines,
     cr_assert_eq(idem_pool_stats_get(&st, pool), 0);
     cr_assert_eq(st.closed_broken, 1);
     cr_assert_eq(st.size, 0);
-    free(conninfo);
 }
 
 /* A statement sent at the deadline still gets a short grace: a healthy server answers it,
@@ -206,13 +170,12 @@ Test(deadlines, a_statement_sent_past_the_deadline_gets_a_short_grace)
     idem_error err = IDEM_ERROR_INIT;
     idem_conn *conn = NULL;
     uint64_t start, elapsed;
-    char *conninfo;
 
     conninfo = pgtest_new_database("deadline_grace");
     open_pool(conninfo);
     cr_assert_eq(idem__pool_checkout(&conn, pool, idem__now_ms() - 1, &err), 0, "%s", err.message);
     cr_assert_eq(run_path(PATH_PIPELINE, conn, &err), 0, "%s", err.message);
-    stop_backend(PQbackendPID(idem_conn_pg(conn)));
+    stalltest_stop(PQbackendPID(idem_conn_pg(conn)), conninfo);
     start = idem__now_ms();
     cr_assert_eq(run_path(PATH_SIMPLE, conn, &err), IDEM_EUNAVAIL);
     elapsed = idem__now_ms() - start;
@@ -221,14 +184,12 @@ Test(deadlines, a_statement_sent_past_the_deadline_gets_a_short_grace)
               "gave up after %llu ms", (unsigned long long)elapsed);
     cr_assert_not_null(strstr(err.message, "deadline passed"), "%s", err.message);
     idem_pool_release(conn);
-    free(conninfo);
 }
 
 Test(deadlines, release_clears_the_deadline)
 {
     idem_error err = IDEM_ERROR_INIT;
     idem_conn *conn = NULL, *again = NULL;
-    char *conninfo;
 
     conninfo = pgtest_new_database("deadline_release");
     open_pool(conninfo);
@@ -240,7 +201,6 @@ Test(deadlines, release_clears_the_deadline)
     cr_assert_eq(again, conn, "the pool's one connection");
     cr_assert_eq(again->deadline_ms, 0);
     idem_pool_release(again);
-    free(conninfo);
 }
 
 /* A tiny effect: one statement, one receipt. */
@@ -266,7 +226,6 @@ Test(deadlines, a_call_whose_backend_stalls_ends_unavailable_at_its_deadline)
     idem_error err = IDEM_ERROR_INIT;
     idem_pool_stats st = IDEM_POOL_STATS_INIT;
     uint64_t start, elapsed;
-    char *conninfo;
     int rc;
 
     conninfo = pgtest_new_migrated_database("deadline_store");
@@ -278,7 +237,7 @@ Test(deadlines, a_call_whose_backend_stalls_ends_unavailable_at_its_deadline)
     req.tool = "tiny";
     req.arguments = "{}";
     req.arguments_len = 2;
-    stop_backend(pooled_backend());
+    stop_backend();
     start = idem__now_ms();
     rc = idem_store_execute(&out, store, &req, tiny_effect, NULL, &err);
     elapsed = idem__now_ms() - start;
@@ -291,13 +250,12 @@ Test(deadlines, a_call_whose_backend_stalls_ends_unavailable_at_its_deadline)
     cr_assert_not_null(strstr(err.message, "deadline"), "%s", err.message);
     cr_assert_eq(idem_pool_stats_get(&st, pool), 0);
     cr_assert_eq(st.closed_broken, 1, "the stalled connection was not discarded");
-    resume_backend();
+    stalltest_resume();
     /* The pool serves the retry on a fresh connection: the key is still free. */
     rc = idem_store_execute(&out, store, &req, tiny_effect, NULL, &err);
     cr_assert_eq(rc, 0, "%s: %s", idem_err_name(rc), err.message);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     idem_outcome_clear(&out);
-    free(conninfo);
 }
 
 /* A listener on 127.0.0.1 that accepts connections and never answers. */
@@ -425,7 +383,7 @@ static int sockopt(PGconn *pg, int level, int name)
 Test(deadlines, pooled_tcp_connections_have_keepalives_the_conninfo_can_override)
 {
     const char *tcp = getenv("IDEM_PG_TCP");
-    char conninfo[512];
+    char dsn[512];
     idem_error err = IDEM_ERROR_INIT;
     idem_conn *conn = NULL;
     PGconn *pg;
@@ -440,8 +398,8 @@ Test(deadlines, pooled_tcp_connections_have_keepalives_the_conninfo_can_override
     idem_pool_release(conn);
     idem_pool_free(pool);
     pool = NULL;
-    snprintf(conninfo, sizeof(conninfo), "%s keepalives_idle=7 tcp_user_timeout=9000", tcp);
-    open_pool(conninfo);
+    snprintf(dsn, sizeof(dsn), "%s keepalives_idle=7 tcp_user_timeout=9000", tcp);
+    open_pool(dsn);
     cr_assert_eq(idem_pool_acquire(&conn, pool, &err), 0, "%s", err.message);
     pg = idem_conn_pg(conn);
     cr_assert_eq(sockopt(pg, IPPROTO_TCP, TCP_KEEPIDLE), 7);
