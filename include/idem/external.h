@@ -51,6 +51,11 @@
  *
  * Every call is scoped to one tenant, which the caller has authorized.
  *
+ * Deadlines: begin, every report, extend, release and the outbox claim run under the
+ * store's deadline_ms (store.h), from checking out a connection to the last reply, and end
+ * `unavailable` when it passes. History and resolution take your own PGconn and are out of
+ * that: its own settings bound them.
+ *
  * Not promised: exactly once at a provider that ignores downstream keys. After a crash
  * whose lease lapsed, such a provider may act twice; report uncertain dispatches with
  * idem_external_unknown() so that they are reconciled instead of repeated.
@@ -314,7 +319,8 @@ typedef struct idem_external_history idem_external_history;
 /**
  * Read an external operation's state and attempt history, scoped to its tenant.
  * @param out   caller owns; free with idem_external_history_free(). Untouched on failure.
- * @param conn  borrowed; idle. Nothing is prepared on it.
+ * @param conn  borrowed; idle. Nothing is prepared on it. Your own connection: no deadline
+ *              of idem's bounds the call (its own settings, statement_timeout, do).
  * @return 0; IDEM_ENOTFOUND (no record of the key, or a local operation); IDEM_EINVAL;
  *         IDEM_ESCHEMA; IDEM_EUNAVAIL; IDEM_EDB; IDEM_ENOMEM.
  */
@@ -389,7 +395,8 @@ IDEM_API int idem_resolution_init(idem_resolution *res, unsigned int version);
  * again; completed replays the receipt, failed and abandoned reject later calls with it.
  * Its resolution is kept as a resolved item of that kind, recorded or not before.
  *
- * @param conn  borrowed; idle. Nothing is prepared on it.
+ * @param conn  borrowed; idle. Nothing is prepared on it. Your own connection: no deadline
+ *              of idem's bounds the call (its own settings, statement_timeout, do).
  * @return 0; IDEM_EBUSY (a live lease: an attempt is running; or a local record pending for
  *         less than ::IDEM_RECONCILE_STALLED_AFTER_S); IDEM_ENOTFOUND (no operation under
  *         the key, or a local one that is not pending); IDEM_ECONFLICT (it has already ended: the

@@ -42,6 +42,13 @@
  * lease only spares work. Choose the lease longer than one execution (the store's
  * deadline_ms times the retry policy's attempts, plus backoffs).
  *
+ * Deadlines: approve, get, cancel and recover each run under the store's deadline_ms
+ * (store.h), from checking out a connection to the last reply, and end IDEM_EUNAVAIL when
+ * it passes. An execution is a sequence of such calls, each under its own deadline_ms:
+ * the start, the operation's own call (idem_store_execute() or idem_external_begin() and
+ * the dispatch's report), the mark before a dispatch, and the record of the result; the
+ * retry policy's backoffs come between attempts.
+ *
  * Every call is scoped to one tenant, which the caller has authorized, except recovery
  * across all tenants (tenant NULL): row-level security (migration 0007) shows an
  * application's role (idem_app) no row without a tenant, so that call finds nothing for

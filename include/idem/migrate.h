@@ -28,7 +28,9 @@
  * error names its own line. Elsewhere every statement runs as written.
  *
  * Functions here take the caller's libpq connection, borrowed for the call. It must be
- * idle (not inside a transaction). Session settings the functions change are restored
+ * idle (not inside a transaction). No deadline of idem's bounds them (the store's
+ * deadline_ms is for calls on its pool): the lock timeout option and the connection's own
+ * settings do. Session settings the functions change are restored
  * before they return; settings a migration file itself changes with a plain SET stay on
  * the connection, so run migrations on a connection of their own (as idem-migrate does).
  * The advisory lock is session-level: connect directly, not through a pooler in

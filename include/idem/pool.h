@@ -72,10 +72,15 @@ typedef struct idem_pool_options {
                                             above it are closed at idle_timeout_ms. Not
                                             refilled: lifetime and breakage still close
                                             connections below it; default 0 */
-    unsigned int acquire_timeout_ms;   /**< longest wait for a free connection; default 5000 */
-    unsigned int connect_timeout_ms;   /**< longest wait to open one, and for the
-                                            ROLLBACK of a connection released inside a
-                                            transaction; 0 = no limit; default 5000 */
+    unsigned int acquire_timeout_ms;   /**< longest wait for a free connection (a store's
+                                            call waits no longer than its deadline_ms);
+                                            default 5000 */
+    unsigned int connect_timeout_ms;   /**< longest wait to open one (connecting, and
+                                            asking whether the database has Citus), and
+                                            for the ROLLBACK of a connection released
+                                            inside a transaction; 0 = no limit; default
+                                            5000. A store's call is also bounded by its
+                                            deadline_ms (store.h), whichever ends first */
     unsigned int max_lifetime_ms;      /**< close a connection this old when released (minus
                                             up to 10 % random jitter); 0 = never; default
                                             1800000 (30 min) */
@@ -189,7 +194,8 @@ IDEM_API int idem_pool_new(idem_pool **out, const char *conninfo, const idem_poo
 IDEM_API void idem_pool_free(idem_pool *pool);
 
 /**
- * Check out a connection, waiting up to acquire_timeout_ms for one.
+ * Check out a connection, waiting up to acquire_timeout_ms for one. No deadline is put on
+ * it: what you send on it is bounded by your own settings (statement_timeout_ms).
  *
  * @param out  on success, a connection for this thread's use; give it back with
  *             idem_pool_release(). Untouched on failure.
@@ -228,7 +234,9 @@ IDEM_API int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool);
  * transaction. A pooler cannot be told from this to pool by session or by transaction.
  *
  * @param out   1 through a pooler, 0 direct; untouched on failure.
- * @param conn  borrowed; idle (no transaction open) and not in pipeline mode.
+ * @param conn  borrowed; idle (no transaction open) and not in pipeline mode. Your own
+ *              connection: no deadline of idem's bounds the round trip (libpq's and the
+ *              server's settings do).
  * @return 0, IDEM_EINVAL (NULL argument), IDEM_EDB or IDEM_EUNAVAIL (the query failed).
  */
 IDEM_API int idem_pooler_detect(int *out, PGconn *conn, idem_error *err);

@@ -16,7 +16,9 @@
  * fingerprint matches, and reopens it if it had been resolved.
  *
  * These functions serve idem-reconcile and an operator's own tools (an admin UI). They take
- * the caller's libpq connection, borrowed for the call, idle, and prepare nothing on it.
+ * the caller's libpq connection, borrowed for the call, idle, and prepare nothing on it; no
+ * deadline of idem's bounds them (the store's deadline_ms is for calls on its pool): the
+ * connection's own settings (statement_timeout, libpq's connect_timeout) do.
  * Unlike idem_store_execute(), they are not scoped to one tenant unless asked: authorize
  * the operator before calling.
  *

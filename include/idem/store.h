@@ -83,12 +83,17 @@ typedef struct idem_store_options {
                                        its tool has its own; ::IDEM_WINDOW_MIN_S (1 s) to
                                        ::IDEM_WINDOW_MAX_S (3650 days); default 604800
                                        (7 days) */
-    unsigned int deadline_ms;     /**< the longest one call may spend on attempts,
-                                       backoffs, lock waits (each write sets lock_timeout to
-                                       what is left of it) and every wait for the server's
-                                       reply, after which the connection is dropped (a
-                                       statement sent at the last moment still gets 100 ms);
-                                       > 0; default 10000 */
+    unsigned int deadline_ms;     /**< the longest one call may spend, counted from its
+                                       start: checking out a connection (the wait for a free
+                                       one, opening one), attempts, backoffs, lock waits
+                                       (each write sets lock_timeout to what is left of it)
+                                       and every wait for the server's reply, after which the
+                                       connection is dropped (a statement sent at the last
+                                       moment still gets 100 ms) and the call ends
+                                       unavailable. It bounds every call on the store's pool:
+                                       the store's, the external path's and its outbox's
+                                       (external.h), and intents' (intent.h); > 0; default
+                                       10000 */
     unsigned int max_attempts;    /**< transaction attempts per call; default 20 */
     unsigned int backoff_base_ms; /**< first serialization backoff ceiling; default 2 */
     unsigned int backoff_max_ms;  /**< backoff cap; default 100 */

@@ -25,6 +25,10 @@
  * A run stops when both passes find nothing due, or at ::idem_sweep_options.max_runtime_ms
  * or max_batches; the next run continues with what is left.
  *
+ * idem_sweep_run() takes the caller's own connection: no deadline of idem's bounds it (the
+ * store's deadline_ms is for calls on its pool); max_runtime_ms, lock_timeout_ms and the
+ * connection's own settings do.
+ *
  * Only one sweeper works at a time: idem_sweep_run() takes the session-level advisory lock
  * ::IDEM_SWEEP_LOCK_KEY with `pg_try_advisory_lock` for the whole run (released before it
  * returns, or by the server when the session ends), and returns IDEM_ELOCKED at once,

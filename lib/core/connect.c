@@ -71,6 +71,10 @@ static const char *login_advice(const char *message)
     return NULL;
 }
 
+/* libpq's blocking connect takes a connect_timeout of 1 s as 2 s: a rounded-down second
+ * could otherwise end the wait at once. */
+#define LIBPQ_LEAST_CONNECT_TIMEOUT_MS 2000
+
 int idem__pg_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t size)
 {
     PQconninfoOption *opts = PQconninfo(conn);
@@ -87,8 +91,9 @@ int idem__pg_connect_timeout_ms(long long *ms, PGconn *conn, char *why, size_t s
                      o->val);
     }
     PQconninfoFree(opts);
-    /* As libpq's blocking connect: a rounded-down second could end the wait at once. */
-    *ms = rc != 0 || seconds <= 0 ? 0 : seconds < 2 ? 2000 : (long long)seconds * 1000;
+    *ms = rc != 0 || seconds <= 0 ? 0
+          : seconds < 2           ? LIBPQ_LEAST_CONNECT_TIMEOUT_MS
+                                  : (long long)seconds * 1000;
     return rc;
 }
 
