@@ -1,7 +1,6 @@
-/* One pooled connection (pool_conn.h): opening it within a deadline, waiting on its
- * socket, checking that it is alive and clean before it serves a call, detecting a pooler
- * in front of the server, closing it. */
-#include <assert.h>
+/* One pooled connection (conn.h): opening it within a deadline, waiting on its socket,
+ * checking that it is alive and clean before it serves a call, detecting a pooler in front
+ * of the server, closing it. */
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -219,32 +218,4 @@ void idem__conn_close(idem_conn *conn)
         free(conn->texts[i].sql);
     free(conn->texts);
     free(conn);
-}
-
-int idem__conn_failed(const idem_conn *conn)
-{
-    return conn == NULL || conn->discard || PQstatus(conn->pg) != CONNECTION_OK;
-}
-
-int idem__pg_exec(PGresult **out, PGconn *conn, const char *sql, int nparams,
-                  const char *const *values, const int *lengths, const int *formats,
-                  int result_format, const char *what, idem_error *err)
-{
-    PGresult *res = PQexecParams(conn, sql, nparams, NULL, values, lengths, formats, result_format);
-    ExecStatusType st = PQresultStatus(res);
-    int rc;
-
-    assert(out != NULL && conn != NULL && sql != NULL);
-    if (res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)) {
-        *out = res;
-        return 0;
-    }
-    rc = idem__error_misconfigured(err, idem__error_pg(err, conn, res, "%s", what));
-    PQclear(res);
-    return rc;
-}
-
-int idem__conn_citus(const idem_conn *conn)
-{
-    return conn != NULL && conn->citus;
 }

@@ -472,3 +472,31 @@ int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t 
     idem__exec_io_end(conn);
     return rc;
 }
+
+int idem__conn_failed(const idem_conn *conn)
+{
+    return conn == NULL || conn->discard || PQstatus(conn->pg) != CONNECTION_OK;
+}
+
+int idem__pg_exec(PGresult **out, PGconn *conn, const char *sql, int nparams,
+                  const char *const *values, const int *lengths, const int *formats,
+                  int result_format, const char *what, idem_error *err)
+{
+    PGresult *res = PQexecParams(conn, sql, nparams, NULL, values, lengths, formats, result_format);
+    ExecStatusType st = PQresultStatus(res);
+    int rc;
+
+    assert(out != NULL && conn != NULL && sql != NULL);
+    if (res != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)) {
+        *out = res;
+        return 0;
+    }
+    rc = idem__error_misconfigured(err, idem__error_pg(err, conn, res, "%s", what));
+    PQclear(res);
+    return rc;
+}
+
+int idem__conn_citus(const idem_conn *conn)
+{
+    return conn != NULL && conn->citus;
+}
