@@ -15,17 +15,7 @@
 #include <stdint.h>
 
 #include "idem/pool.h"
-
-/* A named, parameterized statement. Define them as static const objects in the module
- * that owns the SQL; the pool prepares each lazily, once per connection, recognising it
- * by its address (and name, which must be unique across the library: "idem_<module>_<x>").
- * On the server it is named "<name>_<hash of its SQL>" (at most 40 characters of name):
- * a session found holding that name holds that SQL. */
-typedef struct idem__stmt {
-    const char *name;
-    const char *sql;
-    int nparams;
-} idem__stmt;
+#include "stmt.h"
 
 /* Every wait on the server (each send and each reply) on a connection is bounded by its
  * call's deadline, which the checkout stamped on it (checkout.h, idem__pool_checkout()). A
