@@ -8,6 +8,7 @@
 #ifndef IDEM_LIB_CONN_H
 #define IDEM_LIB_CONN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,7 @@ struct idem_conn {
     uint64_t text_seen[IDEM__TEXT_SEEN_MAX]; /* hashes of texts run once, not kept (0: none) */
     unsigned int text_seen_next;             /* where the next one goes */
     unsigned int text_epoch;                 /* the pool's text_epoch its texts were kept under */
+    atomic_uint *pool_text_epoch;            /* the pool's own, shared by its connections */
     int stale_plan;            /* the last failure: a kept text's plan no longer fits */
     int unnamed;               /* behind a transaction pooler: nothing is prepared by name */
     const char *local_timeout; /* statement_timeout to set inside each transaction (the

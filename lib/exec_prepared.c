@@ -14,7 +14,6 @@
 #include "exec.h"
 #include "exec_io.h"
 #include "conn.h"
-#include "pool_internal.h"
 
 /* The name @stmt has on this connection's server session, or NULL when it is not
  * prepared there. */
@@ -107,7 +106,7 @@ void idem__exec_note_stale_plan(idem_conn *conn, const idem__stmt *stmt, const P
         return;
     conn->stale_plan = 1;
     /* Once for all the connections that meet it: a bump another made first is enough. */
-    atomic_compare_exchange_strong(&conn->pool->text_epoch, &epoch, epoch + 1);
+    atomic_compare_exchange_strong(conn->pool_text_epoch, &epoch, epoch + 1);
 }
 
 /* The SQL's first characters, on one line and in ASCII (the server takes a statement's
@@ -152,7 +151,7 @@ static int first_run(idem_conn *conn, const char *sql, int nparams)
 
 const idem__stmt *idem__conn_text_stmt(idem_conn *conn, const char *sql, int nparams)
 {
-    unsigned int epoch = atomic_load(&conn->pool->text_epoch);
+    unsigned int epoch = atomic_load(conn->pool_text_epoch);
     idem__text_stmt *t;
 
     if (conn->unnamed || strnlen(sql, IDEM__TEXT_STMT_SQL_MAX + 1) > IDEM__TEXT_STMT_SQL_MAX)

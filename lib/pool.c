@@ -384,6 +384,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
         return rc;
     }
     conn->pool = pool;
+    conn->pool_text_epoch = &pool->text_epoch;
     conn->idle_since_ms = now;
     conn->unnamed = pool->unnamed;
     conn->local_timeout = pool->local_timeout[0] != '\0' ? pool->local_timeout : NULL;
