@@ -16,7 +16,7 @@
  * pool's option for it allows (acquire_timeout_ms for a free connection; connect_timeout_ms
  * to open one and ask it whether the database has Citus, and for the round trip that checks
  * a long-idle one), or until the deadline when that is sooner; a checkout started with less
- * than IDEM__MIN_WAIT_MS left (conn.h), to resolve a lost reply, gets that long. On success
+ * than IDEM__MIN_WAIT_MS left (deadline.h), to resolve a lost reply, gets that long. On success
  * *out is the caller's until idem_pool_release(), stamped with @deadline_ms. Returns as
  * idem_pool_acquire(): 0, IDEM_EUNAVAIL (pool exhausted, or the server did not answer, in
  * time: the message names the limit), IDEM_EPERM, IDEM_EINVAL, IDEM_ENOMEM. */

@@ -13,7 +13,7 @@
 #include "core/text.h"
 #include "error.h"
 #include "conn.h"
-#include "settings.h"
+#include "citus.h"
 
 /* libpq refused @pg's settings: IDEM_EINVAL naming conninfo, in libpq's words. */
 static int settings_error(const PGconn *pg, idem_error *err)
@@ -196,16 +196,6 @@ int idem__pg_has_citus(int *out, PGconn *pg, unsigned int timeout_ms, idem_error
         *out = PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
     return rc;
-}
-
-long long idem__conn_wait_until(uint64_t deadline_ms)
-{
-    long long now = (long long)idem__now_ms();
-    long long deadline = (long long)deadline_ms;
-
-    if (deadline_ms == 0)
-        return LLONG_MAX;
-    return deadline > now + IDEM__MIN_WAIT_MS ? deadline : now + IDEM__MIN_WAIT_MS;
 }
 
 void idem__conn_close(idem_conn *conn)

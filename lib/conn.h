@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "deadline.h"
 #include "idem/pool.h"
 #include "stmt.h"
 
@@ -55,27 +56,19 @@ struct idem_conn {
     unsigned int text_seen_next;             /* where the next one goes */
     unsigned int text_epoch;                 /* the pool's text_epoch its texts were kept under */
     atomic_uint *pool_text_epoch;            /* the pool's own, shared by its connections */
-    int stale_plan;            /* the last failure: a kept text's plan no longer fits */
-    int unnamed;               /* behind a transaction pooler: nothing is prepared by name */
-    const char *local_timeout; /* statement_timeout to set inside each transaction (the
-                                  pool's text, in ms), or NULL (exec.c) */
-    uint64_t deadline_ms;      /* the call's deadline, an idem__now_ms() time past which its
-                                  waits give up; 0 = none; stamped by the checkout
-                                  (idem__pool_checkout()), read by the execution layer,
-                                  cleared on release */
-    long long wait_until_ms;   /* the statement in progress waits until then (exec.c) */
-    int discard;               /* close on release */
-    int citus;                 /* the database has the citus extension (pool.c) */
-    int close_reason;          /* set when it is closed, for the log */
+    int stale_plan; /* the last failure: a kept text's plan no longer fits */
+    int unnamed;    /* behind a transaction pooler: nothing is prepared by name */
+    unsigned int statement_timeout_ms; /* the pool's, which caps the statement_timeout that a
+                                          transaction sets (settings.h); 0 = none */
+    uint64_t deadline_ms;              /* the call's deadline, an idem__now_ms() time past which its
+                                          waits give up; 0 = none; stamped by the checkout
+                                          (idem__pool_checkout()), read by the execution layer,
+                                          cleared on release */
+    long long wait_until_ms;           /* the statement in progress waits until then (exec.c) */
+    int discard;                       /* close on release */
+    int citus;                         /* the database has the citus extension (pool.c) */
+    int close_reason;                  /* set when it is closed, for the log */
 };
-
-/* A wait that starts now under @deadline_ms (an idem__now_ms() time; 0 = none) lasts until
- * the deadline, or IDEM__MIN_WAIT_MS from now when less is left: a statement sent at the
- * last moment (the store's lookup after its final backoff, a COMMIT), or a connection
- * checked out to resolve a lost reply, gets that long, so that a healthy server's answer is
- * not thrown away. Returns a monotonic time in ms, LLONG_MAX for no deadline. */
-#define IDEM__MIN_WAIT_MS 100
-long long idem__conn_wait_until(uint64_t deadline_ms);
 
 /* What idem__conn_clean() found. */
 enum idem__conn_state {
@@ -118,7 +111,7 @@ enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms)
  * pg may be left busy: close it). */
 int idem__pg_through_pooler(int *out, PGconn *pg, unsigned int timeout_ms, idem_error *err);
 
-/* Whether pg's database has the citus extension (IDEM__SQL_HAS_CITUS, settings.h): *out 1
+/* Whether pg's database has the citus extension (IDEM__SQL_HAS_CITUS, citus.h): *out 1
  * or 0. Waits at most timeout_ms (0 = no limit); pg must be idle. Returns 0, IDEM_EDB (the
  * server refused the question) or IDEM_EUNAVAIL (no answer in time, or the connection
  * failed: pg may be left busy, close it). */

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "error.h"
 #include "exec.h"
@@ -99,13 +98,6 @@ static int take_result(PGresult **out, idem_conn *conn, PGresult *res, const cha
     return take_result_in(out, conn, res, what, stmt, 0, err);
 }
 
-/* Behind a transaction pooler with a statement timeout, a command sent outside a
- * transaction travels as a pipeline, which puts the timeout in front of it. */
-static int outside_tx_with_timeout(const idem_conn *conn)
-{
-    return conn->local_timeout != NULL && PQtransactionStatus(conn->pg) == PQTRANS_IDLE;
-}
-
 static int exec_as_pipeline(PGresult **out, idem_conn *conn, idem__pipe_cmd cmd, idem_error *err)
 {
     size_t failed_at;
@@ -126,9 +118,6 @@ static int exec_text(PGresult **out, idem_conn *conn, const char *sql, int npara
     int rc, sent;
 
     assert(out != NULL && conn != NULL && sql != NULL);
-    if (nparams >= 0 && outside_tx_with_timeout(conn))
-        return exec_as_pipeline(
-            out, conn, (idem__pipe_cmd){NULL, sql, nparams, values, NULL, NULL, 0, NULL}, err);
     idem__exec_io_start(conn);
     if (idem__exec_fault_take(sql) != 0)
         idem__exec_drop_socket(conn);
@@ -199,8 +188,7 @@ int idem__conn_exec_prepared(PGresult **out, idem_conn *conn, const idem__stmt *
 
     assert(out != NULL && conn != NULL && stmt != NULL);
     /* Not prepared here yet: prepared in the same round trip, where it runs. */
-    if (outside_tx_with_timeout(conn) ||
-        (!conn->unnamed && idem__exec_prepared_name(conn, stmt) == NULL))
+    if (!conn->unnamed && idem__exec_prepared_name(conn, stmt) == NULL)
         return exec_as_pipeline(
             out, conn,
             (idem__pipe_cmd){stmt, NULL, 0, values, lengths, formats, result_format, NULL}, err);
@@ -413,62 +401,17 @@ static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *fai
     return rc;
 }
 
-/* Behind a transaction pooler, statement_timeout is set inside the transaction: after a
- * pipeline's leading BEGIN, or in front of a pipeline sent outside a transaction (whose
- * commands then share one implicit transaction until its Sync). Returns where the
- * command goes, or -1 for nowhere (inside a transaction it is set already). */
-static long timeout_slot(const idem_conn *conn, const idem__pipe_cmd *cmds, size_t n)
-{
-    if (conn->local_timeout == NULL || n == 0)
-        return -1;
-    if (cmds[0].stmt == NULL && strncasecmp(cmds[0].sql, "BEGIN", 5) == 0)
-        return 1;
-    return PQtransactionStatus(conn->pg) == PQTRANS_IDLE ? 0 : -1;
-}
-
-#define TIMEOUT_SQL "SELECT set_config('statement_timeout', $1, true)"
-
-/* pipe_run() with the statement timeout's command put in at @slot; results and the
- * failing index are the caller's commands' (a failure of the timeout's own command is not
- * tied to one of them). */
-static int pipe_run_with_timeout(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t slot,
-                                 size_t *failed_at, idem_error *err)
-{
-    idem__pipe_cmd *all = malloc((n + 1) * sizeof(*all));
-    size_t at = n + 1;
-    int rc;
-
-    if (all == NULL)
-        return idem__error_set(err, IDEM_ENOMEM, "out of memory sending a pipeline");
-    memcpy(all, cmds, slot * sizeof(*all));
-    all[slot] = (idem__pipe_cmd){NULL, TIMEOUT_SQL, 1, &conn->local_timeout, NULL, NULL, 0, NULL};
-    memcpy(all + slot + 1, cmds + slot, (n - slot) * sizeof(*all));
-    rc = pipe_run(conn, all, n + 1, &at, err);
-    PQclear(all[slot].result);
-    memcpy(cmds, all, slot * sizeof(*all));
-    memcpy(cmds + slot, all + slot + 1, (n - slot) * sizeof(*all));
-    if (rc != 0)
-        *failed_at = at == slot || at > n ? n : at > slot ? at - 1 : at;
-    free(all);
-    return rc;
-}
-
 int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                         idem_error *err)
 {
-    long slot;
-    int rc = 0;
+    int rc;
 
     assert(conn != NULL && cmds != NULL && failed_at != NULL);
     *failed_at = n;
     for (size_t i = 0; i < n; i++)
         cmds[i].result = NULL;
-    slot = timeout_slot(conn, cmds, n);
     idem__exec_io_start(conn);
-    if (rc == 0 && slot >= 0)
-        rc = pipe_run_with_timeout(conn, cmds, n, (size_t)slot, failed_at, err);
-    else if (rc == 0)
-        rc = pipe_run(conn, cmds, n, failed_at, err);
+    rc = pipe_run(conn, cmds, n, failed_at, err);
     idem__exec_io_end(conn);
     return rc;
 }
@@ -499,4 +442,14 @@ int idem__pg_exec(PGresult **out, PGconn *conn, const char *sql, int nparams,
 int idem__conn_citus(const idem_conn *conn)
 {
     return conn != NULL && conn->citus;
+}
+
+uint64_t idem__conn_deadline(const idem_conn *conn)
+{
+    return conn != NULL ? conn->deadline_ms : 0;
+}
+
+unsigned int idem__conn_statement_timeout_ms(const idem_conn *conn)
+{
+    return conn != NULL ? conn->statement_timeout_ms : 0;
 }

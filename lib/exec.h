@@ -4,10 +4,8 @@
  *
  * Behind a pooler in transaction mode (the pool's IDEM_POOLER_TRANSACTION) the layer keeps
  * nothing on a server session across transactions: named statements go unnamed (parsed
- * each time, in the same round trip), and the pool's statement timeout is set with
- * set_config(..., true) after a pipeline's leading BEGIN, or in front of a statement or
- * pipeline sent outside a transaction (they then travel as one pipeline, one implicit
- * transaction). Text sent with idem__conn_exec() (COMMIT, ROLLBACK) gets no timeout. */
+ * each time, in the same round trip). What a transaction sets (the tenant, lock_timeout,
+ * statement_timeout) is not this layer's: its callers send it, built by settings.h. */
 #ifndef IDEM_LIB_EXEC_H
 #define IDEM_LIB_EXEC_H
 
@@ -23,7 +21,7 @@
  * close and rolls back), the connection is marked for discard, and the call returns
  * IDEM_EUNAVAIL (the store's `unavailable`: retry later with the same key) with a message
  * saying that the deadline passed. A statement sent with less than IDEM__MIN_WAIT_MS left,
- * or after the deadline, may still wait that long (conn.h). */
+ * or after the deadline, may still wait that long (deadline.h). */
 
 /* Execute a named statement on a checked-out connection, preparing it first, in the same
  * round trip, if this connection has not seen it. values/lengths/formats as PQexecPrepared (lengths
@@ -112,6 +110,11 @@ int idem__conn_failed(const idem_conn *conn);
 /* Whether the connection's database has the citus extension (looked up when the pool
  * opened it): the tenant's setting then travels as SET LOCAL in a transaction (tenant.h). */
 int idem__conn_citus(const idem_conn *conn);
+
+/* The call's deadline that the checkout stamped on the connection (0: none), and its pool's
+ * statement_timeout_ms (0: none): what a transaction's timeouts are made of (settings.h). */
+uint64_t idem__conn_deadline(const idem_conn *conn);
+unsigned int idem__conn_statement_timeout_ms(const idem_conn *conn);
 
 /* Forget that statements were prepared on this connection (after DISCARD ALL, say). */
 void idem__conn_forget_prepared(idem_conn *conn);

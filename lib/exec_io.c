@@ -99,12 +99,12 @@ void idem__exec_drop_socket(idem_conn *conn)
 }
 
 /* Before anything is sent: fix how long this statement may wait (the call's deadline, at
- * least IDEM__MIN_WAIT_MS: conn.h), and put libpq's sends in nonblocking mode, so that no
+ * least IDEM__MIN_WAIT_MS: deadline.h), and put libpq's sends in nonblocking mode, so that no
  * libpq call waits on the server by itself. */
 void idem__exec_io_start(idem_conn *conn)
 {
     conn->stale_plan = 0;
-    conn->wait_until_ms = idem__conn_wait_until(conn->deadline_ms);
+    conn->wait_until_ms = idem__deadline_wait_until(conn->deadline_ms);
     PQsetnonblocking(conn->pg, 1); /* a failure shows in the send that follows */
 }
 

@@ -13,10 +13,8 @@
 #define MAX_TRIES 4
 
 #define BEGIN_SQL          "BEGIN ISOLATION LEVEL READ COMMITTED"
-#define CLAIM_AT           4 /* then forget, lapse, start (external_sql.c) */
-#define FORGET_AT          5
-#define COMMIT_AT          8
-#define CLAIM_CMDS         9
+#define CLAIM_STMTS        4 /* claim, forget, lapse, start (external_sql.c) */
+#define CLAIM_CMDS         (1 + IDEM__SETTINGS_CMDS + CLAIM_STMTS + 1)
 #define LOCK_NOT_AVAILABLE "55P03"
 
 typedef struct begin {
@@ -25,7 +23,6 @@ typedef struct begin {
     idem_external_attempt **out;
     char token[IDEM_UUID_STRING_SIZE], downstream[IDEM_UUID_STRING_SIZE];
     char version[16], retention[24], key_memory[24], born_ms[24], horizon[24], skew[24];
-    char set_claim_wait[IDEM__SET_LOCAL_SIZE]; /* the claim's lock timeout (settings.h) */
     const char *values[11];
     int lengths[11], formats[11];
     const char *forget[6]; /* tenant, operation_id, downstream key, born_ms, horizon, skew */
@@ -37,7 +34,7 @@ static int make_claim(begin *b)
 {
     const idem_request *req = b->c.req;
     unsigned int retention_s, key_memory_s;
-    uint64_t born_ms, lock_ms;
+    uint64_t born_ms;
     int rc;
 
     if ((rc = idem_uuid_v7(b->token, b->c.err)) != 0 ||
@@ -52,11 +49,6 @@ static int make_claim(begin *b)
     snprintf(b->skew, sizeof(b->skew), "%u", b->ext->store->opts.clock_skew_s);
     if (idem_uuid_v7_time_ms(&born_ms, req->operation_id) == 0)
         snprintf(b->born_ms, sizeof(b->born_ms), "%llu", (unsigned long long)born_ms);
-    /* The claim's wait ends on the server before the call's deadline, as the store's lock
-     * timeouts do (store_internal.h), so that a key held longer answers in_progress. */
-    lock_ms = idem__store_lock_timeout_ms(b->c.deadline_ms);
-    idem__set_local_ms(b->set_claim_wait, sizeof(b->set_claim_wait), "lock_timeout",
-                       b->ext->opts.claim_wait_ms < lock_ms ? b->ext->opts.claim_wait_ms : lock_ms);
     b->values[0] = req->tenant;
     b->values[1] = req->operation_id;
     b->values[2] = req->tool;
@@ -141,19 +133,19 @@ static int resolve(begin *b, idem_conn **conn, int *taken)
     return rc;
 }
 
-/* The claim returned the record and forget did not delete it (external_sql.c). */
-static int claimed(const idem__pipe_cmd *cmds)
+/* The claim (at @at) returned the record and forget did not delete it (external_sql.c). */
+static int claimed(const idem__pipe_cmd *cmds, size_t at)
 {
-    return PQntuples(cmds[CLAIM_AT].result) == 1 && PQntuples(cmds[FORGET_AT].result) == 0;
+    return PQntuples(cmds[at].result) == 1 && PQntuples(cmds[at + 1].result) == 0;
 }
 
-/* The claim did not take the key. When forget deleted the record it had just made (a key
- * that had none), its UUIDv7 was dated ahead, and the call is invalid, nothing written
- * (IDEM_EINVAL), or too old, and the lookup that follows answers (0), as it does for a key
- * taken by someone else. */
-static int not_claimed(begin *b, const idem__pipe_cmd *cmds)
+/* The claim did not take the key. When forget (at @at + 1) deleted the record it had just
+ * made (a key that had none), its UUIDv7 was dated ahead, and the call is invalid, nothing
+ * written (IDEM_EINVAL), or too old, and the lookup that follows answers (0), as it does
+ * for a key taken by someone else. */
+static int not_claimed(begin *b, const idem__pipe_cmd *cmds, size_t at)
 {
-    const PGresult *res = cmds[FORGET_AT].result;
+    const PGresult *res = cmds[at + 1].result;
     int64_t ahead = 0;
 
     if (PQntuples(res) == 1)
@@ -161,41 +153,55 @@ static int not_claimed(begin *b, const idem__pipe_cmd *cmds)
     return ahead > 0 ? idem__store_dated_ahead(&b->c, ahead) : 0;
 }
 
-/* One claim: BEGIN, IDEM__SET_PROPAGATE, the tenant (tenant.h), the claim's short lock wait
- * (a SET LOCAL statement, settings.h), the claim's four statements, COMMIT, in one round
- * trip. *taken is 1 when this call now holds the key; 0 when the key is someone else's to
- * answer for. */
+/* BEGIN, the settings (settings.h: the tenant, the claim's short lock wait, which ends on
+ * the server before the call's deadline, and the statement timeout), the claim's four
+ * statements, COMMIT. Returns how many; *at is the claim's index. */
+static size_t claim_cmds(begin *b, idem_conn *conn, idem__pipe_cmd *cmds, size_t *at)
+{
+    idem__tx_settings *s = &b->c.settings;
+    size_t n = 0;
+
+    idem__tx_settings_for(s, conn, b->c.req->tenant);
+    idem__tx_settings_claim_wait(s, b->ext->opts.claim_wait_ms);
+    cmds[n++] = (idem__pipe_cmd){NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL};
+    n += idem__tx_settings_cmds(cmds + n, s,
+                                idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT
+                                    ? IDEM__SETTINGS_PLAIN
+                                    : IDEM__SETTINGS_CITUS);
+    *at = n;
+    cmds[n++] = (idem__pipe_cmd){
+        &idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL};
+    cmds[n++] =
+        (idem__pipe_cmd){&idem__external_stmt_forget, NULL, 0, b->forget, NULL, NULL, 0, NULL};
+    cmds[n++] = (idem__pipe_cmd){&idem__external_stmt_lapse, NULL, 0, b->mine, NULL, NULL, 0, NULL};
+    cmds[n++] = (idem__pipe_cmd){&idem__external_stmt_start, NULL, 0, b->mine, NULL, NULL, 0, NULL};
+    cmds[n++] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
+    return n;
+}
+
+/* One claim, in one round trip (claim_cmds()). *taken is 1 when this call now holds the
+ * key; 0 when the key is someone else's to answer for. */
 static int claim(begin *b, idem_conn **conn, int *taken)
 {
-    idem__pipe_cmd cmds[CLAIM_CMDS] = {
-        {NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL},
-        {NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL},
-        idem__tenant_cmd(&b->c.set_tenant, b->c.req->tenant),
-        {NULL, b->set_claim_wait, 0, NULL, NULL, NULL, 0, NULL},
-        {&idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL},
-        {&idem__external_stmt_forget, NULL, 0, b->forget, NULL, NULL, 0, NULL},
-        {&idem__external_stmt_lapse, NULL, 0, b->mine, NULL, NULL, 0, NULL},
-        {&idem__external_stmt_start, NULL, 0, b->mine, NULL, NULL, 0, NULL},
-        {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL},
-    };
-    size_t failed_at;
-    int rc = idem__conn_pipeline(*conn, cmds, CLAIM_CMDS, &failed_at, b->c.err);
+    idem__pipe_cmd cmds[CLAIM_CMDS];
+    size_t at, failed_at, n = claim_cmds(b, *conn, cmds, &at);
+    int rc = idem__conn_pipeline(*conn, cmds, n, &failed_at, b->c.err);
 
     *taken = 0;
-    if (rc == 0 && claimed(cmds)) {
+    if (rc == 0 && claimed(cmds, at)) {
         *taken = 1;
-        rc = take(b, cmds[CLAIM_AT].result);
+        rc = take(b, cmds[at].result);
     } else if (rc == 0) {
-        rc = not_claimed(b, cmds);
+        rc = not_claimed(b, cmds, at);
     } else if (rc != 0 && (rc == IDEM_EUNAVAIL || idem__conn_failed(*conn))) {
         rc = resolve(b, conn, taken);
     } else if (rc != 0) {
         rollback(*conn);
-        if (failed_at >= CLAIM_AT && failed_at < COMMIT_AT &&
+        if (failed_at >= at && failed_at < at + CLAIM_STMTS &&
             strcmp(b->c.err->sqlstate, LOCK_NOT_AVAILABLE) == 0)
             rc = busy(b);
     }
-    idem__store_pipe_clear(cmds, CLAIM_CMDS);
+    idem__store_pipe_clear(cmds, n);
     return rc;
 }
 

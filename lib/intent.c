@@ -116,7 +116,7 @@ int idem__intent_run(PGresult **out, idem_store *store, uint64_t deadline_ms, co
                      idem__pipe_cmd *cmds, size_t n, idem_error *err)
 {
     idem__pipe_cmd all[3 + IDEM__TENANT_EXTRA];
-    idem__tenant_sql buf;
+    idem__tx_settings settings;
     idem_conn *conn = NULL;
     size_t first = 0, last, total = n, failed_at = 0;
     int rc;
@@ -125,10 +125,8 @@ int idem__intent_run(PGresult **out, idem_store *store, uint64_t deadline_ms, co
         return idem__error_set(err, IDEM_EINVAL, "intent: bad pipeline of %zu commands", n);
     if ((rc = idem__pool_checkout(&conn, store->pool, deadline_ms, err)) != 0)
         return rc;
-    if (tenant != NULL)
-        total = idem__tenant_wrap(all, &buf, tenant, idem__tenant_form_for(conn), cmds, n, &first);
-    else
-        memcpy(all, cmds, n * sizeof(*cmds));
+    idem__tx_settings_for(&settings, conn, tenant);
+    total = idem__tenant_wrap(all, &settings, idem__tenant_form_for(conn), cmds, n, &first);
     last = first + n - 1;
     rc = idem__conn_pipeline(conn, all, total, &failed_at, err);
     idem_pool_release(conn);

@@ -63,10 +63,10 @@ idem_intent *idem__intent_new_from_row(const PGresult *res, int row);
 
 /* Run @n (at most 3) statements (with their parameters; text results) on a connection of
  * @store's pool, checked out under the call's @deadline_ms (idem__store_deadline()), in one
- * round trip; when @tenant is not NULL, in a transaction of their own that set the tenant
- * first (idem__tenant_wrap()). On 0 the last command's result is in *out (caller
- * PQclear()s it). A misconfigured deployment gives IDEM_ESCHEMA or IDEM_EPERM with
- * advice. */
+ * round trip, in a transaction of their own that sets the call's settings first (its
+ * timeouts, and @tenant when it is not NULL: idem__tenant_wrap()). On 0 the last command's result
+ * is in *out (caller PQclear()s it). A misconfigured deployment gives IDEM_ESCHEMA or IDEM_EPERM
+ * with advice. */
 int idem__intent_run(PGresult **out, idem_store *store, uint64_t deadline_ms, const char *tenant,
                      idem__pipe_cmd *cmds, size_t n, idem_error *err);
 

@@ -387,7 +387,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     conn->pool_text_epoch = &pool->text_epoch;
     conn->idle_since_ms = now;
     conn->unnamed = pool->unnamed;
-    conn->local_timeout = pool->local_timeout[0] != '\0' ? pool->local_timeout : NULL;
+    conn->statement_timeout_ms = pool->opts.statement_timeout_ms;
     *out = conn;
     return 0;
 }
@@ -423,7 +423,7 @@ int idem__pool_checkout(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, 
 {
     /* Every wait of the checkout ends by then: the deadline, or for a checkout that starts
      * past it (to settle a lost reply) IDEM__MIN_WAIT_MS from now. */
-    long long until = idem__conn_wait_until(deadline_ms);
+    long long until = idem__deadline_wait_until(deadline_ms);
     idem_conn *conn = NULL;
     long long now = 0;
     int rc;
@@ -467,7 +467,7 @@ void idem_pool_release(idem_conn *conn)
     /* A ROLLBACK left to the release is the call's last wait, under its deadline. */
     state = idem__conn_clean(conn,
                              step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms",
-                                            idem__conn_wait_until(conn->deadline_ms))
+                                            idem__deadline_wait_until(conn->deadline_ms))
                                  .ms);
     conn->deadline_ms = 0;
     now = idem__coarse_ms();

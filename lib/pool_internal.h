@@ -34,7 +34,6 @@ struct idem_pool {
     int unnamed;            /* statements unnamed: a transaction pooler in between */
     atomic_uint text_epoch; /* bumped when a kept caller's statement was found planned for
                                a table that has changed since (exec_prepared.c) */
-    char local_timeout[16]; /* statement_timeout_ms set per transaction, or "" */
     /* Below: under lock. Invariant: waiters queue only when no connection is idle and
      * every slot is taken, so a release always serves the queue first. */
     idem_conn *idle; /* most recently released first */

@@ -144,10 +144,6 @@ static int pool_alloc(idem_pool **out, const idem_pool_options *opts, idem_error
     pool->opts = *opts;
     pool->opts.application_name = NULL;
     pool->unnamed = opts->pooler == IDEM_POOLER_TRANSACTION;
-    /* Behind a pooler (or maybe behind one) the timeout cannot be a startup option. */
-    if (opts->pooler != IDEM_POOLER_NONE && opts->statement_timeout_ms > 0)
-        snprintf(pool->local_timeout, sizeof(pool->local_timeout), "%u",
-                 opts->statement_timeout_ms);
     pool->generation = idem__fork_generation;
     pool->prune_every_ms = prune_interval(opts);
     *out = pool;

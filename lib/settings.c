@@ -1,10 +1,14 @@
-/* Transaction-local settings as SET LOCAL statements (settings.h): the tenant that
- * row-level security checks a record against, and the lock timeouts of a claim and of an
- * effect, sent in the transaction's own pipeline. */
-#include "settings.h"
-
+/* What a transaction sets (settings.h): the values, fixed once from the call's deadline, and
+ * the commands that set them in each form. */
+#include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "clock.h"
+#include "deadline.h"
+#include "exec.h"
+#include "settings.h"
 
 static int name_ok(const char *name)
 {
@@ -46,10 +50,138 @@ overflow:
     return -1;
 }
 
-int idem__set_local_ms(char *buf, size_t size, const char *name, uint64_t ms)
+/* The timeouts for what is left of a call until @deadline_ms (settings.h). */
+static void timeouts(uint64_t deadline_ms, uint64_t *lock_ms, uint64_t *statement_ms)
 {
-    char value[32];
+    uint64_t left = (uint64_t)(idem__deadline_wait_until(deadline_ms) - (long long)idem__now_ms());
+    uint64_t margin = left / 4 < IDEM__LOCK_MARGIN_MS       ? IDEM__LOCK_MARGIN_MS
+                      : left / 4 > IDEM__LOCK_MARGIN_MAX_MS ? IDEM__LOCK_MARGIN_MAX_MS
+                                                            : left / 4;
 
-    snprintf(value, sizeof(value), "%llums", (unsigned long long)(ms > 0 ? ms : 1));
-    return idem__set_local(buf, size, name, value);
+    *lock_ms = left > 2 * margin ? left - margin : left;
+    *statement_ms = left - (left - *lock_ms) / 2;
+}
+
+/* @ms as a set_config() value: "<ms>ms", 0 raised to 1 (0 would mean "no timeout"). */
+static void ms_value(char out[24], uint64_t ms)
+{
+    snprintf(out, 24, "%llums", (unsigned long long)(ms > 0 ? ms : 1));
+}
+
+void idem__tx_settings_init(idem__tx_settings *s, const char *tenant, uint64_t deadline_ms,
+                            unsigned int statement_cap_ms)
+{
+    uint64_t lock = 0, statement = 0;
+
+    memset(s, 0, sizeof(*s));
+    s->tenant = tenant;
+    s->timed = deadline_ms != 0;
+    if (s->timed)
+        timeouts(deadline_ms, &lock, &statement);
+    ms_value(s->lock_timeout, lock);
+    ms_value(s->statement_timeout,
+             statement_cap_ms > 0 && statement_cap_ms < statement ? statement_cap_ms : statement);
+}
+
+void idem__tx_settings_for(idem__tx_settings *s, idem_conn *conn, const char *tenant)
+{
+    idem__tx_settings_init(s, tenant, idem__conn_deadline(conn),
+                           idem__conn_statement_timeout_ms(conn));
+}
+
+void idem__tx_settings_claim_wait(idem__tx_settings *s, uint64_t wait_ms)
+{
+    unsigned long long lock = strtoull(s->lock_timeout, NULL, 10);
+
+    ms_value(s->claim_wait, s->timed && lock < wait_ms ? lock : wait_ms);
+}
+
+/* The plain form's statements: with and without a tenant, with and without timeouts. */
+static const idem__stmt set_all = {"idem_settings_set",
+                                   "SELECT set_config('idem.tenant', $1, true),"
+                                   " set_config('lock_timeout', $2, true),"
+                                   " set_config('statement_timeout', $3, true)",
+                                   3};
+static const idem__stmt set_timeouts = {"idem_settings_set_timeouts",
+                                        "SELECT set_config('lock_timeout', $1, true),"
+                                        " set_config('statement_timeout', $2, true)",
+                                        2};
+static const idem__stmt set_tenant = {"idem_settings_set_tenant",
+                                      "SELECT set_config('idem.tenant', $1, true)", 1};
+
+static idem__pipe_cmd stmt_cmd(const idem__stmt *stmt, const char *const *values)
+{
+    return (idem__pipe_cmd){stmt, NULL, 0, values, NULL, NULL, 0, NULL};
+}
+
+static idem__pipe_cmd text_cmd(const char *sql)
+{
+    return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
+}
+
+/* The lock_timeout in force until the claim, if there is one. */
+static const char *first_lock_timeout(const idem__tx_settings *s)
+{
+    return s->claim_wait[0] != '\0' ? s->claim_wait : s->lock_timeout;
+}
+
+static size_t plain_cmds(idem__pipe_cmd *out, idem__tx_settings *s)
+{
+    s->values[0] = s->tenant != NULL ? s->tenant : first_lock_timeout(s);
+    s->values[1] = s->tenant != NULL ? first_lock_timeout(s) : s->statement_timeout;
+    s->values[2] = s->statement_timeout;
+    if (s->timed)
+        out[0] = stmt_cmd(s->tenant != NULL ? &set_all : &set_timeouts, s->values);
+    else if (s->tenant != NULL)
+        out[0] = stmt_cmd(&set_tenant, s->values);
+    else
+        return 0;
+    return 1;
+}
+
+/* SET LOCAL of the tenant into s->set[0]; a tenant that does not fit (never a valid one)
+ * sets the tenant '', which no row has. */
+static idem__pipe_cmd set_local_tenant(idem__tx_settings *s)
+{
+    if (idem__set_local(s->set[0], sizeof(s->set[0]), "idem.tenant", s->tenant) != 0) {
+        int rc = idem__set_local(s->set[0], sizeof(s->set[0]), "idem.tenant", "");
+
+        assert(rc == 0);
+        (void)rc;
+    }
+    return text_cmd(s->set[0]);
+}
+
+/* SET LOCAL of @name to @value into s->set[@slot]. */
+static idem__pipe_cmd set_local(idem__tx_settings *s, int slot, const char *name, const char *value)
+{
+    int rc = idem__set_local(s->set[slot], sizeof(s->set[slot]), name, value);
+
+    assert(rc == 0);
+    (void)rc;
+    return text_cmd(s->set[slot]);
+}
+
+size_t idem__tx_settings_cmds(idem__pipe_cmd *out, idem__tx_settings *s,
+                              enum idem__settings_form form)
+{
+    size_t n = 0;
+
+    if (form == IDEM__SETTINGS_PLAIN)
+        return plain_cmds(out, s);
+    if (s->tenant == NULL && (form == IDEM__SETTINGS_TENANT || !s->timed))
+        return 0;
+    out[n++] = text_cmd(IDEM__SET_PROPAGATE);
+    if (s->tenant != NULL)
+        out[n++] = set_local_tenant(s);
+    if (form == IDEM__SETTINGS_CITUS && s->timed) {
+        out[n++] = set_local(s, 1, "lock_timeout", first_lock_timeout(s));
+        out[n++] = set_local(s, 2, "statement_timeout", s->statement_timeout);
+    }
+    return n;
+}
+
+void idem__tx_settings_after_claim(idem__pipe_cmd *out, idem__tx_settings *s)
+{
+    *out = set_local(s, 3, "lock_timeout", s->lock_timeout);
 }

@@ -1,43 +1,105 @@
-/* Transaction-local settings as SET LOCAL statements (settings.c).
+/* What a transaction sets (settings.c): the call's tenant, which row-level security reads
+ * (tenant.h), and its two timeouts, lock_timeout and statement_timeout, from what is left
+ * of the call's deadline (deadline.h), so that a lock wait or a long statement ends on the
+ * server, with its SQLSTATE (55P03, 57014) and the connection kept, before the client gives
+ * up on the reply: lock_timeout a margin before the deadline, statement_timeout half the
+ * margin before it (a statement that waits for a lock ends as a lock wait), and no longer
+ * than the pool's statement_timeout_ms. Every module that opens a transaction for a call (the
+ * store's write and declared paths, the external claim, every statement run as a tenant,
+ * tenant.h) takes them from here, in the form the connection needs:
  *
- * On a database with Citus every setting idem gives one transaction (the tenant, the lock
- * timeouts of the store and of external effects) is sent as its own `SET LOCAL name =
- * 'value'` statement in the transaction's pipeline, not through set_config(): a SET LOCAL
- * on the coordinator reaches the workers that the transaction's statements run on once the
- * transaction has said IDEM__SET_PROPAGATE first, while set_config() changes the
- * coordinator's session only. On plain PostgreSQL citus.propagate_set_commands is a custom
- * setting that nothing reads, and the store's create path sets the same values with
- * set_config(..., true) inside its own statements instead (tenant.h): fewer statements,
- * the same effect. SET takes no parameters, so the value is formatted into the text,
- * quoted.
+ *  - plain PostgreSQL, directly or behind a transaction pooler: one statement of
+ *    set_config(..., true) calls after BEGIN, or in front of the statements of an implicit
+ *    transaction (one Sync). The store's claim carries the same values in its own
+ *    statement instead (store_sql.c, idem__store_stmt_claim_as): one statement less.
+ *  - Citus: IDEM__SET_PROPAGATE (citus.h), then one `SET LOCAL name = 'value'` statement per
+ *    setting: a SET LOCAL on the coordinator reaches the workers that the transaction's
+ *    statements run on, where set_config() changes the coordinator's session only. SET
+ *    takes no parameters, so the value is formatted into the text, quoted. On plain
+ *    PostgreSQL citus.propagate_set_commands is a custom setting that nothing reads.
  *
- * Setting it per transaction, not on the database (ALTER DATABASE ... SET), keeps it off
- * the application's own sessions: there, with Citus 13, a SET LOCAL followed by DDL in one
- * implicit transaction fails on the workers ("operation is not allowed on this node"). */
+ * A claim waits less for another attempt's claim of the same key than the rest of its
+ * transaction waits for locks (idem__tx_settings_claim_wait()): its lock_timeout is raised
+ * once the claim has run.
+ *
+ * Setting them per transaction, not on the database (ALTER DATABASE ... SET), keeps them
+ * off the application's own sessions: there, with Citus 13, a SET LOCAL followed by DDL in
+ * one implicit transaction fails on the workers ("operation is not allowed on this node").
+ * Private to the library. */
 #ifndef IDEM_LIB_SETTINGS_H
 #define IDEM_LIB_SETTINGS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Whether the database has the citus extension: one row, one boolean column ('t' or 'f').
- * The pool asks it once per connection (tenant.h), the sweeper once per run. */
-#define IDEM__SQL_HAS_CITUS                                                                        \
-    "SELECT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus')"
+#include "citus.h"
+#include "idem/pool.h"
 
-/* The first statement after BEGIN in every transaction that sends SET LOCAL statements. */
-#define IDEM__SET_PROPAGATE "SET LOCAL citus.propagate_set_commands = 'local'"
+typedef struct idem__pipe_cmd idem__pipe_cmd; /* exec.h */
 
-/* Big enough for any statement below with a value of at most 64 bytes. */
+/* The margin is a quarter of what is left of the call's deadline, at least
+ * IDEM__LOCK_MARGIN_MS and at most IDEM__LOCK_MARGIN_MAX_MS (when more than twice the
+ * margin is left; with less, the lock wait gets all of it), so that the server's error has
+ * time to come back (from a Citus worker through the coordinator) before the client gives
+ * up on the reply. What is left counts as IDEM__MIN_WAIT_MS at least, as the client's
+ * waits do (deadline.h). */
+#define IDEM__LOCK_MARGIN_MS     50
+#define IDEM__LOCK_MARGIN_MAX_MS 500
+
+/* Big enough for any SET LOCAL statement idem writes with a value of at most 64 bytes. */
 #define IDEM__SET_LOCAL_SIZE 160
+
+/* How the settings travel. */
+enum idem__settings_form {
+    IDEM__SETTINGS_PLAIN,  /* one statement of set_config(..., true) calls */
+    IDEM__SETTINGS_CITUS,  /* IDEM__SET_PROPAGATE, then a SET LOCAL statement for each */
+    IDEM__SETTINGS_TENANT, /* IDEM__SET_PROPAGATE and the tenant's SET LOCAL alone: inside a
+                              transaction that was opened with its settings */
+};
+
+/* The most commands idem__tx_settings_cmds() writes. */
+#define IDEM__SETTINGS_CMDS 4
+
+/* What one transaction sets; the caller owns it, and it must stay valid until the
+ * pipeline that carries its commands ran. */
+typedef struct idem__tx_settings {
+    const char *tenant;    /* NULL: none (a statement across tenants) */
+    int timed;             /* the call has a deadline: the timeouts are set */
+    char lock_timeout[24]; /* set_config() values, "<ms>ms" */
+    char claim_wait[24];   /* lock_timeout until a claim has run; "" for none */
+    char statement_timeout[24];
+    const char *values[3];             /* the plain form's parameters */
+    char set[4][IDEM__SET_LOCAL_SIZE]; /* the SET LOCAL statements */
+} idem__tx_settings;
+
+/* The settings of a transaction run as @tenant (NULL for none; a valid tenant,
+ * idem_validate_tenant(), otherwise) for a call that must be done by @deadline_ms (an
+ * idem__now_ms() time; 0 = none: no timeouts, as on a connection the caller lent us),
+ * statement_timeout no longer than @statement_cap_ms (the pool's statement_timeout_ms; 0 =
+ * none). The timeouts are fixed now. */
+void idem__tx_settings_init(idem__tx_settings *s, const char *tenant, uint64_t deadline_ms,
+                            unsigned int statement_cap_ms);
+
+/* idem__tx_settings_init() for a transaction on @conn: its call's deadline and its pool's
+ * statement timeout, as the checkout stamped them on it (exec.h). */
+void idem__tx_settings_for(idem__tx_settings *s, idem_conn *conn, const char *tenant);
+
+/* Until a claim has run, lock_timeout is @wait_ms (no longer than the call's): the wait for
+ * another attempt's uncommitted claim of the same key. */
+void idem__tx_settings_claim_wait(idem__tx_settings *s, uint64_t wait_ms);
+
+/* Write into @out the commands that set @s in @form (at most IDEM__SETTINGS_CMDS; none for
+ * a transaction with neither tenant nor timeouts). Returns how many. */
+size_t idem__tx_settings_cmds(idem__pipe_cmd *out, idem__tx_settings *s,
+                              enum idem__settings_form form);
+
+/* On Citus, after the claim (idem__tx_settings_claim_wait()): the SET LOCAL that gives the
+ * rest of the transaction the call's lock_timeout. */
+void idem__tx_settings_after_claim(idem__pipe_cmd *out, idem__tx_settings *s);
 
 /* Write `SET LOCAL <name> = '<value>'` into @buf (@size bytes), the value's quotes doubled.
  * @name is a setting name of idem's own (letters, digits, '_' and '.'). Returns 0, or -1
  * when @name is not such a name or the statement does not fit (@buf then holds ""). */
 int idem__set_local(char *buf, size_t size, const char *name, const char *value);
-
-/* The same for a timeout in milliseconds: `SET LOCAL <name> = '<ms>ms'`; 0 is raised to 1
- * (0 would mean "no timeout"). */
-int idem__set_local_ms(char *buf, size_t size, const char *name, uint64_t ms);
 
 #endif

@@ -198,22 +198,14 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
     return 0;
 }
 
-/* The settings of a declared effect's transaction on plain PostgreSQL, one statement:
- * $1 the tenant, $2 the lock timeout ('120ms'). */
-static const idem__stmt settings_stmt = {
-    "idem_store_settings",
-    "SELECT set_config('idem.tenant', $1, true), set_config('lock_timeout', $2, true)", 2};
-
-/* The pipeline's commands, in the form tenant.h chooses for @conn: BEGIN, the settings
- * (on plain PostgreSQL one statement; on Citus IDEM__SET_PROPAGATE, the tenant and the
- * lock timeout as SET LOCAL statements, settings.h), the statement, COMMIT. Returns how
- * many; *at is the statement's index. */
-#define DECLARED_CMDS 6
+/* The pipeline's commands: BEGIN, the settings in the form tenant.h chooses for @conn (on
+ * plain PostgreSQL one statement; on Citus IDEM__SET_PROPAGATE and SET LOCAL statements:
+ * settings.h), the statement, COMMIT. Returns how many; *at is the statement's index. */
+#define DECLARED_CMDS (IDEM__SETTINGS_CMDS + 3)
 static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, const char **values,
                             int *lengths, int *formats, size_t *at)
 {
     size_t n = c->declared->nparams, k = 0;
-    uint64_t lock = idem__store_lock_timeout_ms(c->deadline_ms);
 
     for (size_t i = 0; i < 8; i++)
         values[n + i] = c->cp.values[i];
@@ -230,18 +222,11 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     formats[n + 4] = 1;
     cmds[k++] =
         (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
-    if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
-        snprintf(c->cp.lock_timeout, sizeof(c->cp.lock_timeout), "%llums",
-                 (unsigned long long)lock);
-        c->cp.settings[0] = c->req->tenant;
-        c->cp.settings[1] = c->cp.lock_timeout;
-        cmds[k++] = (idem__pipe_cmd){&settings_stmt, NULL, 0, c->cp.settings, NULL, NULL, 0, NULL};
-    } else {
-        idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout", lock);
-        cmds[k++] = (idem__pipe_cmd){NULL, IDEM__SET_PROPAGATE, 0, NULL, NULL, NULL, 0, NULL};
-        cmds[k++] = idem__tenant_cmd(&c->set_tenant, c->req->tenant);
-        cmds[k++] = (idem__pipe_cmd){NULL, c->set_lock_timeout, 0, NULL, NULL, NULL, 0, NULL};
-    }
+    idem__tx_settings_for(&c->settings, conn, c->req->tenant);
+    k += idem__tx_settings_cmds(cmds + k, &c->settings,
+                                idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT
+                                    ? IDEM__SETTINGS_PLAIN
+                                    : IDEM__SETTINGS_CITUS);
     *at = k;
     cmds[k++] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
     cmds[k++] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};

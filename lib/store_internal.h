@@ -71,15 +71,14 @@ void idem__store_windows(const idem_store *store, const char *tool, unsigned int
                          unsigned int *key_memory_s);
 
 /* The claim's parameters, kept for the call (they go out inside pipelines): values[0..11]
- * for both claims ($1..$12), [12] and [13] the lock timeouts of stmt_claim_as. */
+ * for both claims ($1..$12), [12] to [14] the settings of stmt_claim_as (the claim's and
+ * the effect's lock timeouts, the statement timeout: c->settings). */
 typedef struct claim_params {
     char version[16], retention[24], key_memory[24], born_ms[24], horizon[24], skew[24];
-    char claim_wait[24], lock_timeout[24]; /* the lock timeouts as set_config() values */
-    char max_response[24];                 /* a declared effect's limit on its receipt */
-    const char *values[14];
-    int lengths[14];
-    int formats[14];
-    const char *settings[2]; /* a declared effect's settings statement: tenant, lock timeout */
+    char max_response[24]; /* a declared effect's limit on its receipt */
+    const char *values[15];
+    int lengths[15];
+    int formats[15];
 } claim_params;
 
 /* What one attempt decided. */
@@ -108,16 +107,13 @@ struct call {
     idem_error *err;
     uint64_t deadline_ms;
     claim_params cp;
-    idem__tenant_sql set_tenant;                 /* SET LOCAL of the tenant (tenant.h) */
-    char set_claim_wait[IDEM__SET_LOCAL_SIZE];   /* SET LOCAL of the claim's lock timeout */
-    char set_lock_timeout[IDEM__SET_LOCAL_SIZE]; /* SET LOCAL of the effect's: what is left of
-                                                    the deadline, less a margin */
-    int lookup_first;                            /* look the key up before claiming it (a retry) */
-    int resume_pending; /* external begin: a pending row of this fingerprint is left to the
-                           claim, which resumes it if its lease has lapsed */
-    size_t claim_at;    /* where the claim is in the pipeline that opens an attempt */
-    int replanned;      /* an attempt ended on a stale kept statement (store_tx.c) */
-    attempt_fn attempt; /* the callback path's or the declared path's */
+    idem__tx_settings settings; /* what the attempt's transaction sets (settings.h) */
+    int lookup_first;           /* look the key up before claiming it (a retry) */
+    int resume_pending;         /* external begin: a pending row of this fingerprint is left to the
+                                   claim, which resumes it if its lease has lapsed */
+    size_t claim_at;            /* where the claim is in the pipeline that opens an attempt */
+    int replanned;              /* an attempt ended on a stale kept statement (store_tx.c) */
+    attempt_fn attempt;         /* the callback path's or the declared path's */
     const idem_declared *declared;
 };
 
@@ -213,25 +209,16 @@ int idem__store_commit_unknown(size_t failed_at, size_t commit_at, const char *s
 /* ROLLBACK, ignoring the result (store_write.c). */
 void idem__store_rollback(idem_conn *conn);
 
-/* The commands that open an attempt, in the form tenant.h chooses for @conn: on plain
- * PostgreSQL BEGIN and the claim that sets the tenant and its lock timeouts itself
- * (stmt_claim_as); on Citus BEGIN, IDEM__SET_PROPAGATE, the tenant, the claim's lock
- * timeout, the claim, the effect's lock timeout (SET LOCAL statements that reach the
- * workers). Sets c->claim_at; returns how many it wrote, at most BEGIN_CMDS
- * (store_write.c). */
-#define BEGIN_CMDS 6
+/* The commands that open an attempt, with the settings settings.h builds for @conn (into
+ * c->settings: the tenant, the claim's short lock wait, then the call's lock and statement
+ * timeouts): on plain PostgreSQL BEGIN and the claim that sets them itself
+ * (stmt_claim_as); on Citus BEGIN, IDEM__SET_PROPAGATE, the settings as SET LOCAL
+ * statements that reach the workers, the claim, the effect's lock timeout. Sets
+ * c->claim_at; returns how many it wrote, at most BEGIN_CMDS (store_write.c). */
+#define BEGIN_CMDS (IDEM__SETTINGS_CMDS + 3)
 size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds);
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50
-/* The effect's lock timeout ends a quarter of what is left of the call's deadline before
- * it, at least IDEM__LOCK_MARGIN_MS and at most IDEM__LOCK_MARGIN_MAX_MS (when more than
- * twice the margin is left), so that a lock wait ends on the server, with its SQLSTATE
- * 55P03 and the connection kept, and the error has time to come back (from a Citus worker
- * through the coordinator) before the client gives up on the reply. */
-#define IDEM__LOCK_MARGIN_MS     50
-#define IDEM__LOCK_MARGIN_MAX_MS 500
-/* The lock timeout for what is left of a call until @deadline_ms (an idem__now_ms() time). */
-uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms);
 
 /* Fill c->cp, the claim's parameters, once the claim token is made. */
 void idem__store_claim_params_init(call *c);

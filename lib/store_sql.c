@@ -81,20 +81,22 @@ const idem__stmt idem__store_stmt_claim = {
     " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = a.tenant)",
     12};
 
-/* The claim that sets the tenant and its lock timeouts itself, on plain PostgreSQL
- * (store_write.c): the same statement, and $13 the claim's lock timeout, $14 the effect's
- * (set_config() values: '50ms'). The settings row is read first, as the only source of the
- * row the INSERT writes, so that the tenant and the claim's wait are set before the INSERT
- * checks the row against the tenant's policy or waits on the key; the effect's timeout is
- * set once the INSERT has returned the claimed row. (A key beyond the horizon, or dated
+/* The claim that makes the transaction's settings itself (settings.h), on plain PostgreSQL
+ * (store_write.c): the same statement, and $13 the claim's lock timeout, $14 the effect's,
+ * $15 the statement timeout (set_config() values: '50ms'). The settings row is read first,
+ * as the only source of the row the INSERT writes, so that the tenant, the claim's wait and
+ * the statement timeout are set before the INSERT checks the row against the tenant's
+ * policy or waits on the key; the effect's lock timeout is set once the INSERT has returned
+ * the claimed row. (A key beyond the horizon, or dated
  * ahead, writes no row; its record, if it has one, is read under the tenant all the same,
  * and so is the absence of one that the 'future' row needs: that look is tied to the
  * settings row, read after it, and only when the key is dated ahead.) */
 const idem__stmt idem__store_stmt_claim_as = {
     "idem_store_claim_as",
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
-    " set_config('lock_timeout', $13, true) AS claim_wait," CLAIM_FRESH " AS fresh," CLAIM_AHEAD
-    " AS ahead),"
+    " set_config('lock_timeout', $13, true) AS claim_wait,"
+    " set_config('statement_timeout', $15, true) AS statement_timeout," CLAIM_FRESH " AS fresh,"
+    CLAIM_AHEAD " AS ahead),"
     " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES
     " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins"
@@ -102,7 +104,7 @@ const idem__stmt idem__store_stmt_claim_as = {
     " FROM settings s WHERE s.ahead AND NOT EXISTS (SELECT 1 FROM idem.operations o"
     " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = s.tenant)"
     " AND set_config('transaction_read_only', 'on', true) = 'on'",
-    14};
+    15};
 
 /* The finishing statement travels with COMMIT. idem.finish_guard() (migration 0010) raises
  * unless the tenant is still the call's and exactly one claimed row was finished: an

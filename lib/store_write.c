@@ -75,51 +75,31 @@ static idem__pipe_cmd cmd_claim(const call *c, const idem__stmt *stmt)
     return (idem__pipe_cmd){stmt, NULL, 0, c->cp.values, c->cp.lengths, c->cp.formats, 1, NULL};
 }
 
-uint64_t idem__store_lock_timeout_ms(uint64_t deadline_ms)
-{
-    uint64_t now = idem__now_ms();
-    uint64_t left = deadline_ms > now ? deadline_ms - now : 1;
-
-    uint64_t margin = left / 4 < IDEM__LOCK_MARGIN_MS       ? IDEM__LOCK_MARGIN_MS
-                      : left / 4 > IDEM__LOCK_MARGIN_MAX_MS ? IDEM__LOCK_MARGIN_MAX_MS
-                                                            : left / 4;
-
-    return left > 2 * margin ? left - margin : left;
-}
-
-/* On plain PostgreSQL the claim sets the tenant and both lock timeouts itself
- * (stmt_claim_as): BEGIN and the claim. Elsewhere (Citus) the lock timeouts go as SET
- * LOCAL statements of their own (settings.h: they reach the worker that holds the key's
- * shard), and so does the tenant (tenant.h), in the same pipeline: no round trip more. */
+/* On plain PostgreSQL the claim sets the settings itself (stmt_claim_as): BEGIN and the
+ * claim. Elsewhere (Citus) they go as SET LOCAL statements of their own (settings.h: they
+ * reach the worker that holds the key's shard), in the same pipeline: no round trip more. */
 size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
 {
-    uint64_t lock = idem__store_lock_timeout_ms(c->deadline_ms);
-    uint64_t wait = lock < IDEM__CLAIM_WAIT_MS ? lock : IDEM__CLAIM_WAIT_MS;
+    idem__tx_settings *s = &c->settings;
     claim_params *p = &c->cp;
-    int rc;
+    size_t n = 1;
 
+    idem__tx_settings_for(s, conn, c->req->tenant);
+    idem__tx_settings_claim_wait(s, IDEM__CLAIM_WAIT_MS);
     cmds[0] = cmd_sql(BEGIN_SQL);
     if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
-        u64_text(p->claim_wait, wait, "ms");
-        u64_text(p->lock_timeout, lock, "ms");
-        p->values[12] = p->claim_wait;
-        p->values[13] = p->lock_timeout;
+        p->values[12] = s->claim_wait;
+        p->values[13] = s->lock_timeout;
+        p->values[14] = s->statement_timeout;
         c->claim_at = 1;
         cmds[1] = cmd_claim(c, &idem__store_stmt_claim_as);
         return 2;
     }
-    rc = idem__set_local_ms(c->set_claim_wait, sizeof(c->set_claim_wait), "lock_timeout", wait);
-    rc |=
-        idem__set_local_ms(c->set_lock_timeout, sizeof(c->set_lock_timeout), "lock_timeout", lock);
-    assert(rc == 0);
-    (void)rc;
-    cmds[1] = cmd_sql(IDEM__SET_PROPAGATE);
-    cmds[2] = idem__tenant_cmd(&c->set_tenant, c->req->tenant);
-    cmds[3] = cmd_sql(c->set_claim_wait);
-    c->claim_at = 4;
-    cmds[4] = cmd_claim(c, &idem__store_stmt_claim);
-    cmds[5] = cmd_sql(c->set_lock_timeout);
-    return BEGIN_CMDS;
+    n += idem__tx_settings_cmds(cmds + n, s, IDEM__SETTINGS_CITUS);
+    c->claim_at = n;
+    cmds[n++] = cmd_claim(c, &idem__store_stmt_claim);
+    idem__tx_settings_after_claim(&cmds[n++], s);
+    return n;
 }
 
 void idem__store_pipe_clear(idem__pipe_cmd *cmds, size_t n)

@@ -18,7 +18,7 @@
 #include "idem/sweep.h"
 #include "idem/validate.h"
 #include "log.h"
-#include "settings.h"
+#include "citus.h"
 
 #define MAX_BATCH   1000000u
 #define MAX_SKEW_S  86400u

@@ -1,53 +1,35 @@
-/* The tenant of a transaction (tenant.h): a SET LOCAL statement behind the propagation
- * statement, sent in front of the statements it governs, in the same pipeline. */
+/* The tenant of a transaction (tenant.h): its settings (settings.h) sent in front of the
+ * statements they govern, in the same pipeline. */
 #include <assert.h>
 #include <string.h>
 
 #include "error.h"
 #include "tenant.h"
 
-idem__pipe_cmd idem__tenant_cmd(idem__tenant_sql *buf, const char *tenant)
-{
-    if (idem__set_local(buf->sql, sizeof(buf->sql), "idem.tenant", tenant) != 0) {
-        int rc = idem__set_local(buf->sql, sizeof(buf->sql), "idem.tenant", "");
-
-        assert(rc == 0);
-        (void)rc;
-    }
-    return (idem__pipe_cmd){NULL, buf->sql, 0, NULL, NULL, NULL, 0, NULL};
-}
-
 static idem__pipe_cmd text_cmd(const char *sql)
 {
     return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
 }
 
-/* The plain form's statement: $1 the tenant. */
-static const idem__stmt tenant_set = {"idem_tenant_set",
-                                      "SELECT set_config('idem.tenant', $1, true)", 1};
-
-size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tenant_sql *buf, const char *tenant,
-                         enum idem__tenant_form form, const idem__pipe_cmd *cmds, size_t n,
-                         size_t *first)
+size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tx_settings *s, enum idem__tenant_form form,
+                         const idem__pipe_cmd *cmds, size_t n, size_t *first)
 {
-    int in_tx = form != IDEM__TENANT_OWN_TX;
     size_t at = 0;
 
     if (form == IDEM__TENANT_IMPLICIT) {
-        buf->tenant = tenant;
-        all[at++] = (idem__pipe_cmd){&tenant_set, NULL, 0, &buf->tenant, NULL, NULL, 0, NULL};
+        at = idem__tx_settings_cmds(all, s, IDEM__SETTINGS_PLAIN);
+    } else if (form == IDEM__TENANT_IN_TX) {
+        at = idem__tx_settings_cmds(all, s, IDEM__SETTINGS_TENANT);
     } else {
-        if (!in_tx)
-            all[at++] = text_cmd("BEGIN");
-        all[at++] = text_cmd(IDEM__SET_PROPAGATE);
-        all[at++] = idem__tenant_cmd(buf, tenant);
+        all[at++] = text_cmd("BEGIN");
+        at += idem__tx_settings_cmds(all + at, s, IDEM__SETTINGS_CITUS);
     }
     *first = at;
     memcpy(all + at, cmds, n * sizeof(*cmds));
     at += n;
     /* END is COMMIT by another name; the fault points (exec.h) that match "COMMIT" stay
      * those of the transactions the store and external effects open themselves. */
-    if (!in_tx)
+    if (form == IDEM__TENANT_OWN_TX)
         all[at++] = text_cmd("END");
     return at;
 }
@@ -91,13 +73,15 @@ int idem__tenant_exec(PGresult **out, idem_conn *conn, const char *tenant, const
 {
     idem__pipe_cmd one = {stmt, NULL, 0, values, lengths, formats, result_format, NULL};
     idem__pipe_cmd all[1 + IDEM__TENANT_EXTRA];
-    idem__tenant_sql buf;
+    idem__tx_settings settings;
     enum idem__tenant_form form = idem__tenant_form_for(conn);
-    size_t first, failed_at, n = idem__tenant_wrap(all, &buf, tenant, form, &one, 1, &first);
+    size_t first, failed_at, n;
     PGresult *res = NULL;
     int rc;
 
     assert(out != NULL && stmt != NULL);
+    idem__tx_settings_for(&settings, conn, tenant);
+    n = idem__tenant_wrap(all, &settings, form, &one, 1, &first);
     rc = idem__conn_pipeline(conn, all, n, &failed_at, err);
     if (rc == 0) {
         *out = all[first].result;
@@ -193,14 +177,15 @@ int idem__tenant_pg_exec(PGresult **out, PGconn *conn, const char *tenant, const
 {
     idem__pipe_cmd one = {NULL, sql, nparams, values, lengths, formats, result_format, NULL};
     idem__pipe_cmd all[1 + IDEM__TENANT_EXTRA];
-    idem__tenant_sql buf;
+    idem__tx_settings settings;
     int in_tx = in_transaction(conn);
-    size_t first,
-        n = idem__tenant_wrap(all, &buf, tenant, in_tx ? IDEM__TENANT_IN_TX : IDEM__TENANT_OWN_TX,
-                              &one, 1, &first);
+    size_t first, n;
     int rc;
 
     assert(out != NULL && conn != NULL && sql != NULL);
+    idem__tx_settings_init(&settings, tenant, 0, 0);
+    n = idem__tenant_wrap(all, &settings, in_tx ? IDEM__TENANT_IN_TX : IDEM__TENANT_OWN_TX, &one, 1,
+                          &first);
     rc = pg_pipeline(conn, all, n, what, err);
     if (rc == 0) {
         *out = all[first].result;

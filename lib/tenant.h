@@ -5,23 +5,23 @@
  * end, so that a pooled session never carries one call's tenant into the next), in the
  * same round trip as the statement.
  *
- * On Citus it is `SET LOCAL idem.tenant = '<tenant>'` behind IDEM__SET_PROPAGATE
- * (settings.h), which reaches the workers that the transaction's statements run on, where
- * set_config() would stay on the coordinator. SET LOCAL needs a transaction block
- * (outside one PostgreSQL ignores it with a WARNING), so a statement sent outside a
- * transaction travels as [BEGIN; IDEM__SET_PROPAGATE; the tenant; the statement; END
+ * The tenant travels with the call's timeouts, as settings.h builds them. On Citus they
+ * are SET LOCAL statements behind IDEM__SET_PROPAGATE, which reach the workers that the
+ * transaction's statements run on, where set_config() would stay on the coordinator. SET
+ * LOCAL needs a transaction block (outside one PostgreSQL ignores it with a WARNING), so a
+ * statement sent outside a transaction travels as [BEGIN; the settings; the statement; END
  * (COMMIT)], one pipeline.
  *
  * On plain PostgreSQL (a pooled connection whose database has no citus extension, found
- * when it was opened) it is set_config('idem.tenant', $1, true): a statement outside a
- * transaction travels as [set_config; the statement] under one Sync, one implicit
- * transaction, or, where the statement has a form that sets the tenant itself
- * (idem__tenant_exec_either(): the store's lookup), as that one statement. The store's
- * create path does the same inside its transaction (store_write.c: the claim sets the
- * tenant; store_declared.c: one settings statement).
+ * when it was opened) they are one statement of set_config(..., true) calls: a statement
+ * outside a transaction travels as [the settings; the statement] under one Sync, one
+ * implicit transaction, or, where the statement has a form that sets the tenant itself
+ * (idem__tenant_exec_either(): the store's lookup, a read), as that one statement, which
+ * the call's deadline bounds on the client. The store's create path sets them inside its
+ * own transaction (store_write.c: the claim sets them; store_declared.c: the settings
+ * statement).
  *
- * This file decides the form (idem__tenant_form_for()); the statements that set the
- * tenant themselves are the store's. */
+ * This file decides the form (idem__tenant_form_for()); settings.h builds the settings. */
 #ifndef IDEM_LIB_TENANT_H
 #define IDEM_LIB_TENANT_H
 
@@ -32,45 +32,32 @@
 #include "idem/common.h"
 #include "settings.h"
 
-/* Room for the tenant's statement; the caller owns it, and it must stay valid until the
- * pipeline ran. */
-typedef struct idem__tenant_sql {
-    char sql[IDEM__SET_LOCAL_SIZE];
-    const char *tenant; /* set_config()'s parameter (IDEM__TENANT_IMPLICIT) */
-} idem__tenant_sql;
-
-/* How idem__tenant_wrap() sends the setting. */
+/* How idem__tenant_wrap() sends the settings. */
 enum idem__tenant_form {
-    IDEM__TENANT_OWN_TX,   /* BEGIN, IDEM__SET_PROPAGATE, SET LOCAL, the commands, END */
-    IDEM__TENANT_IN_TX,    /* IDEM__SET_PROPAGATE, SET LOCAL, the commands: in the caller's
-                              transaction */
-    IDEM__TENANT_IMPLICIT, /* set_config(), the commands: one implicit transaction, on a
-                              database without Citus */
+    IDEM__TENANT_OWN_TX,   /* BEGIN, the settings as SET LOCAL statements, the commands,
+                              END */
+    IDEM__TENANT_IN_TX,    /* the tenant's SET LOCAL, the commands: in the caller's
+                              transaction, whose opener set its timeouts */
+    IDEM__TENANT_IMPLICIT, /* the settings' set_config() statement, the commands: one
+                              implicit transaction, on a database without Citus */
 };
 
 /* The form for statements about to be sent on @conn. */
 enum idem__tenant_form idem__tenant_form_for(idem_conn *conn);
 
-/* A pipeline command that sets the transaction's tenant to @tenant (a valid tenant,
- * idem_validate_tenant()), written into @buf. Put it after BEGIN and IDEM__SET_PROPAGATE,
- * before the first statement that touches idem's tables. A tenant that does not fit
- * (never a valid one) sets the tenant '', which no row has. */
-idem__pipe_cmd idem__tenant_cmd(idem__tenant_sql *buf, const char *tenant);
-
 /* The most commands idem__tenant_wrap() adds around the caller's. */
-#define IDEM__TENANT_EXTRA 4
+#define IDEM__TENANT_EXTRA (IDEM__SETTINGS_CMDS + 2)
 
 /* Lay out in @all (room for @n + IDEM__TENANT_EXTRA commands) the pipeline that runs @cmds
- * (copied) as @tenant in @form (inside the caller's transaction the setting lasts until
- * that transaction ends). Returns the number of commands; *first is the index of the first
- * of @cmds in @all. */
-size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tenant_sql *buf, const char *tenant,
-                         enum idem__tenant_form form, const idem__pipe_cmd *cmds, size_t n,
-                         size_t *first);
+ * (copied) with the settings @s (its tenant and timeouts; settings.h) in @form (inside the
+ * caller's transaction the tenant lasts until that transaction ends). Returns the number of
+ * commands; *first is the index of the first of @cmds in @all. */
+size_t idem__tenant_wrap(idem__pipe_cmd *all, idem__tx_settings *s, enum idem__tenant_form form,
+                         const idem__pipe_cmd *cmds, size_t n, size_t *first);
 
 /* idem__conn_exec_prepared() of @stmt as @tenant (idem__tenant_wrap()), in one pipeline: one
- * round trip. Same contract; *out is @stmt's result. A transaction it opened and could not
- * commit is rolled back. */
+ * round trip, with the call's timeouts (idem__tx_settings_for()). Same contract; *out is
+ * @stmt's result. A transaction it opened and could not commit is rolled back. */
 int idem__tenant_exec(PGresult **out, idem_conn *conn, const char *tenant, const idem__stmt *stmt,
                       const char *const *values, const int *lengths, const int *formats,
                       int result_format, idem_error *err);
@@ -89,9 +76,10 @@ int idem__tenant_exec_either(PGresult **out, idem_conn *conn, const char *tenant
                              int result_format, idem_error *err);
 
 /* idem__pg_exec() of @sql as @tenant (idem__tenant_wrap()) on a connection the caller lent
- * us, in one pipeline of libpq's (one round trip). Inside the caller's own transaction the
- * setting lasts until that transaction ends; outside one, the statement gets a transaction
- * of its own, rolled back if it fails. Same contract as idem__pg_exec(). */
+ * us, in one pipeline of libpq's (one round trip), with no timeouts (the connection is the
+ * caller's: its own settings bound it). Inside the caller's own transaction the setting
+ * lasts until that transaction ends; outside one, the statement gets a transaction of its
+ * own, rolled back if it fails. Same contract as idem__pg_exec(). */
 int idem__tenant_pg_exec(PGresult **out, PGconn *conn, const char *tenant, const char *sql,
                          int nparams, const char *const *values, const int *lengths,
                          const int *formats, int result_format, const char *what, idem_error *err);

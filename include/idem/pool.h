@@ -50,14 +50,15 @@ typedef enum idem_pooler {
     /** A pooler in transaction mode (PgBouncer pool_mode = transaction): a connection may
      *  land on another server session at each transaction, so idem keeps nothing on a
      *  server session across transactions. Statements go unnamed (parsed each time);
-     *  statement_timeout_ms is set with set_config(..., true) inside each transaction
-     *  (no startup option, which PgBouncer rejects). Statement mode is not supported:
-     *  idem needs transactions. */
+     *  statement_timeout_ms is not sent as a startup option, which PgBouncer rejects: it
+     *  caps the statement_timeout each of a store's transactions sets (see
+     *  @ref statement_timeout_ms). Statement mode is not supported: idem needs
+     *  transactions. */
     IDEM_POOLER_TRANSACTION = 1,
     /** Decide when the pool is created: ::IDEM_POOLER_TRANSACTION when its first
      *  connection turns out to reach PostgreSQL through a pooler (see
      *  idem_pooler_detect()), ::IDEM_POOLER_NONE otherwise. Costs one round trip at
-     *  creation; statement_timeout_ms is then set per transaction in either case. */
+     *  creation; statement_timeout_ms is never a startup option then. */
     IDEM_POOLER_AUTO = 2,
 } idem_pooler;
 
@@ -94,9 +95,11 @@ typedef struct idem_pool_options {
                                             connect_timeout_ms) before it is handed out;
                                             default 5000 */
     unsigned int statement_timeout_ms; /**< SET statement_timeout on each connection (a
-                                            startup option; per transaction behind a
-                                            pooler, see @ref pooler); 0 = the server's
-                                            setting; default 0 */
+                                            startup option with ::IDEM_POOLER_NONE), and
+                                            the longest statement_timeout that a store's
+                                            transaction sets (store.h: each sets what is
+                                            left of its call's deadline, less half a
+                                            margin); 0 = the server's setting; default 0 */
     const char *application_name;      /**< reported to the server; default "idem" */
     idem_log_fn log;                   /**< optional logging hook; default none */
     void *log_ctx;                     /**< passed to @ref log */

@@ -85,9 +85,11 @@ typedef struct idem_store_options {
                                        (7 days) */
     unsigned int deadline_ms;     /**< the longest one call may spend, counted from its
                                        start: checking out a connection (the wait for a free
-                                       one, opening one), attempts, backoffs, lock waits
-                                       (each write sets lock_timeout to what is left of it)
-                                       and every wait for the server's reply, after which the
+                                       one, opening one), attempts, backoffs, lock waits and
+                                       statements (each transaction sets lock_timeout and
+                                       statement_timeout to what is left of it, less a
+                                       margin) and every wait for the server's reply, after
+                                       which the
                                        connection is dropped (a statement sent at the last
                                        moment still gets 100 ms) and the call ends
                                        unavailable. It bounds every call on the store's pool:

@@ -1,5 +1,5 @@
 /* The pooler setting on direct connections: IDEM_POOLER_TRANSACTION leaves nothing on the
- * server session and sets the statement timeout per transaction; IDEM_POOLER_AUTO keeps
+ * server session, the statement timeout set per transaction (settings.h); IDEM_POOLER_AUTO keeps
  * prepared statements when nothing stands in between; the default notices a server
  * session that does not match what its connection prepared. (Through PgBouncer:
  * test_pgbouncer.c.) */
@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkout.h"
+#include "clock.h"
 #include "exec.h"
 #include "pooltest.h"
+#include "tenant.h"
 
 TestSuite(pool_pooler, .init = pooltest_init, .fini = pooltest_fini);
 
@@ -45,17 +48,28 @@ static idem_pool *open_with(idem_pooler pooler, unsigned int statement_timeout_m
     return pooltest_open(&o);
 }
 
-/* SHOW statement_timeout, sent as text with parameters (a pipeline outside a transaction
- * when the timeout is per transaction). */
-static char *show_timeout_params(idem_conn *conn)
+/* A connection of @pool checked out for a call with 10 s left. */
+static idem_conn *checkout_for_call(idem_pool *pool)
 {
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+
+    cr_assert_eq(idem__pool_checkout(&conn, pool, idem__now_ms() + 10000, &err), 0, "%s",
+                 err.message);
+    return conn;
+}
+
+/* The statement timeout inside a transaction a call runs as a tenant (tenant.h). */
+static char *show_timeout_in_call(idem_conn *conn)
+{
+    static const idem__stmt show = {"idem_pooltest_show_timeout",
+                                    "SELECT current_setting('statement_timeout')", 0};
     idem_error err = IDEM_ERROR_INIT;
     PGresult *res = NULL;
     char *v;
 
-    cr_assert_eq(idem__conn_exec_params(&res, conn, "SELECT current_setting('statement_timeout')",
-                                        0, NULL, &err),
-                 0, "%s", err.message);
+    cr_assert_eq(idem__tenant_exec(&res, conn, "acme", &show, NULL, NULL, NULL, 0, &err), 0, "%s",
+                 err.message);
     v = strdup(PQgetvalue(res, 0, 0));
     PQclear(res);
     return v;
@@ -83,36 +97,26 @@ Test(pool_pooler, transaction_mode_prepares_nothing_on_the_server_session)
 
 Test(pool_pooler, transaction_mode_sets_the_statement_timeout_inside_each_transaction_only)
 {
+    static const idem__stmt slow = {"idem_pooltest_slow", "SELECT pg_sleep(4)", 0};
     idem_error err = IDEM_ERROR_INIT;
     idem_pool *pool = open_with(IDEM_POOLER_TRANSACTION, 1500);
-    idem_conn *conn = pooltest_acquire(pool);
-    idem__pipe_cmd cmds[3] = {
-        {NULL, "BEGIN", 0, NULL, NULL, NULL, 0, NULL},
-        {NULL, "SELECT current_setting('statement_timeout')", 0, NULL, NULL, NULL, 0, NULL},
-        {NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL}};
-    idem__pipe_cmd slow[2] = {{NULL, "BEGIN", 0, NULL, NULL, NULL, 0, NULL},
-                              {NULL, "SELECT pg_sleep(4)", 0, NULL, NULL, NULL, 0, NULL}};
-    size_t failed_at;
+    idem_conn *conn = checkout_for_call(pool);
+    PGresult *res = NULL;
     char *v;
 
     /* No startup option: the session itself keeps the server's setting. */
     v = pooltest_query(conn, "SHOW statement_timeout");
     cr_assert_str_eq(v, "0");
     free(v);
-    v = show_timeout_params(conn);
-    cr_assert_str_eq(v, "1500ms", "outside a transaction, the command's own: %s", v);
+    v = show_timeout_in_call(conn);
+    cr_assert_str_eq(v, "1500ms", "inside the call's transaction, the pool's: %s", v);
     free(v);
-    cr_assert_eq(idem__conn_pipeline(conn, cmds, 3, &failed_at, &err), 0, "%s", err.message);
-    cr_assert_str_eq(PQgetvalue(cmds[1].result, 0, 0), "1500ms");
-    for (int i = 0; i < 3; i++)
-        PQclear(cmds[i].result);
     v = pooltest_query(conn, "SHOW statement_timeout");
     cr_assert_str_eq(v, "0", "nothing left on the session: %s", v);
     free(v);
 
-    cr_assert_eq(idem__conn_pipeline(conn, slow, 2, &failed_at, &err), IDEM_EDB);
+    cr_assert_eq(idem__tenant_exec(&res, conn, "acme", &slow, NULL, NULL, NULL, 0, &err), IDEM_EDB);
     cr_assert_str_eq(err.sqlstate, "57014", "%s", err.message);
-    cr_assert_eq(failed_at, 1);
     idem_pool_release(conn);
 }
 
@@ -120,7 +124,7 @@ Test(pool_pooler, auto_on_a_direct_connection_prepares_statements_by_name)
 {
     idem_error err = IDEM_ERROR_INIT;
     idem_pool *pool = open_with(IDEM_POOLER_AUTO, 1500);
-    idem_conn *conn = pooltest_acquire(pool);
+    idem_conn *conn = checkout_for_call(pool);
     int pooled = -1;
     char *v;
 
@@ -128,7 +132,7 @@ Test(pool_pooler, auto_on_a_direct_connection_prepares_statements_by_name)
     cr_assert_eq(pooled, 0);
     cr_assert_eq(exec_add(conn, &err), 42, "%s", err.message);
     cr_assert_eq(prepared_here(conn), 1);
-    v = show_timeout_params(conn);
+    v = show_timeout_in_call(conn);
     cr_assert_str_eq(v, "1500ms", "the timeout is per transaction with auto: %s", v);
     free(v);
     idem_pool_release(conn);

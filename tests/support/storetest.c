@@ -31,13 +31,13 @@ void storetest_open(const idem_store_options *opts, unsigned int pool_size)
     storetest_open_as(opts, pool_size, PGTEST_APP);
 }
 
-void storetest_open_as(const idem_store_options *opts, unsigned int pool_size, const char *role)
+/* fx.pool with @popts (its size and statement timeout; the rest the fixture's), connecting
+ * as @role, and fx.store over it. */
+static void open_pool(const idem_store_options *opts, idem_pool_options popts, const char *role)
 {
-    idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     char *where = pgtest_as(fx.conninfo, role);
 
-    popts.max_size = pool_size;
     popts.acquire_timeout_ms = 30000;
     popts.connect_timeout_ms = 30000;
     if (pgtest_through_pgbouncer()) {
@@ -51,6 +51,24 @@ void storetest_open_as(const idem_store_options *opts, unsigned int pool_size, c
     cr_assert_eq(idem_pool_new(&fx.pool, where, &popts, &err), 0, "%s", err.message);
     free(where);
     cr_assert_eq(idem_store_new(&fx.store, fx.pool, opts, &err), 0, "%s", err.message);
+}
+
+void storetest_open_as(const idem_store_options *opts, unsigned int pool_size, const char *role)
+{
+    idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
+
+    popts.max_size = pool_size;
+    open_pool(opts, popts, role);
+}
+
+void storetest_open_statement_timeout(const idem_store_options *opts,
+                                      unsigned int statement_timeout_ms)
+{
+    idem_pool_options popts = IDEM_POOL_OPTIONS_INIT;
+
+    popts.max_size = 1;
+    popts.statement_timeout_ms = statement_timeout_ms;
+    open_pool(opts, popts, PGTEST_APP);
 }
 
 void storetest_close(void)

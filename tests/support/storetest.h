@@ -38,6 +38,10 @@ void storetest_open(const idem_store_options *opts, unsigned int pool_size);
  * instead of PGTEST_APP. */
 void storetest_open_as(const idem_store_options *opts, unsigned int pool_size, const char *role);
 
+/* storetest_open() of one connection, the pool's statement_timeout_ms set. */
+void storetest_open_statement_timeout(const idem_store_options *opts,
+                                      unsigned int statement_timeout_ms);
+
 /* Free fx.store and fx.pool now (the database and fx.check stay). */
 void storetest_close(void);
 

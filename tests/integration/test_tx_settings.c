@@ -1,0 +1,170 @@
+/* What a call's transaction sets, seen from inside its effect: the call's tenant, a
+ * lock_timeout and a statement_timeout that end before the call's deadline (the lock wait
+ * first), and the pool's statement_timeout_ms when that is sooner. The same in every form
+ * (settings.h): run directly, through PgBouncer in transaction mode (tx_settings_pgbouncer),
+ * and on Citus (tools/run test --citus). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storetest.h"
+
+TestSuite(tx_settings, .init = storetest_init, .fini = storetest_fini, .timeout = 120);
+
+#define DEADLINE_MS 8000
+/* The least a timeout can be: what is left of the deadline when the effect runs, on a
+ * loaded machine, less the margin. */
+#define LEAST_MS (DEADLINE_MS / 2)
+
+/* What the effect saw. */
+typedef struct seen {
+    char tenant[64];
+    long lock_ms, statement_ms;
+} seen;
+
+/* A setting's value in ms, as current_setting() shows it: "7500ms", "8s", "1min". */
+static long ms_of(const char *value)
+{
+    char *unit = NULL;
+    long n = strtol(value, &unit, 10);
+
+    if (strcmp(unit, "s") == 0)
+        return n * 1000;
+    if (strcmp(unit, "min") == 0)
+        return n * 60000;
+    cr_assert(strcmp(unit, "ms") == 0 || unit[0] == '\0', "a timeout of %s", value);
+    return n;
+}
+
+#define SHOW_SETTINGS                                                                              \
+    "SELECT current_setting('idem.tenant'), current_setting('lock_timeout'),"                      \
+    " current_setting('statement_timeout')"
+
+static int show_settings(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                         idem_error *err)
+{
+    seen *s = ctx;
+    PGresult *res = NULL;
+    int rc = idem_tx_exec(&res, tx, SHOW_SETTINGS, 0, NULL, err);
+
+    (void)arguments;
+    if (rc != 0)
+        return rc;
+    snprintf(s->tenant, sizeof(s->tenant), "%s", PQgetvalue(res, 0, 0));
+    s->lock_ms = ms_of(PQgetvalue(res, 0, 1));
+    s->statement_ms = ms_of(PQgetvalue(res, 0, 2));
+    PQclear(res);
+    *response = json_pack("{s:b}", "seen", 1);
+    return IDEM_EFFECT_OK;
+}
+
+static void open_store(unsigned int statement_timeout_ms)
+{
+    idem_store_options opts = IDEM_STORE_OPTIONS_INIT;
+
+    opts.deadline_ms = DEADLINE_MS;
+    storetest_open_statement_timeout(&opts, statement_timeout_ms);
+}
+
+static void execute(seen *s, const char *op)
+{
+    idem_request req = storetest_request("acme", op, "{}");
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    req.attempt = 1;
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, show_settings, s, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    idem_outcome_clear(&out);
+}
+
+/* The declared path: the statement returns what it sees. */
+static void execute_declared(seen *s, const char *op)
+{
+    idem_request req = storetest_request("acme", op, "{}");
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+    json_t *receipt;
+
+    cr_assert_eq(idem_declared_new(&d,
+                                   "SELECT json_build_object('tenant',"
+                                   " current_setting('idem.tenant'), 'lock',"
+                                   " current_setting('lock_timeout'), 'statement',"
+                                   " current_setting('statement_timeout'))",
+                                   NULL, 0, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), 0, "%s", err.message);
+    receipt = json_loadb(out.receipt, out.receipt_len, 0, NULL);
+    cr_assert_not_null(receipt, "receipt %.*s", (int)out.receipt_len, out.receipt);
+    snprintf(s->tenant, sizeof(s->tenant), "%s",
+             json_string_value(json_object_get(receipt, "tenant")));
+    s->lock_ms = ms_of(json_string_value(json_object_get(receipt, "lock")));
+    s->statement_ms = ms_of(json_string_value(json_object_get(receipt, "statement")));
+    json_decref(receipt);
+    idem_outcome_clear(&out);
+    idem_declared_free(d);
+}
+
+/* The call's: its tenant; a lock wait that ends first, a margin before the deadline; a
+ * statement that ends before the deadline too (at @statement_ms exactly when the pool's
+ * is sooner, 0 otherwise). */
+static void expect_the_calls(const seen *s, long statement_ms, const char *path)
+{
+    cr_assert_str_eq(s->tenant, "acme", "%s: tenant", path);
+    cr_assert(s->lock_ms >= LEAST_MS && s->lock_ms <= DEADLINE_MS - 50,
+              "%s: lock_timeout %ld ms under a deadline of %d ms", path, s->lock_ms, DEADLINE_MS);
+    if (statement_ms > 0)
+        cr_assert_eq(s->statement_ms, statement_ms, "%s: statement_timeout %ld ms", path,
+                     s->statement_ms);
+    else
+        cr_assert(s->statement_ms > s->lock_ms && s->statement_ms < DEADLINE_MS,
+                  "%s: statement_timeout %ld ms, lock_timeout %ld ms, deadline %d ms", path,
+                  s->statement_ms, s->lock_ms, DEADLINE_MS);
+}
+
+Test(tx_settings, an_effect_runs_as_the_calls_tenant_under_its_timeouts)
+{
+    seen s = {{0}, 0, 0};
+
+    open_store(0);
+    execute(&s, "op-settings");
+    expect_the_calls(&s, 0, "callback");
+    memset(&s, 0, sizeof(s));
+    execute_declared(&s, "op-settings-declared");
+    expect_the_calls(&s, 0, "declared");
+}
+
+Test(tx_settings, the_pools_statement_timeout_caps_the_calls)
+{
+    seen s = {{0}, 0, 0};
+
+    open_store(700);
+    execute(&s, "op-capped");
+    expect_the_calls(&s, 700, "callback");
+    memset(&s, 0, sizeof(s));
+    execute_declared(&s, "op-capped-declared");
+    expect_the_calls(&s, 700, "declared");
+}
+
+/* Nothing of a call's transaction stays on the session. */
+Test(tx_settings, the_settings_end_with_the_transaction)
+{
+    seen s = {{0}, 0, 0};
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    PGresult *res;
+
+    open_store(0);
+    execute(&s, "op-then-session");
+    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
+    res = PQexec(idem_conn_pg(conn), "SELECT current_setting('idem.tenant', true),"
+                                     " current_setting('lock_timeout')");
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQresultErrorMessage(res));
+    cr_assert_str_eq(PQgetvalue(res, 0, 0), "", "the tenant stayed on the session");
+    cr_assert_str_eq(PQgetvalue(res, 0, 1), "0", "the lock timeout stayed on the session");
+    PQclear(res);
+    idem_pool_release(conn);
+}
