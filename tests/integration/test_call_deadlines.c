@@ -374,8 +374,11 @@ static int call_recover(int *status, idem_error *err)
 
 /* --- the entry points ------------------------------------------------------------------ */
 
-#define LOCK_RECORD "SELECT 1 FROM idem.operations WHERE operation_id = '" PREP_OP "' FOR UPDATE"
-#define LOCK_INTENT "SELECT 1 FROM idem.intents FOR UPDATE"
+/* Row locks name the tenant: on Citus a FOR UPDATE must run on one shard. */
+#define LOCK_RECORD                                                                                \
+    "SELECT 1 FROM idem.operations WHERE tenant = '" TENANT "' AND operation_id = '" PREP_OP       \
+    "' FOR UPDATE"
+#define LOCK_INTENT "SELECT 1 FROM idem.intents WHERE tenant = '" TENANT "' FOR UPDATE"
 #define LOCK_APP    "SELECT 1 FROM public.deadline_rows WHERE id = 1 FOR UPDATE"
 
 typedef struct entry {
