@@ -2,7 +2,6 @@
  * the commands that set them in each form. */
 #include <assert.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
@@ -78,6 +77,7 @@ void idem__tx_settings_init(idem__tx_settings *s, const char *tenant, uint64_t d
     s->timed = deadline_ms != 0;
     if (s->timed)
         timeouts(deadline_ms, &lock, &statement);
+    s->lock_ms = lock;
     ms_value(s->lock_timeout, lock);
     ms_value(s->statement_timeout,
              statement_cap_ms > 0 && statement_cap_ms < statement ? statement_cap_ms : statement);
@@ -91,9 +91,7 @@ void idem__tx_settings_for(idem__tx_settings *s, idem_conn *conn, const char *te
 
 void idem__tx_settings_claim_wait(idem__tx_settings *s, uint64_t wait_ms)
 {
-    unsigned long long lock = strtoull(s->lock_timeout, NULL, 10);
-
-    ms_value(s->claim_wait, s->timed && lock < wait_ms ? lock : wait_ms);
+    ms_value(s->claim_wait, s->timed && s->lock_ms < wait_ms ? s->lock_ms : wait_ms);
 }
 
 /* The plain form's statements: with and without a tenant, with and without timeouts. */

@@ -65,6 +65,7 @@ enum idem__settings_form {
 typedef struct idem__tx_settings {
     const char *tenant;    /* NULL: none (a statement across tenants) */
     int timed;             /* the call has a deadline: the timeouts are set */
+    uint64_t lock_ms;      /* lock_timeout, in ms */
     char lock_timeout[24]; /* set_config() values, "<ms>ms" */
     char claim_wait[24];   /* lock_timeout until a claim has run; "" for none */
     char statement_timeout[24];
