@@ -45,9 +45,9 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
         rc = settings_error(pg, err);
         break;
     case IDEM__CONNECT_TIMEOUT:
-        rc = idem__error_set(
-            err, IDEM_EUNAVAIL, "cannot connect: no answer within %u ms (%s)%s%s", timeout_ms,
-            limit, PQerrorMessage(pg)[0] != '\0' ? "; " : "", PQerrorMessage(pg));
+        rc = idem__error_set(err, IDEM_EUNAVAIL, "cannot connect: no answer within %u ms (%s)%s%s",
+                             timeout_ms, limit, PQerrorMessage(pg)[0] != '\0' ? "; " : "",
+                             PQerrorMessage(pg));
         break;
     default: /* refused for good, or failed */
         rc = idem__error_login_refused(err, pg, idem__error_pg(err, pg, NULL, "cannot connect"));

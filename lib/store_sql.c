@@ -95,8 +95,8 @@ const idem__stmt idem__store_stmt_claim_as = {
     "idem_store_claim_as",
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
     " set_config('lock_timeout', $13, true) AS claim_wait,"
-    " set_config('statement_timeout', $15, true) AS statement_timeout," CLAIM_FRESH " AS fresh,"
-    CLAIM_AHEAD " AS ahead),"
+    " set_config('statement_timeout', $15, true) AS statement_timeout," CLAIM_FRESH
+    " AS fresh," CLAIM_AHEAD " AS ahead),"
     " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES
     " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins"

@@ -9,7 +9,8 @@ waited 10000 ms for the Citus question when connect_timeout_ms was 0.
 Every C file outside tests/ and include/ is read, comments and string literals blanked. A
 statement that names a timeout, deadline, wait, sleep or poll (or a value in ms or s)
 must hold no integer literal of 100 or more, except: a unit factor (1000, 1000000,
-1000000000) after '*', '/' or '%'; a bound a value is compared with (an option's range);
+1000000000, 3600, 86400) after '*', '/' or '%', and one less than a unit added to round
+up to it ('(ms + 999) / 1000'); a bound a value is compared with (an option's range);
 and the range and scale of a command-line option given to parse_uint(). Preprocessor
 lines are where named constants live, and are not read.
 """
@@ -24,7 +25,7 @@ TIMEOUTISH = re.compile(
     re.I,
 )
 NUMBER = re.compile(r"(?<![\w.])(\d+)[uUlL]*(?![\w.])")
-UNITS = {1000, 1000000, 1000000000}
+UNITS = {1000, 1000000, 1000000000, 3600, 86400}
 SMALLEST = 100
 
 
@@ -73,6 +74,8 @@ def allowed(before, value):
     if value < SMALLEST:
         return True
     if value in UNITS and before[-1:] in "*/%":
+        return True
+    if value + 1 in UNITS and before[-1:] == "+":
         return True
     if re.search(r"(<|>|<=|>=|==|!=)$", before):
         return True
