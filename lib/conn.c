@@ -37,7 +37,7 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
     if (pg == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory opening a connection");
     PQsetNoticeProcessor(pg, notices, notices_arg);
-    switch (idem__pg_connect_wait(pg, keys, values, deadline)) {
+    switch (idem__pg_connect_wait(&pg, keys, values, deadline, 0, notices, notices_arg)) {
     case IDEM__CONNECT_OK:
         *out = pg;
         return 0;

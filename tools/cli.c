@@ -62,19 +62,24 @@ void cli_error_redacted(const char *prog, const char *dsn, const char *what, con
 }
 
 /* The core's connect, as the library's pool connects, within connect_timeout by libpq's
- * rules (idem__pg_connect_timeout_ms()): a value that is not a number is refused here, as
- * libpq's blocking connect refuses it (its nonblocking connect leaves it to its caller). */
-static idem__connect_outcome connect_within_timeout(PGconn *conn, const char *const *keys,
-                                                    const char *const *values, char *why,
+ * rules (idem__pg_connect_timeout_ms()): per host, as libpq's blocking connect applies it
+ * (a silent first host of several gives way to the next), and a value that is not a number
+ * refused here, as libpq's blocking connect refuses it (its nonblocking connect leaves it
+ * to its caller). */
+static idem__connect_outcome connect_within_timeout(PGconn **conn, const char *const *keys,
+                                                    const char *const *values,
+                                                    PQnoticeProcessor notices, void *arg, char *why,
                                                     size_t size)
 {
     long long limit = 0;
 
-    if (PQstatus(conn) != CONNECTION_BAD &&
-        idem__pg_connect_timeout_ms(&limit, conn, why, size) != 0)
+    if (PQstatus(*conn) != CONNECTION_BAD &&
+        idem__pg_connect_timeout_ms(&limit, *conn, why, size) != 0)
         return IDEM__CONNECT_SETTINGS;
-    return idem__pg_connect_wait(conn, keys, values,
-                                 limit > 0 ? (long long)idem__now_ms() + limit : LLONG_MAX);
+    return idem__pg_connect_wait(
+        conn, keys, values,
+        limit > 0 ? (long long)idem__now_ms() + limit * idem__pg_hosts_left(*conn) : LLONG_MAX,
+        limit, notices, arg);
 }
 
 PGconn *cli_connect(const char *prog, const char *dsn, PQnoticeProcessor notices, void *arg,
@@ -93,7 +98,7 @@ PGconn *cli_connect(const char *prog, const char *dsn, PQnoticeProcessor notices
     }
     if (notices != NULL)
         PQsetNoticeProcessor(conn, notices, arg);
-    got = connect_within_timeout(conn, keys, values, why, sizeof(why));
+    got = connect_within_timeout(&conn, keys, values, notices, arg, why, sizeof(why));
     if (got == IDEM__CONNECT_OK)
         return conn;
     if (why[0] != '\0')

@@ -139,16 +139,146 @@ idem__connect_outcome idem__pg_connect_poll(PGconn *pg, long long deadline_ms)
     return IDEM__CONNECT_OK;
 }
 
-idem__connect_outcome idem__pg_connect_wait(PGconn *pg, const char *const *keys,
-                                            const char *const *values, long long deadline_ms)
+/* The @i-th of the comma-separated @list into @out (@size bytes), "" past its end; a list
+ * of one element gives it for every @i, as libpq applies a single port to every host. */
+static void list_item(char *out, size_t size, const char *list, int i)
+{
+    const char *at = list != NULL ? list : "";
+    size_t n;
+
+    if (strchr(at, ',') != NULL)
+        for (; i > 0 && at != NULL; i--)
+            at = strchr(at, ',') != NULL ? strchr(at, ',') + 1 : NULL;
+    n = at != NULL ? strcspn(at, ",") : 0;
+    snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), at != NULL ? at : "");
+}
+
+/* How many elements the comma-separated @list has (0 for NULL or ""). */
+static int list_count(const char *list)
+{
+    int n = list != NULL && list[0] != '\0';
+
+    for (const char *c = list; n > 0 && *c != '\0'; c++)
+        n += *c == ',';
+    return n;
+}
+
+/* @list without its first @drop elements (a list of one element stays whole). */
+static const char *list_rest(const char *list, int drop)
+{
+    if (list == NULL || strchr(list, ',') == NULL)
+        return list;
+    for (; drop > 0 && list != NULL; drop--)
+        list = strchr(list, ',') != NULL ? strchr(list, ',') + 1 : NULL;
+    return list != NULL ? list : "";
+}
+
+/* Where in @opts' host list the host @pg is trying now is, or -1. */
+static int current_host(PGconn *pg, const char *host, const char *hostaddr, const char *port)
+{
+    const char *now_host = PQhost(pg), *now_port = PQport(pg);
+    char h[256], a[256], p[32];
+    int hosts = list_count(host) > list_count(hostaddr) ? list_count(host) : list_count(hostaddr);
+
+    for (int i = 0; i < hosts && now_host != NULL; i++) {
+        list_item(h, sizeof(h), host, i);
+        list_item(a, sizeof(a), hostaddr, i);
+        list_item(p, sizeof(p), port, i);
+        if (strcmp(h[0] != '\0' ? h : a, now_host) == 0 &&
+            (now_port == NULL || p[0] == '\0' || strcmp(p, now_port) == 0))
+            return i;
+    }
+    return -1;
+}
+
+/* A new attempt with @pg's settings but the hosts after the one it is trying now; NULL when
+ * it tries the last one, or its place in the list cannot be told. */
+static PGconn *next_hosts(PGconn *pg)
+{
+    PQconninfoOption *opts = PQconninfo(pg);
+    const char *keys[64], *values[64], *host = NULL, *hostaddr = NULL, *port = NULL;
+    PGconn *next = NULL;
+    int at, n = 0, hosts;
+
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        host = strcmp(o->keyword, "host") == 0 ? o->val : host;
+        hostaddr = strcmp(o->keyword, "hostaddr") == 0 ? o->val : hostaddr;
+        port = strcmp(o->keyword, "port") == 0 ? o->val : port;
+    }
+    hosts = list_count(host) > list_count(hostaddr) ? list_count(host) : list_count(hostaddr);
+    at = current_host(pg, host, hostaddr, port);
+    for (PQconninfoOption *o = opts;
+         at >= 0 && at + 1 < hosts && o != NULL && o->keyword != NULL && n < 63; o++) {
+        if (o->val == NULL)
+            continue;
+        keys[n] = o->keyword;
+        values[n++] = o->val == host || o->val == hostaddr || o->val == port
+                          ? list_rest(o->val, at + 1)
+                          : o->val;
+    }
+    keys[n] = values[n] = NULL;
+    if (at >= 0 && at + 1 < hosts)
+        next = PQconnectStartParams(keys, values, 0);
+    PQconninfoFree(opts);
+    return next;
+}
+
+int idem__pg_hosts_left(PGconn *pg)
+{
+    PQconninfoOption *opts = PQconninfo(pg);
+    const char *host = NULL, *hostaddr = NULL, *port = NULL;
+    int hosts, at;
+
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        host = strcmp(o->keyword, "host") == 0 ? o->val : host;
+        hostaddr = strcmp(o->keyword, "hostaddr") == 0 ? o->val : hostaddr;
+        port = strcmp(o->keyword, "port") == 0 ? o->val : port;
+    }
+    hosts = list_count(host) > list_count(hostaddr) ? list_count(host) : list_count(hostaddr);
+    at = hosts > 1 ? current_host(pg, host, hostaddr, port) : 0;
+    PQconninfoFree(opts);
+    return at >= 0 && hosts > at ? hosts - at : 1;
+}
+
+idem__connect_outcome idem__pg_connect_hosts(PGconn **pg, long long deadline_ms,
+                                             long long per_host_ms, PQnoticeProcessor notices,
+                                             void *notices_arg)
+{
+    for (;;) {
+        long long now = (long long)idem__now_ms(), until = deadline_ms;
+        int left = idem__pg_hosts_left(*pg);
+        idem__connect_outcome got;
+        PGconn *next;
+
+        if (left > 1 && deadline_ms != LLONG_MAX && deadline_ms > now)
+            until = now + (deadline_ms - now) / left;
+        if (left > 1 && per_host_ms > 0 && (until == LLONG_MAX || now + per_host_ms < until))
+            until = now + per_host_ms;
+        got = idem__pg_connect_poll(*pg, until);
+        if (got != IDEM__CONNECT_TIMEOUT || until >= deadline_ms ||
+            (next = next_hosts(*pg)) == NULL)
+            return got;
+        PQfinish(*pg);
+        *pg = next;
+        if (notices != NULL)
+            PQsetNoticeProcessor(next, notices, notices_arg);
+        if (PQstatus(next) == CONNECTION_BAD)
+            return IDEM__CONNECT_FAILED;
+    }
+}
+
+idem__connect_outcome idem__pg_connect_wait(PGconn **pg, const char *const *keys,
+                                            const char *const *values, long long deadline_ms,
+                                            long long per_host_ms, PQnoticeProcessor notices,
+                                            void *notices_arg)
 {
     idem__connect_outcome got;
 
     /* Failed at once, before anything was waited for: libpq may have refused the settings.
      * Otherwise every host failed at once too (no socket there, a name that does not
      * resolve): the ping's attempt fails as fast, and the failure is the connection's. */
-    if (PQstatus(pg) == CONNECTION_BAD)
-        return idem__pg_connect_failure(pg, keys, values, 1);
-    got = idem__pg_connect_poll(pg, deadline_ms);
-    return got == IDEM__CONNECT_FAILED ? idem__pg_connect_failure(pg, keys, values, 0) : got;
+    if (PQstatus(*pg) == CONNECTION_BAD)
+        return idem__pg_connect_failure(*pg, keys, values, 1);
+    got = idem__pg_connect_hosts(pg, deadline_ms, per_host_ms, notices, notices_arg);
+    return got == IDEM__CONNECT_FAILED ? idem__pg_connect_failure(*pg, keys, values, 0) : got;
 }

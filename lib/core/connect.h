@@ -23,13 +23,31 @@ typedef enum idem__connect_outcome {
     IDEM__CONNECT_TIMEOUT,  /* no answer before the deadline */
 } idem__connect_outcome;
 
-/* Drive @pg, as PQconnectStartParams(@keys, @values, 1) returned it, to the end of its
+/* Drive *@pg, as PQconnectStartParams(@keys, @values, 1) returned it, to the end of its
  * attempt by the loop libpq documents for PQconnectPoll(), waiting until @deadline_ms (an
  * idem__now_ms() time; LLONG_MAX: no limit), and say what became of it: a failure as
  * idem__pg_connect_failure() tells it (libpq's settings looked for only when it failed at
- * once). @pg stays the caller's either way (PQerrorMessage() says why it failed). */
-idem__connect_outcome idem__pg_connect_wait(PGconn *pg, const char *const *keys,
-                                            const char *const *values, long long deadline_ms);
+ * once). With several hosts (host=a,b), as idem__pg_connect_hosts(). *@pg stays the
+ * caller's either way (PQerrorMessage() says why it failed). */
+idem__connect_outcome idem__pg_connect_wait(PGconn **pg, const char *const *keys,
+                                            const char *const *values, long long deadline_ms,
+                                            long long per_host_ms, PQnoticeProcessor notices,
+                                            void *notices_arg);
+
+/* The connect loop over several hosts. libpq moves on to the next host by itself when one
+ * fails, but a host that does not answer at all holds a nonblocking attempt until its
+ * caller gives up: here a host gets what is left until @deadline_ms shared evenly among
+ * the hosts not yet tried, and no more than @per_host_ms (> 0; libpq's connect_timeout is
+ * per host), after which *@pg is replaced by an attempt on the hosts after it (@notices,
+ * if not NULL, set on it), until one answers or the last one's wait ends at @deadline_ms.
+ * Outcomes as idem__pg_connect_poll(). */
+idem__connect_outcome idem__pg_connect_hosts(PGconn **pg, long long deadline_ms,
+                                             long long per_host_ms, PQnoticeProcessor notices,
+                                             void *notices_arg);
+
+/* The hosts @pg has yet to try, the one it tries now included: 1 for a single host, or when
+ * its place in the list cannot be told. */
+int idem__pg_hosts_left(PGconn *pg);
 
 /* The loop alone: IDEM__CONNECT_OK, IDEM__CONNECT_FAILED (PQstatus() CONNECTION_BAD) or
  * IDEM__CONNECT_TIMEOUT. */

@@ -1,9 +1,15 @@
 /* A server that stops answering: the health round trip and the ROLLBACK on release give
  * up at connect_timeout_ms instead of waiting for TCP. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "pooltest.h"
 
@@ -69,4 +75,43 @@ Test(pool_unresponsive, rollback_on_release_to_a_silent_server_gives_up_and_clos
     conn = pooltest_acquire(pool);
     cr_assert_neq(pooltest_backend_pid(conn), pid);
     idem_pool_release(conn);
+}
+
+/* A port on 127.0.0.1 that accepts connections and never answers (a server that hangs): a
+ * listening socket nobody accepts from; the kernel completes the handshake. */
+static int silent_port(int *fd)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    socklen_t len = sizeof(a);
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(*fd, 0, "socket: %s", strerror(errno));
+    cr_assert_eq(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0, "bind: %s", strerror(errno));
+    cr_assert_eq(listen(*fd, 16), 0, "listen: %s", strerror(errno));
+    cr_assert_eq(getsockname(*fd, (struct sockaddr *)&a, &len), 0, "%s", strerror(errno));
+    return ntohs(a.sin_port);
+}
+
+/* host=a,b with a silent first host: the pool gives it its share of connect_timeout_ms and
+ * connects to the second, as libpq's blocking connect does with connect_timeout. */
+Test(pool_unresponsive, a_silent_first_host_of_several_gives_way_to_the_next, .timeout = 60)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    const char *port = getenv("PGPORT");
+    char conninfo[1024];
+    int fd, silent = silent_port(&fd);
+
+    cr_assert_not_null(port, "PGPORT (tools/with-postgres)");
+    snprintf(conninfo, sizeof(conninfo), "%s host=127.0.0.1,127.0.0.1 port=%d,%s",
+             pooltest_conninfo(), silent, port);
+    o.max_size = 1;
+    o.min_idle = 0;
+    o.connect_timeout_ms = 2 * CONNECT_TIMEOUT_MS;
+    idem_pool *pool = pooltest_open_at(conninfo, &o);
+    idem_conn *conn = pooltest_acquire(pool);
+
+    cr_assert_gt(pooltest_backend_pid(conn), 0);
+    idem_pool_release(conn);
+    close(fd);
 }

@@ -86,6 +86,12 @@ expect dry_run_counts json_ok 'd["dry_run"] and d["expired"] == 7 and d["purged"
 expect dry_run_changes_nothing test "$(digest "$db")" = "$before"
 expect dry_run_no_metrics test ! -e "$scratch/dry.prom"
 
+# Several hosts, the first silent: it gets its connect timeout, then the next answers (as
+# libpq's blocking connect does).
+silent_listener
+check silent_first_host 0 timeout 60 "$tool" --dsn "host=127.0.0.1,127.0.0.1 port=$silent_port,$PGPORT dbname=$db" --connect-timeout 2 --dry-run
+silent_stop
+
 # A run is silent on success; the PG* environment is used without --dsn.
 check run_silent 0 env PGDATABASE="$db" "$tool"
 expect run_silent_stdout test -z "$out"
