@@ -81,7 +81,10 @@ typedef struct idem_pool_options {
                                             for the ROLLBACK of a connection released
                                             inside a transaction; 0 = no limit; default
                                             5000. A store's call is also bounded by its
-                                            deadline_ms (store.h), whichever ends first */
+                                            deadline_ms (store.h), whichever ends first.
+                                            With several hosts (host=a,b) each gets an
+                                            even share of what is left, so that a silent
+                                            one gives way to the next */
     unsigned int max_lifetime_ms;      /**< close a connection this old when released (minus
                                             up to 10 % random jitter); 0 = never; default
                                             1800000 (30 min) */
