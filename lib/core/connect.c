@@ -173,19 +173,38 @@ static const char *list_rest(const char *list, int drop)
     return list != NULL ? list : "";
 }
 
-/* Where in @opts' host list the host @pg is trying now is, or -1. */
-static int current_host(PGconn *pg, const char *host, const char *hostaddr, const char *port)
+/* A connection's host list, as PQconninfo() gives it (borrowed from @opts). */
+typedef struct host_list {
+    const char *host, *hostaddr, *port;
+    int count;
+} host_list;
+
+static host_list hosts_of(const PQconninfoOption *opts)
+{
+    host_list h = {NULL, NULL, NULL, 0};
+
+    for (const PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        h.host = strcmp(o->keyword, "host") == 0 ? o->val : h.host;
+        h.hostaddr = strcmp(o->keyword, "hostaddr") == 0 ? o->val : h.hostaddr;
+        h.port = strcmp(o->keyword, "port") == 0 ? o->val : h.port;
+    }
+    h.count =
+        list_count(h.host) > list_count(h.hostaddr) ? list_count(h.host) : list_count(h.hostaddr);
+    return h;
+}
+
+/* Where in @h the host @pg is trying now is, or -1. */
+static int current_host(PGconn *pg, const host_list *h)
 {
     const char *now_host = PQhost(pg), *now_port = PQport(pg);
-    char h[256], a[256], p[32];
-    int hosts = list_count(host) > list_count(hostaddr) ? list_count(host) : list_count(hostaddr);
+    char name[256], addr[256], port[32];
 
-    for (int i = 0; i < hosts && now_host != NULL; i++) {
-        list_item(h, sizeof(h), host, i);
-        list_item(a, sizeof(a), hostaddr, i);
-        list_item(p, sizeof(p), port, i);
-        if (strcmp(h[0] != '\0' ? h : a, now_host) == 0 &&
-            (now_port == NULL || p[0] == '\0' || strcmp(p, now_port) == 0))
+    for (int i = 0; i < h->count && now_host != NULL; i++) {
+        list_item(name, sizeof(name), h->host, i);
+        list_item(addr, sizeof(addr), h->hostaddr, i);
+        list_item(port, sizeof(port), h->port, i);
+        if (strcmp(name[0] != '\0' ? name : addr, now_host) == 0 &&
+            (now_port == NULL || port[0] == '\0' || strcmp(port, now_port) == 0))
             return i;
     }
     return -1;
@@ -196,28 +215,22 @@ static int current_host(PGconn *pg, const char *host, const char *hostaddr, cons
 static PGconn *next_hosts(PGconn *pg)
 {
     PQconninfoOption *opts = PQconninfo(pg);
-    const char *keys[64], *values[64], *host = NULL, *hostaddr = NULL, *port = NULL;
+    host_list h = hosts_of(opts);
+    const char *keys[64], *values[64];
+    int at = current_host(pg, &h), n = 0;
     PGconn *next = NULL;
-    int at, n = 0, hosts;
 
-    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
-        host = strcmp(o->keyword, "host") == 0 ? o->val : host;
-        hostaddr = strcmp(o->keyword, "hostaddr") == 0 ? o->val : hostaddr;
-        port = strcmp(o->keyword, "port") == 0 ? o->val : port;
-    }
-    hosts = list_count(host) > list_count(hostaddr) ? list_count(host) : list_count(hostaddr);
-    at = current_host(pg, host, hostaddr, port);
     for (PQconninfoOption *o = opts;
-         at >= 0 && at + 1 < hosts && o != NULL && o->keyword != NULL && n < 63; o++) {
+         at >= 0 && at + 1 < h.count && o != NULL && o->keyword != NULL && n < 63; o++) {
         if (o->val == NULL)
             continue;
         keys[n] = o->keyword;
-        values[n++] = o->val == host || o->val == hostaddr || o->val == port
+        values[n++] = o->val == h.host || o->val == h.hostaddr || o->val == h.port
                           ? list_rest(o->val, at + 1)
                           : o->val;
     }
     keys[n] = values[n] = NULL;
-    if (at >= 0 && at + 1 < hosts)
+    if (at >= 0 && at + 1 < h.count)
         next = PQconnectStartParams(keys, values, 0);
     PQconninfoFree(opts);
     return next;
@@ -226,18 +239,11 @@ static PGconn *next_hosts(PGconn *pg)
 int idem__pg_hosts_left(PGconn *pg)
 {
     PQconninfoOption *opts = PQconninfo(pg);
-    const char *host = NULL, *hostaddr = NULL, *port = NULL;
-    int hosts, at;
+    host_list h = hosts_of(opts);
+    int at = h.count > 1 ? current_host(pg, &h) : 0;
 
-    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
-        host = strcmp(o->keyword, "host") == 0 ? o->val : host;
-        hostaddr = strcmp(o->keyword, "hostaddr") == 0 ? o->val : hostaddr;
-        port = strcmp(o->keyword, "port") == 0 ? o->val : port;
-    }
-    hosts = list_count(host) > list_count(hostaddr) ? list_count(host) : list_count(hostaddr);
-    at = hosts > 1 ? current_host(pg, host, hostaddr, port) : 0;
     PQconninfoFree(opts);
-    return at >= 0 && hosts > at ? hosts - at : 1;
+    return at >= 0 && h.count > at ? h.count - at : 1;
 }
 
 idem__connect_outcome idem__pg_connect_hosts(PGconn **pg, long long deadline_ms,
