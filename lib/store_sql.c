@@ -13,10 +13,14 @@ const idem__stmt idem__store_stmt_lookup = {
     2};
 
 /* The lookup that sets the tenant itself (tenant.h, idem__tenant_exec_either()): on plain
- * PostgreSQL one statement instead of [set_config; lookup]. */
+ * PostgreSQL one statement instead of [set_config; lookup]. The row is tied to the
+ * setting's row, so that it is read after the setting is made; `o.tenant = $1` as well,
+ * so that the index condition has both key columns whatever the statistics say (a generic
+ * plan made on a new table otherwise looks up operation_id alone: test lookup_plans). */
 #define SETS_TENANT                                                                                \
     " FROM (SELECT set_config('idem.tenant', $1, true) AS tenant) AS one"                          \
-    " LEFT JOIN idem.operations o ON o.tenant = one.tenant AND o.operation_id = $2"
+    " LEFT JOIN idem.operations o ON o.tenant = one.tenant AND o.tenant = $1"                      \
+    " AND o.operation_id = $2"
 const idem__stmt idem__store_stmt_lookup_as = {
     "idem_store_lookup_as", "SELECT o.fingerprint, o.state, o.response, now()" SETS_TENANT, 2};
 
