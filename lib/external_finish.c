@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/jcs.h"
+
 #include "clock.h"
 #include "error.h"
 #include "external_internal.h"

@@ -7,6 +7,7 @@
 #include "error.h"
 #include "external_internal.h"
 #include "idem/validate.h"
+#include "idem/sys/external.h"
 
 #define US(col) "coalesce((extract(epoch FROM " col ") * 1000000)::int8, 0)"
 

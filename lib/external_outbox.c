@@ -7,6 +7,8 @@
 #include "error.h"
 #include "external_internal.h"
 #include "idem/validate.h"
+#include "idem/jcs.h"
+#include "idem/outbox.h"
 
 #define MAX_ITEM_ATTEMPTS 1000u
 #define MAX_CLAIM         1000u

@@ -6,8 +6,10 @@
 
 #include "error.h"
 #include "external_internal.h"
-#include "idem/reconcile.h"
+#include "idem/sys/reconcile.h"
 #include "idem/validate.h"
+#include "idem/jcs.h"
+#include "idem/sys/external.h"
 #include "reconcile_internal.h"
 
 /* $1 tenant, $2 operation_id, $3 'completed' or 'failed', $4 the receipt (binary), $5

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "idem/fingerprint.h"
 #include "idem/validate.h"
+#include "idem/jcs.h"
 #include "jcs.h"
 
 /* A failure inside the arguments names them as the field at fault (once). */

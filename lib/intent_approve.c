@@ -1,5 +1,6 @@
 /* Durable intents: approving an action, reading and cancelling an intent. */
 #include "idem/validate.h"
+#include "idem/jcs.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "idem/fingerprint.h"
+#include "idem/jcs.h"
 #include "jcs.h"
 
 /* ---- byte buffer ---- */

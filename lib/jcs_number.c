@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "idem/fingerprint.h"
+#include "idem/jcs.h"
 #include "jcs.h"
 
 /* ---- numbers (ECMAScript Number::toString, RFC 8785 section 3.2.2.3) ---- */

@@ -1,4 +1,4 @@
-/* Reconciliation items (include/idem/reconcile.h): recorded by the store, listed, shown
+/* Reconciliation items (include/idem/sys/reconcile.h): recorded by the store, listed, shown
  * and resolved by operators. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include "error.h"
 #include "exec.h"
-#include "idem/reconcile.h"
+#include "idem/sys/reconcile.h"
 #include "idem/validate.h"
 #include "jcs.h"
 #include "reconcile_internal.h"

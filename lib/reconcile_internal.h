@@ -4,7 +4,7 @@
 
 #include "idem/fingerprint.h"
 #include "idem/pool.h"
-#include "idem/reconcile.h"
+#include "idem/sys/reconcile.h"
 
 /* The kind of a retry refused after its key's retention window. */
 #define IDEM__RECONCILE_EXPIRED "expired"

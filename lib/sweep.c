@@ -1,4 +1,4 @@
-/* The retention sweeper (include/idem/sweep.h): expire records into tombstones, purge
+/* The retention sweeper (include/idem/sys/sweep.h): expire records into tombstones, purge
  * tombstones, in bounded batches under a session-level advisory lock.
  *
  * Each batch is one statement in autocommit, so one short transaction: a CTE picks the
@@ -15,7 +15,7 @@
 #include "clock.h"
 #include "error.h"
 #include "exec.h"
-#include "idem/sweep.h"
+#include "idem/sys/sweep.h"
 #include "idem/validate.h"
 #include "log.h"
 #include "citus.h"

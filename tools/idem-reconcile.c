@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "idem/sys/external.h"
+#include "idem/sys/reconcile.h"
 
 #include "cli.h"
 #include "core/parse.h"

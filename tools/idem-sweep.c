@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "idem/idem.h"
+#include "idem/sys/sweep.h"
 
 #include "cli.h"
 #include "core/parse.h"

@@ -55,7 +55,11 @@
 #include "pool.h"
 #include "retry.h"
 #include "status.h"
-#include "sweep.h"
+#include "validate.h"
+#ifndef IDEM_NO_DEPRECATED
+/* Until 0.1 this header included the sweeper's. */
+#include "sys/sweep.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,6 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "idem/sys/external.h"
+#include "idem/sys/reconcile.h"
+#include "idem/sys/sweep.h"
+
 #include "extest.h"
 #include "support_tasks.h"
 

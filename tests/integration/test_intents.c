@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/sys/reconcile.h"
+
 #include "intenttest.h"
 #include "storetest.h"
 

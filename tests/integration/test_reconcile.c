@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "idem/sys/reconcile.h"
 #include "pgtest.h"
 #include "reconcile_internal.h"
 #include "records.h"

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "idem/idem.h"
+#include "idem/sys/sweep.h"
 #include "pgtest.h"
 
 #define TOOL_FAST "fast_tool" /* retention 60 s, key memory 1 day */

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/sys/reconcile.h"
+#include "idem/sys/sweep.h"
+
 #include "intenttest.h"
 #include "storetest.h"
 

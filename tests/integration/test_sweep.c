@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "idem/sys/sweep.h"
 #include "pgtest.h"
 #include "records.h"
 

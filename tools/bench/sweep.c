@@ -25,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "idem/sys/sweep.h"
+
 #include "bench.h"
 #include "support_tasks.h"
 
