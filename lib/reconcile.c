@@ -432,35 +432,53 @@ void idem_reconcile_key_free(idem_reconcile_key *key)
 
 /* ---- resolve --------------------------------------------------------------------------- */
 
-static int check_resolution(const char *tenant, const char *operation_id, const char *kind,
-                            const char *note, const char *by, idem_error *err)
+int idem_reconcile_resolution_init(idem_reconcile_resolution *res, unsigned int version)
+{
+    static const idem_reconcile_resolution defaults = IDEM_RECONCILE_RESOLUTION_INIT;
+
+    return idem__struct_init(res, &defaults, sizeof(defaults), version,
+                             IDEM_RECONCILE_RESOLUTION_VERSION);
+}
+
+static int check_resolution(const char *tenant, const char *operation_id,
+                            const idem_reconcile_resolution *r, idem_error *err)
 {
     int rc;
 
     if ((rc = idem_validate_tenant(tenant, err)) != 0 ||
         (rc = idem_validate_operation_id(operation_id, err)) != 0)
         return rc;
-    if (kind != NULL && (rc = check_kind("kind", kind, err)) != 0)
+    if (r == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "resolution", "must not be NULL");
+    if ((rc = idem__check_version(err, r->version, IDEM_RECONCILE_RESOLUTION_VERSION,
+                                  "resolution")) != 0)
         return rc;
-    if (note == NULL)
-        return idem__error_field(err, 0, "note", "is missing (NULL): say what was found or done");
-    if ((rc = check_text("note", note, IDEM_RECONCILE_NOTE_MAX, 1, err)) != 0)
+    if (r->kind != NULL && (rc = check_kind("resolution.kind", r->kind, err)) != 0)
         return rc;
-    return by != NULL ? check_text("by", by, IDEM_RECONCILE_BY_MAX, 0, err) : 0;
+    if (r->note == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "resolution.note",
+                                 "is missing (NULL): say what was found or done");
+    if ((rc = check_text("resolution.note", r->note, IDEM_RECONCILE_NOTE_MAX, 1, err)) != 0)
+        return rc;
+    return r->by != NULL ? check_text("resolution.by", r->by, IDEM_RECONCILE_BY_MAX, 0, err) : 0;
 }
 
-int idem_reconcile_resolve(unsigned int *out, PGconn *conn, const char *tenant,
-                           const char *operation_id, const char *kind, const char *note,
-                           const char *by, idem_error *err)
+int idem_reconcile_resolve_items(unsigned int *out, PGconn *conn, const char *tenant,
+                                 const char *operation_id,
+                                 const idem_reconcile_resolution *resolution, idem_error *err)
 {
-    const char *values[5] = {tenant, operation_id, kind, note, by};
+    const char *values[5] = {tenant, operation_id, NULL, NULL, NULL};
+    const char *kind;
     PGresult *res = NULL;
     long long resolved, matching;
     int rc;
 
     if ((rc = check_conn(conn, err)) != 0 ||
-        (rc = check_resolution(tenant, operation_id, kind, note, by, err)) != 0)
+        (rc = check_resolution(tenant, operation_id, resolution, err)) != 0)
         return rc;
+    kind = values[2] = resolution->kind;
+    values[3] = resolution->note;
+    values[4] = resolution->by;
     rc = idem__tenant_pg_exec(&res, conn, tenant, SQL_RESOLVE, 5, values, NULL, NULL, 0,
                               "resolving reconciliation items", err);
     if (rc != 0)

@@ -52,7 +52,7 @@ extern "C" {
 /** Longest resolution note, in bytes (UTF-8; tabs and newlines allowed, no other control
  *  characters). */
 #define IDEM_RECONCILE_NOTE_MAX 4000
-/** Longest resolver name given to idem_reconcile_resolve(), in bytes (UTF-8, no control
+/** Longest resolver name given to idem_reconcile_resolve_items(), in bytes (UTF-8, no control
  *  characters). */
 #define IDEM_RECONCILE_BY_MAX 128
 
@@ -172,21 +172,58 @@ IDEM_API const idem_reconcile_items *idem_reconcile_key_items(const idem_reconci
 /** NULL is accepted. */
 IDEM_API void idem_reconcile_key_free(idem_reconcile_key *key);
 
+/** A resolution of reconciliation items. Initialize with ::IDEM_RECONCILE_RESOLUTION_INIT or
+ *  idem_reconcile_resolution_init(). The strings are borrowed for the call. */
+typedef struct idem_reconcile_resolution {
+    unsigned int version; /**< ::IDEM_RECONCILE_RESOLUTION_VERSION */
+    const char *kind;     /**< NULL: every open kind of the key; else only that kind */
+    const char *note;     /**< what was found or done; required (::IDEM_RECONCILE_NOTE_MAX) */
+    const char *by;       /**< who resolved it; NULL: the database role (current_user) */
+} idem_reconcile_resolution;
+
+#define IDEM_RECONCILE_RESOLUTION_VERSION 1
+#define IDEM_RECONCILE_RESOLUTION_INIT                                                             \
+    {                                                                                              \
+        IDEM_RECONCILE_RESOLUTION_VERSION, NULL, NULL, NULL                                        \
+    }
+
+/** Fill @p res with an empty resolution of struct version @p version (every kind, no note).
+ *  @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_reconcile_resolution_init(idem_reconcile_resolution *res, unsigned int version);
+
 /**
  * Resolve the open items of one key: record the note, who, and when (the database's
- * now()). A later request of the same kind reopens an item.
- * @param out   how many items were resolved; may be NULL. Untouched on failure.
- * @param conn  borrowed; idle.
- * @param kind  NULL: every open kind of the key; else only that kind.
- * @param note  what was found or done; required (see ::IDEM_RECONCILE_NOTE_MAX).
- * @param by    who resolved it; NULL: the database role (current_user).
+ * now()). A later request of the same kind reopens an item. The same shape as
+ * idem_external_resolve() (sys/external.h), which resolves an external operation itself.
+ * @param out         how many items were resolved; may be NULL. Untouched on failure.
+ * @param conn        borrowed; idle.
+ * @param resolution  borrowed for the call.
  * @return 0; IDEM_ENOTFOUND (no open item: the message says when it is already
- *         resolved); IDEM_EINVAL (err->field names tenant, operation_id, kind, note or by);
+ *         resolved); IDEM_EINVAL (err->field names tenant, operation_id, resolution,
+ *         resolution.version, resolution.kind, resolution.note or resolution.by);
  *         IDEM_ESCHEMA; IDEM_EUNAVAIL; IDEM_EDB.
  */
-IDEM_API int idem_reconcile_resolve(unsigned int *out, PGconn *conn, const char *tenant,
-                                    const char *operation_id, const char *kind, const char *note,
-                                    const char *by, idem_error *err);
+IDEM_API int idem_reconcile_resolve_items(unsigned int *out, PGconn *conn, const char *tenant,
+                                          const char *operation_id,
+                                          const idem_reconcile_resolution *resolution,
+                                          idem_error *err);
+
+#ifndef IDEM_NO_DEPRECATED
+/** idem 0.1's form of idem_reconcile_resolve_items(), with the resolution's members as
+ *  arguments; err->field names them as that call does ("resolution.note", ...). */
+IDEM_DEPRECATED("use idem_reconcile_resolve_items()")
+static inline int idem_reconcile_resolve(unsigned int *out, PGconn *conn, const char *tenant,
+                                         const char *operation_id, const char *kind,
+                                         const char *note, const char *by, idem_error *err)
+{
+    idem_reconcile_resolution r = IDEM_RECONCILE_RESOLUTION_INIT;
+
+    r.kind = kind;
+    r.note = note;
+    r.by = by;
+    return idem_reconcile_resolve_items(out, conn, tenant, operation_id, &r, err);
+}
+#endif
 
 #ifdef __cplusplus
 }
