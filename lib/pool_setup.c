@@ -59,6 +59,13 @@ int idem_pooler_detect(int *out, PGconn *conn, idem_error *err)
     return idem__pg_through_pooler(out, conn, 0, err);
 }
 
+int idem_pool_stats_init(idem_pool_stats *stats, unsigned int version)
+{
+    static const idem_pool_stats zero = IDEM_POOL_STATS_INIT;
+
+    return idem__struct_init(stats, &zero, sizeof(zero), version, IDEM_POOL_STATS_VERSION);
+}
+
 int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
 {
     static const idem_pool_stats zero = IDEM_POOL_STATS_INIT;

@@ -129,6 +129,13 @@ int idem_sweep_options_init(idem_sweep_options *opts, unsigned int version)
                              IDEM_SWEEP_OPTIONS_VERSION);
 }
 
+int idem_sweep_result_init(idem_sweep_result *out, unsigned int version)
+{
+    static const idem_sweep_result defaults = IDEM_SWEEP_RESULT_INIT;
+
+    return idem__struct_init(out, &defaults, sizeof(defaults), version, IDEM_SWEEP_RESULT_VERSION);
+}
+
 static int check_options(idem_sweep_options *out, const idem_sweep_options *opts, idem_error *err)
 {
     int rc;
@@ -394,6 +401,8 @@ int idem_sweep_run(idem_sweep_result *out, PGconn *conn, const idem_sweep_option
 
     if (out == NULL)
         return idem__error_field(err, 0, "out", "must not be NULL");
+    if ((rc = idem__check_version(err, out->version, IDEM_SWEEP_RESULT_VERSION, "out")) != 0)
+        return rc;
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
         return idem__error_field(err, 0, "conn", "must be an open connection");
     if (PQtransactionStatus(conn) != PQTRANS_IDLE)
@@ -415,6 +424,7 @@ int idem_sweep_run(idem_sweep_result *out, PGconn *conn, const idem_sweep_option
     if (rc != 0)
         return rc;
     s.res.duration_ms = idem__now_ms() - s.start_ms;
+    s.res.version = out->version;
     *out = s.res;
     return 0;
 }

@@ -449,6 +449,10 @@ typedef struct idem_store_stats {
         IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                         \
     }
 
+/** Fill @p stats with zero counters of struct version @p version (for bindings that cannot
+ *  use ::IDEM_STORE_STATS_INIT). @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_store_stats_init(idem_store_stats *stats, unsigned int version);
+
 /** Fill @p out (its version set) with the store's counters now.
  *  @return 0, or IDEM_EINVAL (NULL, or an unknown version; @p out untouched). */
 IDEM_API int idem_store_stats_get(idem_store_stats *out, idem_store *store);

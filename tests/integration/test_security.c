@@ -279,7 +279,7 @@ Test(security, one_operation_id_in_two_tenants_stays_two_keys_under_concurrent_c
 
 Test(security, sweeper_role_sweeps_every_tenant_but_inserts_nothing_and_reads_no_receipt)
 {
-    idem_sweep_result result;
+    idem_sweep_result result = IDEM_SWEEP_RESULT_INIT;
     idem_error err = IDEM_ERROR_INIT;
     PGconn *sweeper;
 

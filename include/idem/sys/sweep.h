@@ -87,8 +87,10 @@ typedef struct idem_sweep_options {
  */
 IDEM_API int idem_sweep_options_init(idem_sweep_options *opts, unsigned int version);
 
-/** What a sweep did. */
+/** What a sweep did. Caller-allocated: initialize with ::IDEM_SWEEP_RESULT_INIT or
+ *  idem_sweep_result_init() (or set version to ::IDEM_SWEEP_RESULT_VERSION). */
 typedef struct idem_sweep_result {
+    unsigned int version;            /**< ::IDEM_SWEEP_RESULT_VERSION */
     unsigned long long expired;      /**< records turned into tombstones (dry run: due now) */
     unsigned long long purged;       /**< tombstones deleted (dry run: due now) */
     unsigned int batches;            /**< batch transactions run (the last of each pass finds
@@ -102,20 +104,30 @@ typedef struct idem_sweep_result {
     uint64_t duration_ms;            /**< wall-clock time of the run */
 } idem_sweep_result;
 
+#define IDEM_SWEEP_RESULT_VERSION 1
+#define IDEM_SWEEP_RESULT_INIT                                                                     \
+    {                                                                                              \
+        IDEM_SWEEP_RESULT_VERSION, 0, 0, 0, 0, 0, 0, 0                                             \
+    }
+
+/** Fill @p out with an empty result of struct version @p version.
+ *  @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_sweep_result_init(idem_sweep_result *out, unsigned int version);
+
 /**
  * Run one sweep (see the file comment).
  *
- * @param out   filled on success; untouched on failure (batches committed before a failure
- *              stay committed: the log hook has narrated them).
+ * @param out   its version set (::IDEM_SWEEP_RESULT_INIT); filled on success; untouched on
+ *              failure (batches committed before a failure stay committed: the log hook has
+ *              narrated them).
  * @param conn  borrowed; idle (no open transaction). Its lock_timeout is changed for the
  *              run and restored.
  * @param opts  NULL for the defaults.
  * @return 0; IDEM_ELOCKED (another sweep holds ::IDEM_SWEEP_LOCK_KEY: nothing was done);
- *         IDEM_EINVAL (err->field names the option); IDEM_ESCHEMA (the schema lacks
- *         migration 0003: run idem-migrate up); IDEM_EPERM (the role lacks a privilege on
- *         the idem tables); IDEM_ETIMEDOUT (a table lock was held
- *         longer than lock_timeout_ms); IDEM_EUNAVAIL (connection lost); IDEM_EDB;
- *         IDEM_ENOMEM.
+ *         IDEM_EINVAL (err->field names the option, or "out.version"); IDEM_ESCHEMA (the schema
+ * lacks migration 0003: run idem-migrate up); IDEM_EPERM (the role lacks a privilege on the idem
+ * tables); IDEM_ETIMEDOUT (a table lock was held longer than lock_timeout_ms); IDEM_EUNAVAIL
+ * (connection lost); IDEM_EDB; IDEM_ENOMEM.
  */
 IDEM_API int idem_sweep_run(idem_sweep_result *out, PGconn *conn, const idem_sweep_options *opts,
                             idem_error *err);
