@@ -39,17 +39,6 @@ IDEM_API int idem_jcs_serialize(char **out, size_t *out_len, const json_t *value
 IDEM_API int idem_jcs_canonicalize(char **out, size_t *out_len, const char *text, size_t len,
                                    const idem_json_options *opts, idem_error *err);
 
-/** Buffer size that always holds idem_jcs_format_double()'s output. */
-#define IDEM_JCS_NUMBER_MAX 32
-
-/**
- * Format a double as ECMAScript's Number.prototype.toString does (RFC 8785 3.2.2.3):
- * shortest round-trip digits, `1e+21`, `1e-7`, `0` for -0.
- * @param out  at least ::IDEM_JCS_NUMBER_MAX bytes.
- * @return 0, or IDEM_EINVAL for NaN and infinities (out untouched).
- */
-IDEM_API int idem_jcs_format_double(char out[IDEM_JCS_NUMBER_MAX], double value);
-
 #ifdef __cplusplus
 }
 #endif
