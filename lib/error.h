@@ -12,7 +12,8 @@
 int idem__error_set(idem_error *err, int code, const char *fmt, ...) IDEM_PRINTF(3, 4);
 
 /* Record a bad-input error naming the field; the message reads "<field>: <reason>".
- * Returns IDEM_EINVAL (or code, when it is given as non-zero). */
+ * Returns code: IDEM_EINVAL for invalid input (every check spells it so), or another
+ * IDEM_E* code that names a field (IDEM_ECONFLICT, IDEM_EEFFECT). Never 0. */
 int idem__error_field(idem_error *err, int code, const char *field, const char *fmt, ...)
     IDEM_PRINTF(4, 5);
 

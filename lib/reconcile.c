@@ -135,14 +135,15 @@ static int check_kind(const char *field, const char *kind, idem_error *err)
 
     for (i = 0; kind[i] != '\0'; i++) {
         if (i == IDEM_RECONCILE_KIND_MAX)
-            return idem__error_field(err, 0, field, "is longer than %d bytes",
+            return idem__error_field(err, IDEM_EINVAL, field, "is longer than %d bytes",
                                      IDEM_RECONCILE_KIND_MAX);
         if (!kind_byte((unsigned char)kind[i]))
             return idem__error_field(
-                err, 0, field, "byte 0x%02x at offset %zu is not allowed (allowed: a-z 0-9 _)",
+                err, IDEM_EINVAL, field,
+                "byte 0x%02x at offset %zu is not allowed (allowed: a-z 0-9 _)",
                 (unsigned char)kind[i], i);
     }
-    return i == 0 ? idem__error_field(err, 0, field, "must not be empty") : 0;
+    return i == 0 ? idem__error_field(err, IDEM_EINVAL, field, "must not be empty") : 0;
 }
 
 /* UTF-8 text of 1 to @max bytes without control characters (but for tab and newline when
@@ -154,16 +155,16 @@ static int check_text(const char *field, const char *s, size_t max, int multilin
     uint32_t cp;
 
     if (n == 0)
-        return idem__error_field(err, 0, field, "must not be empty");
+        return idem__error_field(err, IDEM_EINVAL, field, "must not be empty");
     if (n > max)
-        return idem__error_field(err, 0, field, "is longer than %zu bytes", max);
+        return idem__error_field(err, IDEM_EINVAL, field, "is longer than %zu bytes", max);
     while (i < n) {
         at = i;
         if (idem__utf8_next(u, n, &i, &cp) != 0)
-            return idem__error_field(err, 0, field,
+            return idem__error_field(err, IDEM_EINVAL, field,
                                      "is not valid UTF-8 (byte 0x%02x at offset %zu)", u[at], at);
         if ((cp < 0x20 && !(multiline && (cp == '\n' || cp == '\t'))) || cp == 0x7f)
-            return idem__error_field(err, 0, field,
+            return idem__error_field(err, IDEM_EINVAL, field,
                                      "control character 0x%02x at offset %zu is not allowed",
                                      (unsigned)cp, at);
     }
@@ -190,19 +191,20 @@ static int check_filter(const idem_reconcile_filter *f, idem_error *err)
         return IDEM_EINVAL;
     if (f->state != IDEM_RECONCILE_ANY && f->state != IDEM_RECONCILE_OPEN &&
         f->state != IDEM_RECONCILE_RESOLVED)
-        return idem__error_field(err, 0, "filter.state", "must be ANY, OPEN or RESOLVED, got %d",
-                                 (int)f->state);
+        return idem__error_field(err, IDEM_EINVAL, "filter.state",
+                                 "must be ANY, OPEN or RESOLVED, got %d", (int)f->state);
     if (f->since < 0)
-        return idem__error_field(err, 0, "filter.since", "must not be negative");
+        return idem__error_field(err, IDEM_EINVAL, "filter.since", "must not be negative");
     return 0;
 }
 
 static int check_conn(PGconn *conn, idem_error *err)
 {
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-        return idem__error_field(err, 0, "conn", "must be an open connection");
+        return idem__error_field(err, IDEM_EINVAL, "conn", "must be an open connection");
     if (PQtransactionStatus(conn) != PQTRANS_IDLE)
-        return idem__error_field(err, 0, "conn", "must be idle (not inside a transaction)");
+        return idem__error_field(err, IDEM_EINVAL, "conn",
+                                 "must be idle (not inside a transaction)");
     return 0;
 }
 
@@ -292,7 +294,7 @@ int idem_reconcile_list(idem_reconcile_items **out, PGconn *conn,
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "out", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     if ((rc = check_conn(conn, err)) != 0)
         return rc;
     if (filter == NULL)
@@ -384,7 +386,7 @@ int idem_reconcile_show(idem_reconcile_key **out, PGconn *conn, const char *tena
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "out", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     if ((rc = check_conn(conn, err)) != 0 || (rc = idem_validate_tenant(tenant, err)) != 0 ||
         (rc = idem_validate_operation_id(operation_id, err)) != 0)
         return rc;
