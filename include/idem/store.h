@@ -23,12 +23,12 @@
  *     connection (never by guessing): `created` if this call's claim committed, `replayed`
  *     or `conflict` if another's did, a clean new attempt if nothing did.
  *
- * Retention (sweep.h): a record is kept for its tool's retention window, then the sweeper
+ * Retention (sys/sweep.h): a record is kept for its tool's retention window, then the sweeper
  * turns it into a tombstone, which is kept until the end of the tool's key memory. A call
  * whose key hits a tombstone, or whose UUIDv7 operation ID is older than the tool's key
  * memory (judged on the database's clock, with ::idem_store_options.clock_skew_s of
  * allowance) while no record exists, runs no effect: it answers `expired` and records a
- * reconciliation item (reconcile.h). A UUIDv7 operation ID dated further ahead than
+ * reconciliation item (sys/reconcile.h). A UUIDv7 operation ID dated further ahead than
  * clock_skew_s on the database's clock, whose key has no record, is refused the same way
  * on every path (a first attempt's claim tells it apart in its own round trip): it answers
  * `invalid` (IDEM_EINVAL, err->field "operation_id", saying how far ahead), runs no effect
