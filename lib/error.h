@@ -24,7 +24,7 @@ int idem__check_version(idem_error *err, unsigned int version, unsigned int curr
 
 /* Check a retention window or key memory of @s seconds, the member @field, against the
  * bounds the store, the sweeper and idem-sweep share (IDEM_WINDOW_MIN_S..IDEM_WINDOW_MAX_S,
- * sweep.h). Returns 0 or IDEM_EINVAL naming @field (validate.c). */
+ * validate.h). Returns 0 or IDEM_EINVAL naming @field (validate.c). */
 int idem__check_window(const char *field, unsigned int s, idem_error *err);
 
 /* Fill a caller-allocated versioned struct (its first member is `unsigned int version`)
