@@ -1,6 +1,7 @@
 /* Errors at every step of the contract (error.h): an idem_error filled with code, field
  * and the server's own words behind our context; SQLSTATEs sorted into what the caller
  * can do about them (retry with the same key, fix the configuration, give up). */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +109,8 @@ int idem__error_field(idem_error *err, int code, const char *field, const char *
     char reason[IDEM_ERROR_MESSAGE_MAX];
     va_list ap;
 
-    if (code == 0)
+    assert(code < 0);
+    if (code >= 0) /* a release build never reports an error as success */
         code = IDEM_EINVAL;
     if (err == NULL)
         return code;

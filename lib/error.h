@@ -12,7 +12,8 @@
 int idem__error_set(idem_error *err, int code, const char *fmt, ...) IDEM_PRINTF(3, 4);
 
 /* Record a bad-input error naming the field; the message reads "<field>: <reason>".
- * Returns IDEM_EINVAL (or code, when it is given as non-zero). */
+ * Returns code: IDEM_EINVAL for invalid input (every check spells it so), or another
+ * IDEM_E* code that names a field (IDEM_ECONFLICT, IDEM_EEFFECT). Never 0. */
 int idem__error_field(idem_error *err, int code, const char *field, const char *fmt, ...)
     IDEM_PRINTF(4, 5);
 
@@ -23,7 +24,7 @@ int idem__check_version(idem_error *err, unsigned int version, unsigned int curr
 
 /* Check a retention window or key memory of @s seconds, the member @field, against the
  * bounds the store, the sweeper and idem-sweep share (IDEM_WINDOW_MIN_S..IDEM_WINDOW_MAX_S,
- * sweep.h). Returns 0 or IDEM_EINVAL naming @field (validate.c). */
+ * validate.h). Returns 0 or IDEM_EINVAL naming @field (validate.c). */
 int idem__check_window(const char *field, unsigned int s, idem_error *err);
 
 /* Fill a caller-allocated versioned struct (its first member is `unsigned int version`)

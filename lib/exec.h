@@ -116,8 +116,11 @@ int idem__conn_citus(const idem_conn *conn);
 uint64_t idem__conn_deadline(const idem_conn *conn);
 unsigned int idem__conn_statement_timeout_ms(const idem_conn *conn);
 
-/* Forget that statements were prepared on this connection (after DISCARD ALL, say). */
+#ifdef IDEM_TESTING
+/* Forget that statements were prepared on this connection (after DISCARD ALL, say). Tests
+ * only: compiled into the test library, never into the installed one. */
 void idem__conn_forget_prepared(idem_conn *conn);
+#endif
 
 /* Run one statement with PQexecParams on a connection the caller lent us (not a pooled
  * one: nothing is prepared there, since a prepared statement would outlive the call).

@@ -70,11 +70,13 @@ int idem__exec_remember_prepared(idem_conn *conn, const idem__stmt *stmt, const 
     return 0;
 }
 
+#ifdef IDEM_TESTING
 void idem__conn_forget_prepared(idem_conn *conn)
 {
     if (conn != NULL)
         conn->nprepared = 0;
 }
+#endif
 
 static int is_text_stmt(const idem_conn *conn, const idem__stmt *stmt)
 {

@@ -26,13 +26,13 @@ static int check_options(const idem_external_options *o, idem_error *err)
     if (rc != 0)
         return rc;
     if (o->lease_ms < 100 || o->lease_ms > MAX_LEASE_MS)
-        return idem__error_field(err, 0, "options.lease_ms", "must be 100 to %u, got %u",
+        return idem__error_field(err, IDEM_EINVAL, "options.lease_ms", "must be 100 to %u, got %u",
                                  MAX_LEASE_MS, o->lease_ms);
     if (o->claim_wait_ms == 0 || o->claim_wait_ms > MAX_WAIT_MS)
-        return idem__error_field(err, 0, "options.claim_wait_ms", "must be 1 to %u, got %u",
-                                 MAX_WAIT_MS, o->claim_wait_ms);
+        return idem__error_field(err, IDEM_EINVAL, "options.claim_wait_ms",
+                                 "must be 1 to %u, got %u", MAX_WAIT_MS, o->claim_wait_ms);
     if (o->outbox_backoff_base_ms == 0 || o->outbox_backoff_max_ms < o->outbox_backoff_base_ms)
-        return idem__error_field(err, 0, "options.outbox_backoff_base_ms",
+        return idem__error_field(err, IDEM_EINVAL, "options.outbox_backoff_base_ms",
                                  "must be > 0 and at most outbox_backoff_max_ms");
     return 0;
 }
@@ -44,9 +44,9 @@ int idem_external_new(idem_external **out, idem_store *store, const idem_externa
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "out", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     if (store == NULL)
-        return idem__error_field(err, 0, "store", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "store", "must not be NULL");
     if (opts == NULL)
         opts = &external_defaults;
     if ((rc = check_options(opts, err)) != 0)
@@ -156,18 +156,20 @@ int idem__external_check_text(const char *field, const char *text, size_t max, i
         return 0;
     n = strnlen(text, max + 1);
     if (n == 0 || n > max)
-        return idem__error_field(err, 0, field, "must be 1 to %zu bytes", max);
+        return idem__error_field(err, IDEM_EINVAL, field, "must be 1 to %zu bytes", max);
     while (i < n) {
         at = i;
         if (idem__utf8_next(u, n, &i, &cp) != 0)
-            return idem__error_field(err, 0, field, "is not valid UTF-8 at offset %zu", at);
+            return idem__error_field(err, IDEM_EINVAL, field, "is not valid UTF-8 at offset %zu",
+                                     at);
         if (cp < 0x20)
             bad = kind != IDEM__TEXT_LINES || (cp != '\n' && cp != '\t');
         else
             bad = cp == 0x7f || (kind == IDEM__TEXT_ASCII && cp > 0x7e);
         if (bad)
-            return idem__error_field(err, 0, field, "character U+%04X at offset %zu is not allowed",
-                                     (unsigned)cp, at);
+            return idem__error_field(err, IDEM_EINVAL, field,
+                                     "character U+%04X at offset %zu is not allowed", (unsigned)cp,
+                                     at);
     }
     return 0;
 }
@@ -177,15 +179,15 @@ int idem__external_check_report(idem_outcome *out, const idem_external_attempt *
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "outcome", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "outcome", "must not be NULL");
     if ((rc = idem__check_version(err, out->version, IDEM_OUTCOME_VERSION, "outcome")) != 0)
         return rc;
     *out = (idem_outcome)IDEM_OUTCOME_INIT;
     out->status = IDEM_STATUS_INVALID;
     if (a == NULL)
-        return idem__error_field(err, 0, "attempt", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "attempt", "must not be NULL");
     if (a->ended)
-        return idem__error_field(err, 0, "attempt",
+        return idem__error_field(err, IDEM_EINVAL, "attempt",
                                  "attempt %d of operation %s has already reported or lost its "
                                  "lease",
                                  a->number, a->operation_id);

@@ -257,13 +257,13 @@ int idem_external_begin(idem_external_attempt **out, idem_outcome *outcome, idem
     int rc;
 
     if (outcome == NULL)
-        return idem__error_field(err, 0, "outcome", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "outcome", "must not be NULL");
     if ((rc = idem__check_version(err, outcome->version, IDEM_OUTCOME_VERSION, "outcome")) != 0)
         return rc;
     *outcome = (idem_outcome)IDEM_OUTCOME_INIT;
     outcome->status = IDEM_STATUS_INVALID;
     if (out == NULL || ext == NULL)
-        return idem__error_field(err, 0, out == NULL ? "out" : "ext", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, out == NULL ? "out" : "ext", "must not be NULL");
     memset(&b, 0, sizeof(b));
     b.ext = ext;
     b.out = out;

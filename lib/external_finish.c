@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/jcs.h"
+
 #include "clock.h"
 #include "error.h"
 #include "external_internal.h"
@@ -176,15 +178,15 @@ static int serialize(char **out, size_t *len, const idem_external_attempt *a,
     int rc;
 
     if (response == NULL)
-        return idem__error_field(err, 0, "response", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "response", "must not be NULL");
     if ((rc = idem_jcs_serialize(out, len, response, err)) != 0) {
         snprintf(err->field, sizeof(err->field), "response");
         return rc;
     }
     if (*len > a->ext->store->opts.max_response_bytes) {
         free(*out);
-        return idem__error_field(err, 0, "response", "%zu bytes exceed the limit of %zu", *len,
-                                 a->ext->store->opts.max_response_bytes);
+        return idem__error_field(err, IDEM_EINVAL, "response", "%zu bytes exceed the limit of %zu",
+                                 *len, a->ext->store->opts.max_response_bytes);
     }
     return 0;
 }
@@ -301,7 +303,7 @@ int idem_external_fail(idem_outcome *out, idem_external_attempt *a, idem_externa
     if (how == IDEM_EXTERNAL_TRANSIENT)
         return settle(out, report_transient(out, a, error, err), err);
     out->status = IDEM_STATUS_INVALID;
-    return idem__error_field(err, 0, "how",
+    return idem__error_field(err, IDEM_EINVAL, "how",
                              "must be IDEM_EXTERNAL_FINAL or IDEM_EXTERNAL_TRANSIENT");
 }
 
@@ -361,7 +363,7 @@ int idem_external_release(idem_external_attempt *a, idem_error *err)
     err = err != NULL ? err : &local;
     idem_error_clear(err);
     if (a == NULL)
-        return idem__error_field(err, 0, "attempt", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "attempt", "must not be NULL");
     if (a->ended)
         return not_held(a, err);
     rc = release(a, "released", NULL, &changed, idem__store_deadline(a->ext->store), err);
@@ -380,7 +382,7 @@ int idem_external_extend(idem_external_attempt *a, idem_error *err)
     err = err != NULL ? err : &local;
     idem_error_clear(err);
     if (a == NULL)
-        return idem__error_field(err, 0, "attempt", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "attempt", "must not be NULL");
     if (a->ended)
         return not_held(a, err);
     report_init(&r, a, &idem__external_stmt_extend, idem__store_deadline(a->ext->store), err);

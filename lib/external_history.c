@@ -7,6 +7,7 @@
 #include "error.h"
 #include "external_internal.h"
 #include "idem/validate.h"
+#include "idem/sys/external.h"
 
 #define US(col) "coalesce((extract(epoch FROM " col ") * 1000000)::int8, 0)"
 
@@ -74,9 +75,9 @@ int idem_external_history_get(idem_external_history **out, PGconn *conn, const c
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "out", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-        return idem__error_field(err, 0, "conn", "must be an open connection");
+        return idem__error_field(err, IDEM_EINVAL, "conn", "must be an open connection");
     if ((rc = idem_validate_tenant(tenant, err)) != 0 ||
         (rc = idem_validate_operation_id(operation_id, err)) != 0)
         return rc;

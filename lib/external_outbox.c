@@ -7,6 +7,8 @@
 #include "error.h"
 #include "external_internal.h"
 #include "idem/validate.h"
+#include "idem/jcs.h"
+#include "idem/outbox.h"
 
 #define MAX_ITEM_ATTEMPTS 1000u
 #define MAX_CLAIM         1000u
@@ -33,13 +35,13 @@ static int check_item(const char *tool, int payload_version, const json_t *argum
         0)
         return rc;
     if (opts->max_attempts == 0 || opts->max_attempts > MAX_ITEM_ATTEMPTS)
-        return idem__error_field(err, 0, "options.max_attempts", "must be 1 to %u, got %u",
-                                 MAX_ITEM_ATTEMPTS, opts->max_attempts);
+        return idem__error_field(err, IDEM_EINVAL, "options.max_attempts",
+                                 "must be 1 to %u, got %u", MAX_ITEM_ATTEMPTS, opts->max_attempts);
     if ((rc = idem_validate_tool(tool, err)) != 0 ||
         (rc = idem_validate_payload_version(payload_version, err)) != 0)
         return rc;
     if (arguments == NULL)
-        return idem__error_field(err, 0, "arguments", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "arguments", "must not be NULL");
     return 0;
 }
 
@@ -75,7 +77,7 @@ int idem_tx_enqueue(char out[IDEM_UUID_STRING_SIZE], idem_tx *tx, const char *to
     int rc;
 
     if (tx == NULL)
-        return idem__error_field(err, 0, "tx", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "tx", "must not be NULL");
     if ((rc = check_item(tool, payload_version, arguments, opts != NULL ? opts : &defaults, err)) !=
             0 ||
         (rc = describe(&canonical, hex, tool, payload_version, arguments, err)) != 0 ||
@@ -177,13 +179,14 @@ static int check_claim(idem_outbox_batch **out, idem_external *ext, const char *
     int rc;
 
     if (out == NULL || ext == NULL)
-        return idem__error_field(err, 0, out == NULL ? "out" : "ext", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, out == NULL ? "out" : "ext", "must not be NULL");
     if ((rc = idem_validate_tenant(tenant, err)) != 0)
         return rc;
     if (tool != NULL && (rc = idem_validate_tool(tool, err)) != 0)
         return rc;
     if (limit == 0 || limit > MAX_CLAIM)
-        return idem__error_field(err, 0, "limit", "must be 1 to %u, got %u", MAX_CLAIM, limit);
+        return idem__error_field(err, IDEM_EINVAL, "limit", "must be 1 to %u, got %u", MAX_CLAIM,
+                                 limit);
     return 0;
 }
 

@@ -6,8 +6,10 @@
 
 #include "error.h"
 #include "external_internal.h"
-#include "idem/reconcile.h"
+#include "idem/sys/reconcile.h"
 #include "idem/validate.h"
+#include "idem/jcs.h"
+#include "idem/sys/external.h"
 #include "reconcile_internal.h"
 
 /* $1 tenant, $2 operation_id, $3 'completed' or 'failed', $4 the receipt (binary), $5
@@ -64,10 +66,10 @@ static int check_resolution(const idem_resolution *r, idem_error *err)
     if (rc != 0)
         return rc;
     if ((unsigned)r->as > IDEM_RESOLVE_ABANDONED)
-        return idem__error_field(err, 0, "resolution.as",
+        return idem__error_field(err, IDEM_EINVAL, "resolution.as",
                                  "must be COMPLETED, FAILED or ABANDONED, got %d", (int)r->as);
     if (r->note == NULL)
-        return idem__error_field(err, 0, "resolution.note",
+        return idem__error_field(err, IDEM_EINVAL, "resolution.note",
                                  "is missing (NULL): say what was found or done");
     if ((rc = idem__external_check_text("resolution.note", r->note, IDEM_RECONCILE_NOTE_MAX,
                                         IDEM__TEXT_LINES, err)) != 0 ||
@@ -77,8 +79,8 @@ static int check_resolution(const idem_resolution *r, idem_error *err)
                                         IDEM__PROVIDER_REF_MAX, IDEM__TEXT_ASCII, err)) != 0)
         return rc;
     if (r->receipt == NULL && r->receipt_len != 0)
-        return idem__error_field(err, 0, "resolution.receipt", "is NULL but receipt_len is %zu",
-                                 r->receipt_len);
+        return idem__error_field(err, IDEM_EINVAL, "resolution.receipt",
+                                 "is NULL but receipt_len is %zu", r->receipt_len);
     return 0;
 }
 
@@ -172,9 +174,9 @@ int idem_external_resolve(PGconn *conn, const char *tenant, const char *operatio
 
     err = err != NULL ? err : &local;
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-        return idem__error_field(err, 0, "conn", "must be an open connection");
+        return idem__error_field(err, IDEM_EINVAL, "conn", "must be an open connection");
     if (r == NULL)
-        return idem__error_field(err, 0, "resolution", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "resolution", "must not be NULL");
     if ((rc = idem_validate_tenant(tenant, err)) != 0 ||
         (rc = idem_validate_operation_id(operation_id, err)) != 0 ||
         (rc = check_resolution(r, err)) != 0 || (rc = make_receipt(&receipt, &len, r, err)) != 0)

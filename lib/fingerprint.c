@@ -9,6 +9,7 @@
 #include "error.h"
 #include "idem/fingerprint.h"
 #include "idem/validate.h"
+#include "idem/jcs.h"
 #include "jcs.h"
 
 /* A failure inside the arguments names them as the field at fault (once). */
@@ -26,10 +27,10 @@ static int blame_arguments(idem_error *err, int rc)
 static int write_request(idem__buf *buf, const char *tool, int payload_version,
                          const json_t *arguments, idem_error *err)
 {
-    char version[IDEM_JCS_NUMBER_MAX];
+    char version[IDEM__JCS_NUMBER_MAX];
     int rc;
 
-    idem_jcs_format_double(version, (double)payload_version);
+    idem__jcs_format_double(version, (double)payload_version);
     if (idem__buf_append(buf, "{\"arguments\":", 13) != 0)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
     rc = blame_arguments(err, idem__jcs_write_value(buf, arguments, IDEM__JCS_ARGUMENTS, err));

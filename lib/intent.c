@@ -186,7 +186,7 @@ int64_t idem_intent_approved_at(const idem_intent *t)
     return t != NULL ? t->approved_at : 0;
 }
 
-idem_intent_state idem_intent_state_get(const idem_intent *t)
+idem_intent_state idem_intent_current_state(const idem_intent *t)
 {
     return t != NULL ? t->state : IDEM_INTENT_APPROVED;
 }

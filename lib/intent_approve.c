@@ -1,5 +1,6 @@
 /* Durable intents: approving an action, reading and cancelling an intent. */
 #include "idem/validate.h"
+#include "idem/jcs.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,20 +37,20 @@ static int check_request(approval *a, idem_store *store, const idem_intent_reque
     int rc;
 
     if (r == NULL)
-        return idem__error_field(err, 0, "request", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "request", "must not be NULL");
     if ((rc = idem__check_version(err, r->version, IDEM_INTENT_REQUEST_VERSION, "request")) != 0)
         return rc;
     if (r->approval_ref == NULL)
-        return idem__error_field(err, 0, "approval_ref", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "approval_ref", "must not be NULL");
     if (r->approved_by == NULL)
-        return idem__error_field(err, 0, "approved_by", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "approved_by", "must not be NULL");
     if ((rc = idem__external_check_text("approval_ref", r->approval_ref, IDEM_INTENT_REF_MAX,
                                         IDEM__TEXT_ASCII, err)) != 0 ||
         (rc = idem__external_check_text("approved_by", r->approved_by, IDEM_INTENT_BY_MAX,
                                         IDEM__TEXT_UTF8, err)) != 0)
         return rc;
     if (strchr(r->approval_ref, ' ') != NULL)
-        return idem__error_field(err, 0, "approval_ref", "must not contain a space");
+        return idem__error_field(err, IDEM_EINVAL, "approval_ref", "must not contain a space");
     if ((rc = idem_uuid_v7(a->operation_id, err)) != 0)
         return rc;
     a->req = (idem_request)IDEM_REQUEST_INIT;
@@ -100,7 +101,8 @@ int idem_intent_approve(idem_intent **out, idem_store *store, const idem_intent_
     err = err != NULL ? err : &local;
     idem_error_clear(err);
     if (out == NULL || store == NULL)
-        return idem__error_field(err, 0, out == NULL ? "out" : "store", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, out == NULL ? "out" : "store",
+                                 "must not be NULL");
     memset(&a, 0, sizeof(a));
     if ((rc = check_request(&a, store, r, err)) != 0)
         goto done;
@@ -168,7 +170,8 @@ int idem_intent_get(idem_intent **out, idem_store *store, const char *tenant,
     int rc;
 
     if (out == NULL || store == NULL)
-        return idem__error_field(err, 0, out == NULL ? "out" : "store", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, out == NULL ? "out" : "store",
+                                 "must not be NULL");
     if ((rc = idem__intent_check_key(tenant, operation_id, err)) != 0)
         return rc;
     return get_intent(out, store, idem__store_deadline(store), tenant, operation_id, err);
@@ -208,7 +211,7 @@ int idem_intent_cancel(idem_intent **out, idem_store *store, const char *tenant,
     int rc;
 
     if (store == NULL)
-        return idem__error_field(err, 0, "store", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "store", "must not be NULL");
     if ((rc = idem__intent_check_key(tenant, operation_id, err)) != 0 ||
         (rc = idem__external_check_text("by", by, IDEM_INTENT_BY_MAX, IDEM__TEXT_UTF8, err)) != 0)
         return rc;

@@ -265,10 +265,10 @@ static int check(run *r, idem_intent *intent, const idem_intent_exec_options *op
                                   "options")) != 0)
         return rc;
     if (opts->lease_s > MAX_LEASE_S)
-        return idem__error_field(r->err, 0, "options.lease_s", "must be 1 to %u, or 0, got %u",
-                                 MAX_LEASE_S, opts->lease_s);
+        return idem__error_field(r->err, IDEM_EINVAL, "options.lease_s",
+                                 "must be 1 to %u, or 0, got %u", MAX_LEASE_S, opts->lease_s);
     if (intent == NULL)
-        return idem__error_field(r->err, 0, "intent", "must not be NULL");
+        return idem__error_field(r->err, IDEM_EINVAL, "intent", "must not be NULL");
     if ((rc = idem__intent_check_key(intent->tenant, intent->operation_id, r->err)) != 0)
         return rc;
     snprintf(r->lease_s, sizeof(r->lease_s), "%u",
@@ -288,7 +288,7 @@ static int execute_checked(run *r, idem_outcome *out, idem_intent *intent,
     int rc;
 
     if (out == NULL)
-        return idem__error_field(r->err, 0, "outcome", "must not be NULL");
+        return idem__error_field(r->err, IDEM_EINVAL, "outcome", "must not be NULL");
     if ((rc = idem__check_version(r->err, out->version, IDEM_OUTCOME_VERSION, "outcome")) != 0)
         return rc;
     *out = (idem_outcome)IDEM_OUTCOME_INIT;
@@ -312,7 +312,8 @@ int idem_intent_execute(idem_outcome *out, idem_store *store, idem_intent *inten
     if (store == NULL || effect == NULL) {
         if (out != NULL && out->version >= 1 && out->version <= IDEM_OUTCOME_VERSION)
             out->status = IDEM_STATUS_INVALID;
-        return idem__error_field(r.err, 0, store == NULL ? "store" : "effect", "must not be NULL");
+        return idem__error_field(r.err, IDEM_EINVAL, store == NULL ? "store" : "effect",
+                                 "must not be NULL");
     }
     return execute_checked(&r, out, intent, opts);
 }
@@ -328,7 +329,8 @@ int idem_intent_execute_external(idem_outcome *out, idem_external *ext, idem_int
     if (ext == NULL || dispatch == NULL) {
         if (out != NULL && out->version >= 1 && out->version <= IDEM_OUTCOME_VERSION)
             out->status = IDEM_STATUS_INVALID;
-        return idem__error_field(r.err, 0, ext == NULL ? "ext" : "dispatch", "must not be NULL");
+        return idem__error_field(r.err, IDEM_EINVAL, ext == NULL ? "ext" : "dispatch",
+                                 "must not be NULL");
     }
     r.store = ext->store;
     return execute_checked(&r, out, intent, opts);

@@ -27,11 +27,11 @@ static int check_options(const idem_intent_recover_options *o, idem_error *err)
     if (rc != 0)
         return rc;
     if (o->lease_s == 0 || o->lease_s > MAX_LEASE_S)
-        return idem__error_field(err, 0, "options.lease_s", "must be 1 to %u, got %u", MAX_LEASE_S,
-                                 o->lease_s);
+        return idem__error_field(err, IDEM_EINVAL, "options.lease_s", "must be 1 to %u, got %u",
+                                 MAX_LEASE_S, o->lease_s);
     if (o->max == 0 || o->max > MAX_TAKEN)
-        return idem__error_field(err, 0, "options.max", "must be 1 to %u, got %u", MAX_TAKEN,
-                                 o->max);
+        return idem__error_field(err, IDEM_EINVAL, "options.max", "must be 1 to %u, got %u",
+                                 MAX_TAKEN, o->max);
     return 0;
 }
 
@@ -187,7 +187,8 @@ int idem_intent_recover(idem_intent_list **out, idem_store *store, const char *t
     int rc, citus = 0;
 
     if (out == NULL || store == NULL)
-        return idem__error_field(err, 0, out == NULL ? "out" : "store", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, out == NULL ? "out" : "store",
+                                 "must not be NULL");
     if (opts == NULL)
         opts = &recover_defaults;
     if ((rc = check_options(opts, err)) != 0 ||

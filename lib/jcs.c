@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "idem/fingerprint.h"
+#include "idem/jcs.h"
 #include "jcs.h"
 
 /* ---- byte buffer ---- */
@@ -278,9 +279,9 @@ static int write_array(idem__buf *buf, const json_t *array, int depth, unsigned 
 
 static int write_number(idem__buf *buf, double value, idem_error *err)
 {
-    char text[IDEM_JCS_NUMBER_MAX];
+    char text[IDEM__JCS_NUMBER_MAX];
 
-    if (idem_jcs_format_double(text, value) != 0)
+    if (idem__jcs_format_double(text, value) != 0)
         return idem__error_set(err, IDEM_EINVAL, "number is not finite (NaN or infinity)");
     return append_str(buf, text) != 0 ? nomem(err) : 0;
 }

@@ -43,4 +43,13 @@ void idem__buf_free(idem__buf *buf);
 int idem__jcs_write_value(idem__buf *buf, const json_t *value, unsigned flags, idem_error *err);
 int idem__jcs_write_string(idem__buf *buf, const char *s, size_t n, idem_error *err);
 
+/* Buffer size that always holds idem__jcs_format_double()'s output. */
+#define IDEM__JCS_NUMBER_MAX 32
+
+/* Format a double as ECMAScript's Number.prototype.toString does (RFC 8785 3.2.2.3):
+ * shortest round-trip digits, `1e+21`, `1e-7`, `0` for -0. out holds at least
+ * IDEM__JCS_NUMBER_MAX bytes. Returns 0, or IDEM_EINVAL for NaN and infinities (out
+ * untouched). Internal: the tests and the fuzz targets link it from the static library. */
+int idem__jcs_format_double(char out[IDEM__JCS_NUMBER_MAX], double value);
+
 #endif

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "idem/fingerprint.h"
+#include "idem/jcs.h"
 #include "jcs.h"
 
 /* ---- numbers (ECMAScript Number::toString, RFC 8785 section 3.2.2.3) ---- */
@@ -109,7 +110,7 @@ static char *layout_decimal(char *p, const struct decimal *d)
     return p + sprintf(p, "e%c%d", n - 1 < 0 ? '-' : '+', abs(n - 1));
 }
 
-int idem_jcs_format_double(char out[IDEM_JCS_NUMBER_MAX], double value)
+int idem__jcs_format_double(char out[IDEM__JCS_NUMBER_MAX], double value)
 {
     struct decimal d;
     char *p = out;

@@ -13,6 +13,8 @@
 
 #include "error.h"
 #include "idem/fingerprint.h"
+#include "idem/jcs.h"
+#include "jcs.h"
 
 #define PARSE_FLAGS                                                                                \
     (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL)
@@ -251,7 +253,7 @@ static int double_rounds_to(const struct literal *lit, double d)
 static int check_number(const char *text, size_t at, size_t len, idem_error *err)
 {
     struct literal lit;
-    char read_as[IDEM_JCS_NUMBER_MAX] = "0";
+    char read_as[IDEM__JCS_NUMBER_MAX] = "0";
     int shown = len > 40 ? 40 : (int)len;
     const char *more = len > 40 ? "..." : "";
     size_t line, column;
@@ -270,7 +272,7 @@ static int check_number(const char *text, size_t at, size_t len, idem_error *err
     d = literal_value(&lit);
     if (lit.integer || double_rounds_to(&lit, d))
         return 0;
-    idem_jcs_format_double(read_as, d);
+    idem__jcs_format_double(read_as, d);
     return idem__error_field(err, IDEM_EINVAL, "arguments",
                              "number %.*s%s at line %zu, column %zu has more precision than an "
                              "IEEE double holds (it would be read as %s): send it as a string "

@@ -429,9 +429,10 @@ int idem__pool_checkout(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, 
     int rc;
 
     if (out == NULL || pool == NULL)
-        return idem__error_field(err, 0, out == NULL ? "out" : "pool", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, out == NULL ? "out" : "pool",
+                                 "must not be NULL");
     if (pool->generation != idem__fork_generation)
-        return idem__error_field(err, 0, "pool",
+        return idem__error_field(err, IDEM_EINVAL, "pool",
                                  "was created by the parent process; after fork(), the child "
                                  "must create its own pool");
     rc = checkout(&conn, &now, pool, until, err);

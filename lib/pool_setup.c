@@ -55,8 +55,16 @@ int idem_pool_options_init(idem_pool_options *opts, unsigned int version)
 int idem_pooler_detect(int *out, PGconn *conn, idem_error *err)
 {
     if (out == NULL || conn == NULL)
-        return idem__error_field(err, 0, out == NULL ? "out" : "conn", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, out == NULL ? "out" : "conn",
+                                 "must not be NULL");
     return idem__pg_through_pooler(out, conn, 0, err);
+}
+
+int idem_pool_stats_init(idem_pool_stats *stats, unsigned int version)
+{
+    static const idem_pool_stats zero = IDEM_POOL_STATS_INIT;
+
+    return idem__struct_init(stats, &zero, sizeof(zero), version, IDEM_POOL_STATS_VERSION);
 }
 
 int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
@@ -83,13 +91,13 @@ int idem_pool_stats_get(idem_pool_stats *out, idem_pool *pool)
 static int check_options(const idem_pool_options *o, idem_error *err)
 {
     if (o->max_size == 0)
-        return idem__error_field(err, 0, "max_size", "must be at least 1");
+        return idem__error_field(err, IDEM_EINVAL, "max_size", "must be at least 1");
     if (o->min_idle > o->max_size)
-        return idem__error_field(err, 0, "min_idle", "is %u, more than max_size (%u)", o->min_idle,
-                                 o->max_size);
+        return idem__error_field(err, IDEM_EINVAL, "min_idle", "is %u, more than max_size (%u)",
+                                 o->min_idle, o->max_size);
     if (o->pooler != IDEM_POOLER_NONE && o->pooler != IDEM_POOLER_TRANSACTION &&
         o->pooler != IDEM_POOLER_AUTO)
-        return idem__error_field(err, 0, "pooler",
+        return idem__error_field(err, IDEM_EINVAL, "pooler",
                                  "is %d: IDEM_POOLER_NONE, IDEM_POOLER_TRANSACTION or "
                                  "IDEM_POOLER_AUTO",
                                  (int)o->pooler);
@@ -172,7 +180,7 @@ static int parse_conninfo(char **options, const char *conninfo, idem_error *err)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory parsing conninfo");
     if (parsed == NULL) {
         chomp(why);
-        rc = idem__error_field(err, 0, "conninfo", "%s", why);
+        rc = idem__error_field(err, IDEM_EINVAL, "conninfo", "%s", why);
         PQfreemem(why);
         return rc;
     }
@@ -289,7 +297,7 @@ int idem_pool_new(idem_pool **out, const char *conninfo, const idem_pool_options
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "out", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     rc = read_options(&o, opts, err);
     if (rc < 0)
         return rc;

@@ -1,4 +1,4 @@
-/* Reconciliation items (include/idem/reconcile.h): recorded by the store, listed, shown
+/* Reconciliation items (include/idem/sys/reconcile.h): recorded by the store, listed, shown
  * and resolved by operators. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include "error.h"
 #include "exec.h"
-#include "idem/reconcile.h"
+#include "idem/sys/reconcile.h"
 #include "idem/validate.h"
 #include "jcs.h"
 #include "reconcile_internal.h"
@@ -135,14 +135,15 @@ static int check_kind(const char *field, const char *kind, idem_error *err)
 
     for (i = 0; kind[i] != '\0'; i++) {
         if (i == IDEM_RECONCILE_KIND_MAX)
-            return idem__error_field(err, 0, field, "is longer than %d bytes",
+            return idem__error_field(err, IDEM_EINVAL, field, "is longer than %d bytes",
                                      IDEM_RECONCILE_KIND_MAX);
         if (!kind_byte((unsigned char)kind[i]))
             return idem__error_field(
-                err, 0, field, "byte 0x%02x at offset %zu is not allowed (allowed: a-z 0-9 _)",
+                err, IDEM_EINVAL, field,
+                "byte 0x%02x at offset %zu is not allowed (allowed: a-z 0-9 _)",
                 (unsigned char)kind[i], i);
     }
-    return i == 0 ? idem__error_field(err, 0, field, "must not be empty") : 0;
+    return i == 0 ? idem__error_field(err, IDEM_EINVAL, field, "must not be empty") : 0;
 }
 
 /* UTF-8 text of 1 to @max bytes without control characters (but for tab and newline when
@@ -154,16 +155,16 @@ static int check_text(const char *field, const char *s, size_t max, int multilin
     uint32_t cp;
 
     if (n == 0)
-        return idem__error_field(err, 0, field, "must not be empty");
+        return idem__error_field(err, IDEM_EINVAL, field, "must not be empty");
     if (n > max)
-        return idem__error_field(err, 0, field, "is longer than %zu bytes", max);
+        return idem__error_field(err, IDEM_EINVAL, field, "is longer than %zu bytes", max);
     while (i < n) {
         at = i;
         if (idem__utf8_next(u, n, &i, &cp) != 0)
-            return idem__error_field(err, 0, field,
+            return idem__error_field(err, IDEM_EINVAL, field,
                                      "is not valid UTF-8 (byte 0x%02x at offset %zu)", u[at], at);
         if ((cp < 0x20 && !(multiline && (cp == '\n' || cp == '\t'))) || cp == 0x7f)
-            return idem__error_field(err, 0, field,
+            return idem__error_field(err, IDEM_EINVAL, field,
                                      "control character 0x%02x at offset %zu is not allowed",
                                      (unsigned)cp, at);
     }
@@ -190,19 +191,20 @@ static int check_filter(const idem_reconcile_filter *f, idem_error *err)
         return IDEM_EINVAL;
     if (f->state != IDEM_RECONCILE_ANY && f->state != IDEM_RECONCILE_OPEN &&
         f->state != IDEM_RECONCILE_RESOLVED)
-        return idem__error_field(err, 0, "filter.state", "must be ANY, OPEN or RESOLVED, got %d",
-                                 (int)f->state);
+        return idem__error_field(err, IDEM_EINVAL, "filter.state",
+                                 "must be ANY, OPEN or RESOLVED, got %d", (int)f->state);
     if (f->since < 0)
-        return idem__error_field(err, 0, "filter.since", "must not be negative");
+        return idem__error_field(err, IDEM_EINVAL, "filter.since", "must not be negative");
     return 0;
 }
 
 static int check_conn(PGconn *conn, idem_error *err)
 {
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-        return idem__error_field(err, 0, "conn", "must be an open connection");
+        return idem__error_field(err, IDEM_EINVAL, "conn", "must be an open connection");
     if (PQtransactionStatus(conn) != PQTRANS_IDLE)
-        return idem__error_field(err, 0, "conn", "must be idle (not inside a transaction)");
+        return idem__error_field(err, IDEM_EINVAL, "conn",
+                                 "must be idle (not inside a transaction)");
     return 0;
 }
 
@@ -292,7 +294,7 @@ int idem_reconcile_list(idem_reconcile_items **out, PGconn *conn,
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "out", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     if ((rc = check_conn(conn, err)) != 0)
         return rc;
     if (filter == NULL)
@@ -384,7 +386,7 @@ int idem_reconcile_show(idem_reconcile_key **out, PGconn *conn, const char *tena
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "out", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     if ((rc = check_conn(conn, err)) != 0 || (rc = idem_validate_tenant(tenant, err)) != 0 ||
         (rc = idem_validate_operation_id(operation_id, err)) != 0)
         return rc;
@@ -432,35 +434,53 @@ void idem_reconcile_key_free(idem_reconcile_key *key)
 
 /* ---- resolve --------------------------------------------------------------------------- */
 
-static int check_resolution(const char *tenant, const char *operation_id, const char *kind,
-                            const char *note, const char *by, idem_error *err)
+int idem_reconcile_resolution_init(idem_reconcile_resolution *res, unsigned int version)
+{
+    static const idem_reconcile_resolution defaults = IDEM_RECONCILE_RESOLUTION_INIT;
+
+    return idem__struct_init(res, &defaults, sizeof(defaults), version,
+                             IDEM_RECONCILE_RESOLUTION_VERSION);
+}
+
+static int check_resolution(const char *tenant, const char *operation_id,
+                            const idem_reconcile_resolution *r, idem_error *err)
 {
     int rc;
 
     if ((rc = idem_validate_tenant(tenant, err)) != 0 ||
         (rc = idem_validate_operation_id(operation_id, err)) != 0)
         return rc;
-    if (kind != NULL && (rc = check_kind("kind", kind, err)) != 0)
+    if (r == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "resolution", "must not be NULL");
+    if ((rc = idem__check_version(err, r->version, IDEM_RECONCILE_RESOLUTION_VERSION,
+                                  "resolution")) != 0)
         return rc;
-    if (note == NULL)
-        return idem__error_field(err, 0, "note", "is missing (NULL): say what was found or done");
-    if ((rc = check_text("note", note, IDEM_RECONCILE_NOTE_MAX, 1, err)) != 0)
+    if (r->kind != NULL && (rc = check_kind("resolution.kind", r->kind, err)) != 0)
         return rc;
-    return by != NULL ? check_text("by", by, IDEM_RECONCILE_BY_MAX, 0, err) : 0;
+    if (r->note == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "resolution.note",
+                                 "is missing (NULL): say what was found or done");
+    if ((rc = check_text("resolution.note", r->note, IDEM_RECONCILE_NOTE_MAX, 1, err)) != 0)
+        return rc;
+    return r->by != NULL ? check_text("resolution.by", r->by, IDEM_RECONCILE_BY_MAX, 0, err) : 0;
 }
 
-int idem_reconcile_resolve(unsigned int *out, PGconn *conn, const char *tenant,
-                           const char *operation_id, const char *kind, const char *note,
-                           const char *by, idem_error *err)
+int idem_reconcile_resolve_items(unsigned int *out, PGconn *conn, const char *tenant,
+                                 const char *operation_id,
+                                 const idem_reconcile_resolution *resolution, idem_error *err)
 {
-    const char *values[5] = {tenant, operation_id, kind, note, by};
+    const char *values[5] = {tenant, operation_id, NULL, NULL, NULL};
+    const char *kind;
     PGresult *res = NULL;
     long long resolved, matching;
     int rc;
 
     if ((rc = check_conn(conn, err)) != 0 ||
-        (rc = check_resolution(tenant, operation_id, kind, note, by, err)) != 0)
+        (rc = check_resolution(tenant, operation_id, resolution, err)) != 0)
         return rc;
+    kind = values[2] = resolution->kind;
+    values[3] = resolution->note;
+    values[4] = resolution->by;
     rc = idem__tenant_pg_exec(&res, conn, tenant, SQL_RESOLVE, 5, values, NULL, NULL, 0,
                               "resolving reconciliation items", err);
     if (rc != 0)

@@ -1,14 +1,14 @@
-/* Recording reconciliation items, for the store (the reading side is public: reconcile.h). */
+/* Recording reconciliation items, for the store (the reading side is public: sys/reconcile.h). */
 #ifndef IDEM_LIB_RECONCILE_INTERNAL_H
 #define IDEM_LIB_RECONCILE_INTERNAL_H
 
 #include "idem/fingerprint.h"
 #include "idem/pool.h"
-#include "idem/reconcile.h"
+#include "idem/sys/reconcile.h"
 
 /* The kind of a retry refused after its key's retention window. */
 #define IDEM__RECONCILE_EXPIRED "expired"
-/* The kind of a local record left pending after its transaction ended (reconcile.h). */
+/* The kind of a local record left pending after its transaction ended (sys/reconcile.h). */
 #define IDEM__RECONCILE_STALLED "stalled_pending"
 
 #define IDEM__STR_(x) #x

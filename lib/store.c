@@ -260,6 +260,17 @@ void idem_outcome_clear(idem_outcome *outcome)
     outcome->version = version;
 }
 
+int idem_store_stats_init(idem_store_stats *stats, unsigned int version)
+{
+    static const idem_store_stats zero = IDEM_STORE_STATS_INIT;
+    static const size_t size[IDEM_STORE_STATS_VERSION + 1] = {
+        [1] = offsetof(idem_store_stats, expired), [2] = sizeof(idem_store_stats)};
+
+    if (version > IDEM_STORE_STATS_VERSION)
+        return IDEM_EINVAL;
+    return idem__struct_init(stats, &zero, size[version], version, IDEM_STORE_STATS_VERSION);
+}
+
 int idem_store_stats_get(idem_store_stats *out, idem_store *store)
 {
     if (out == NULL || store == NULL ||

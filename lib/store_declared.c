@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/jcs.h"
+
 #include "clock.h"
 #include "error.h"
 #include "exec.h"

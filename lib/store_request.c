@@ -2,6 +2,7 @@
  * fingerprinted, before a connection is taken; bad input is refused here, naming the
  * field, with nothing written. */
 #include "idem/validate.h"
+#include "idem/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

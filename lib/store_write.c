@@ -1,6 +1,8 @@
 /* One attempt of the write path for a callback effect: the claim, the effect and the
  * finished record in one SERIALIZABLE transaction, and what a failure on the way makes of
  * the call: another attempt, in progress, effect failed, or outcome unknown. */
+#include "idem/jcs.h"
+
 #include "clock.h"
 #include <assert.h>
 #include <stdio.h>

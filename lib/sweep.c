@@ -1,4 +1,4 @@
-/* The retention sweeper (include/idem/sweep.h): expire records into tombstones, purge
+/* The retention sweeper (include/idem/sys/sweep.h): expire records into tombstones, purge
  * tombstones, in bounded batches under a session-level advisory lock.
  *
  * Each batch is one statement in autocommit, so one short transaction: a CTE picks the
@@ -15,7 +15,7 @@
 #include "clock.h"
 #include "error.h"
 #include "exec.h"
-#include "idem/sweep.h"
+#include "idem/sys/sweep.h"
 #include "idem/validate.h"
 #include "log.h"
 #include "citus.h"
@@ -129,6 +129,13 @@ int idem_sweep_options_init(idem_sweep_options *opts, unsigned int version)
                              IDEM_SWEEP_OPTIONS_VERSION);
 }
 
+int idem_sweep_result_init(idem_sweep_result *out, unsigned int version)
+{
+    static const idem_sweep_result defaults = IDEM_SWEEP_RESULT_INIT;
+
+    return idem__struct_init(out, &defaults, sizeof(defaults), version, IDEM_SWEEP_RESULT_VERSION);
+}
+
 static int check_options(idem_sweep_options *out, const idem_sweep_options *opts, idem_error *err)
 {
     int rc;
@@ -138,16 +145,16 @@ static int check_options(idem_sweep_options *out, const idem_sweep_options *opts
     if ((rc = idem__check_version(err, opts->version, IDEM_SWEEP_OPTIONS_VERSION, "options")) != 0)
         return rc;
     if (opts->batch_size == 0 || opts->batch_size > MAX_BATCH)
-        return idem__error_field(err, 0, "options.batch_size", "must be 1 to %u, got %u", MAX_BATCH,
-                                 opts->batch_size);
+        return idem__error_field(err, IDEM_EINVAL, "options.batch_size", "must be 1 to %u, got %u",
+                                 MAX_BATCH, opts->batch_size);
     if ((rc = idem__check_window("options.key_memory_s", opts->key_memory_s, err)) != 0)
         return rc;
     if (opts->clock_skew_s > MAX_SKEW_S)
-        return idem__error_field(err, 0, "options.clock_skew_s", "must be at most %u, got %u",
-                                 MAX_SKEW_S, opts->clock_skew_s);
+        return idem__error_field(err, IDEM_EINVAL, "options.clock_skew_s",
+                                 "must be at most %u, got %u", MAX_SKEW_S, opts->clock_skew_s);
     if (opts->lock_timeout_ms == 0 || opts->lock_timeout_ms > MAX_LOCK_MS)
-        return idem__error_field(err, 0, "options.lock_timeout_ms", "must be 1 to %u, got %u",
-                                 MAX_LOCK_MS, opts->lock_timeout_ms);
+        return idem__error_field(err, IDEM_EINVAL, "options.lock_timeout_ms",
+                                 "must be 1 to %u, got %u", MAX_LOCK_MS, opts->lock_timeout_ms);
     *out = *opts;
     return 0;
 }
@@ -393,11 +400,14 @@ int idem_sweep_run(idem_sweep_result *out, PGconn *conn, const idem_sweep_option
     int rc;
 
     if (out == NULL)
-        return idem__error_field(err, 0, "out", "must not be NULL");
+        return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
+    if ((rc = idem__check_version(err, out->version, IDEM_SWEEP_RESULT_VERSION, "out")) != 0)
+        return rc;
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-        return idem__error_field(err, 0, "conn", "must be an open connection");
+        return idem__error_field(err, IDEM_EINVAL, "conn", "must be an open connection");
     if (PQtransactionStatus(conn) != PQTRANS_IDLE)
-        return idem__error_field(err, 0, "conn", "must be idle (not inside a transaction)");
+        return idem__error_field(err, IDEM_EINVAL, "conn",
+                                 "must be idle (not inside a transaction)");
     if ((rc = check_options(&s.opts, opts, err)) != 0)
         return rc;
     s.start_ms = idem__now_ms();
@@ -415,6 +425,7 @@ int idem_sweep_run(idem_sweep_result *out, PGconn *conn, const idem_sweep_option
     if (rc != 0)
         return rc;
     s.res.duration_ms = idem__now_ms() - s.start_ms;
+    s.res.version = out->version;
     *out = s.res;
     return 0;
 }

@@ -2,7 +2,7 @@
 #include <stddef.h>
 
 #include "error.h"
-#include "idem/sweep.h"
+#include "idem/sys/sweep.h"
 #include "idem/validate.h"
 
 /* One string field: its name, longest length, and accepted bytes. */

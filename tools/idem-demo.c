@@ -113,7 +113,7 @@ static int worker_1(struct demo *d, idem_intent **out, const char *approval_ref)
     idem_outcome_clear(&o);
     printf("Worker 1 approved a refund (intent %s), its effect committed, then the worker "
            "crashed\n",
-           idem_intent_state_name(idem_intent_state_get(*out)));
+           idem_intent_state_name(idem_intent_current_state(*out)));
     return 0;
 }
 
@@ -140,7 +140,7 @@ static int worker_2(struct demo *d, const char *op)
         }
         shown = display(&o);
         printf("Worker 2 recovered it: %s %s, intent %s\n", idem_status_name(o.status), shown,
-               idem_intent_state_name(idem_intent_state_get(t)));
+               idem_intent_state_name(idem_intent_current_state(t)));
         free(shown);
         idem_outcome_clear(&o);
     }

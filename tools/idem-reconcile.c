@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "idem/sys/external.h"
+#include "idem/sys/reconcile.h"
 
 #include "cli.h"
 #include "core/parse.h"
@@ -429,9 +431,14 @@ static int cmd_resolve_as(cli *c, PGconn *conn)
 static int cmd_resolve(cli *c, PGconn *conn)
 {
     idem_error err = IDEM_ERROR_INIT;
+    idem_reconcile_resolution r = IDEM_RECONCILE_RESOLUTION_INIT;
     unsigned int n = 0;
-    int rc = idem_reconcile_resolve(&n, conn, c->tenant, c->operation_id, c->filter.kind, c->note,
-                                    c->by, &err);
+    int rc;
+
+    r.kind = c->filter.kind;
+    r.note = c->note;
+    r.by = c->by;
+    rc = idem_reconcile_resolve_items(&n, conn, c->tenant, c->operation_id, &r, &err);
 
     if (rc != 0)
         return fail("resolve", rc, &err);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "idem/idem.h"
+#include "idem/sys/sweep.h"
 
 #include "cli.h"
 #include "core/parse.h"
@@ -356,14 +357,13 @@ static int report(const cli *c, int rc, const idem_sweep_result *r, const idem_e
 int main(int argc, char **argv)
 {
     idem_sweep_options defaults = IDEM_SWEEP_OPTIONS_INIT;
-    idem_sweep_result result;
+    idem_sweep_result result = IDEM_SWEEP_RESULT_INIT;
     idem_error err = IDEM_ERROR_INIT;
     cli c;
     PGconn *conn;
     int code, rc, transient;
 
     memset(&c, 0, sizeof(c));
-    memset(&result, 0, sizeof(result));
     c.opts = defaults;
     code = parse_args(&c, argc, argv);
     if (code >= 0)

@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #include "idem/idem.h"
+#include "idem/sys/external.h"
+#include "idem/sys/reconcile.h"
 
 /* An age ("90m", "24h", "7d", "30s") before now, in microseconds since the epoch: 0 or -1. */
 int rt_parse_age(int64_t *out, const char *text);

@@ -27,6 +27,18 @@ extern "C" {
 #define IDEM_PRINTF(fmt, args)
 #endif
 
+/*
+ * Names kept for applications written against an earlier release (README, "Compatibility")
+ * are marked IDEM_DEPRECATED: the compiler warns where they are used. Define
+ * IDEM_NO_DEPRECATED before including any idem header to hide them, and the old header
+ * names' includes of the new ones, so that a program uses only the current names.
+ */
+#if defined(__GNUC__)
+#define IDEM_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define IDEM_DEPRECATED(msg)
+#endif
+
 /**
  * The error codes: X(name, value, description). `IDEM_<name>` is the constant;
  * idem_strerror() returns the description.

@@ -42,19 +42,15 @@
  * own attempt's history, and a dispatch it reports as done or unknown opens a
  * reconciliation item of kind "lease_lost" (the provider may have been called twice).
  *
- * Outbox: an effect of idem_store_execute() can enqueue external work with
- * idem_tx_enqueue(), which commits with the effect or not at all; a worker claims due
- * items with idem_outbox_claim() and reports each through the same calls as above, so an
- * item has the same guarantees. A transient failure reschedules the item after an
- * exponential backoff with full jitter; once its attempts are spent it goes to
- * reconciliation (kind "outbox_exhausted").
+ * Outbox: work enqueued by an effect and dispatched by a worker (outbox.h) goes through
+ * the same reports. History and resolution, on your own connection, are administration
+ * (sys/external.h).
  *
  * Every call is scoped to one tenant, which the caller has authorized.
  *
  * Deadlines: begin, every report, extend, release and the outbox claim run under the
  * store's deadline_ms (store.h), from checking out a connection to the last reply, and end
- * `unavailable` when it passes. History and resolution take your own PGconn and are out of
- * that: its own settings bound them.
+ * `unavailable` when it passes.
  *
  * Not promised: exactly once at a provider that ignores downstream keys. After a crash
  * whose lease lapsed, such a provider may act twice; report uncertain dispatches with
@@ -232,183 +228,14 @@ IDEM_API int idem_external_attempt_payload_version(const idem_external_attempt *
  *  caller has them). */
 IDEM_API const char *idem_external_attempt_arguments(const idem_external_attempt *attempt);
 
-/* ---- outbox --------------------------------------------------------------------------- */
-
-/** Settings of one enqueued item. Initialize with ::IDEM_ENQUEUE_OPTIONS_INIT or
- *  idem_enqueue_options_init(). */
-typedef struct idem_enqueue_options {
-    unsigned int version;      /**< ::IDEM_ENQUEUE_OPTIONS_VERSION */
-    unsigned int max_attempts; /**< attempts before the item goes to reconciliation;
-                                    1 to 1000; default 8 */
-} idem_enqueue_options;
-
-#define IDEM_ENQUEUE_OPTIONS_VERSION 1
-#define IDEM_ENQUEUE_OPTIONS_INIT                                                                  \
-    {                                                                                              \
-        IDEM_ENQUEUE_OPTIONS_VERSION, 8                                                            \
-    }
-
-/** Fill @p opts with the defaults of struct version @p version.
- *  @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
-IDEM_API int idem_enqueue_options_init(idem_enqueue_options *opts, unsigned int version);
-
-/**
- * From inside an effect: enqueue a call of the external tool @p tool, committed with the
- * effect (or rolled back with it). The item is an operation of its own in the effect's
- * tenant, with a new UUIDv7 operation ID and its own downstream key, pending until a worker
- * dispatches it (idem_outbox_claim()). Like every statement of an effect it may run again
- * after a serialization failure; only the run that commits counts.
- *
- * @param out        may be NULL; else receives the item's operation ID (for the effect's
- *                   response, say).
- * @param arguments  borrowed; any JSON value (I-JSON, as a request's arguments).
- * @param opts       NULL for the defaults.
- * @return 0; IDEM_EINVAL (err->field names tool, payload_version, arguments or the option);
- *         otherwise what idem_tx_exec() returns (return it from the effect).
- */
-IDEM_API int idem_tx_enqueue(char out[IDEM_UUID_STRING_SIZE], idem_tx *tx, const char *tool,
-                             int payload_version, const json_t *arguments,
-                             const idem_enqueue_options *opts, idem_error *err);
-
-/** Items claimed by one idem_outbox_claim(). Opaque. */
-typedef struct idem_outbox_batch idem_outbox_batch;
-
-/**
- * Claim up to @p limit due items of @p tenant (optionally of one @p tool), oldest due first,
- * in one statement: rows other workers hold are skipped (`FOR UPDATE SKIP LOCKED`), and each
- * item claimed gets a lease, as from idem_external_begin(), and its next attempt recorded.
- * Dispatch each with its downstream key and report it through idem_external_complete(),
- * idem_external_fail() or idem_external_unknown(). An item whose attempts are spent is not
- * returned: it moves to reconciliation (kind "outbox_exhausted"). An item whose worker
- * crashed is due again when its lease lapses.
- *
- * @param out    caller owns (possibly empty); free with idem_outbox_batch_free(). Untouched
- *               on failure.
- * @param tool   NULL for every tool.
- * @param limit  1 to 1000.
- * @return 0; IDEM_EINVAL (err->field names it); IDEM_ESCHEMA, IDEM_EPERM; IDEM_EUNAVAIL,
- *         IDEM_EDB, IDEM_ENOMEM.
- */
-IDEM_API int idem_outbox_claim(idem_outbox_batch **out, idem_external *ext, const char *tenant,
-                               const char *tool, unsigned int limit, idem_error *err);
-
-/** Items in @p batch (0 for NULL). */
-IDEM_API size_t idem_outbox_batch_count(const idem_outbox_batch *batch);
-/** The @p i-th item's attempt; borrowed until idem_outbox_batch_free() (do not free it
- *  alone). NULL when out of range. */
-IDEM_API idem_external_attempt *idem_outbox_batch_at(const idem_outbox_batch *batch, size_t i);
-/** NULL is accepted. */
-IDEM_API void idem_outbox_batch_free(idem_outbox_batch *batch);
-
-/* ---- history and reconciliation --------------------------------------------------------- */
-
-/** One attempt as recorded. Read-only; owned by the ::idem_external_history that holds it. */
-typedef struct idem_external_attempt_record {
-    int number;               /**< 1, 2, ... */
-    int64_t started_at;       /**< when it took the lease (microseconds since the epoch) */
-    int64_t ended_at;         /**< when it reported or lapsed; 0 while it runs */
-    const char *outcome;      /**< "completed", "failed", "retry", "released", "unknown",
-                                   "lease_expired"; NULL while it runs */
-    const char *provider_ref; /**< NULL when none */
-    const char *error;        /**< NULL when none */
-} idem_external_attempt_record;
-
-/** What is recorded about one external operation. Opaque. */
-typedef struct idem_external_history idem_external_history;
-
-/**
- * Read an external operation's state and attempt history, scoped to its tenant.
- * @param out   caller owns; free with idem_external_history_free(). Untouched on failure.
- * @param conn  borrowed; idle. Nothing is prepared on it. Your own connection: no deadline
- *              of idem's bounds the call (its own settings, statement_timeout, do).
- * @return 0; IDEM_ENOTFOUND (no record of the key, or a local operation); IDEM_EINVAL;
- *         IDEM_ESCHEMA; IDEM_EUNAVAIL; IDEM_EDB; IDEM_ENOMEM.
- */
-IDEM_API int idem_external_history_get(idem_external_history **out, PGconn *conn,
-                                       const char *tenant, const char *operation_id,
-                                       idem_error *err);
-/** The record's state ("pending", "completed", "failed", "outcome_unknown", "expired"). */
-IDEM_API const char *idem_external_history_state(const idem_external_history *h);
-IDEM_API const char *idem_external_history_downstream_key(const idem_external_history *h);
-/** The provider's reference, or NULL. */
-IDEM_API const char *idem_external_history_provider_ref(const idem_external_history *h);
-/** When the current lease ends (microseconds since the epoch); 0 when none is held. */
-IDEM_API int64_t idem_external_history_lease_expires_at(const idem_external_history *h);
-/** 1 when a lease is live now (database clock). */
-IDEM_API int idem_external_history_lease_live(const idem_external_history *h);
-/** The outbox item's state ("queued", "exhausted", ...), or NULL when not an outbox item. */
-IDEM_API const char *idem_external_history_outbox_state(const idem_external_history *h);
-/** When a queued outbox item is next due; 0 otherwise. */
-IDEM_API int64_t idem_external_history_next_attempt_at(const idem_external_history *h);
-/** Number of recorded attempts. */
-IDEM_API size_t idem_external_history_count(const idem_external_history *h);
-/** The @p i-th attempt, oldest first; borrowed until the history is freed; NULL when out of
- *  range. */
-IDEM_API const idem_external_attempt_record *
-idem_external_history_at(const idem_external_history *h, size_t i);
-/** NULL is accepted. */
-IDEM_API void idem_external_history_free(idem_external_history *h);
-
-/** What reconciliation found out. */
-typedef enum idem_resolution_kind {
-    IDEM_RESOLVE_COMPLETED = 0, /**< the provider did it: later calls replay the receipt */
-    IDEM_RESOLVE_FAILED = 1,    /**< it did not happen and will not: later calls are
-                                     rejected with the receipt */
-    IDEM_RESOLVE_ABANDONED = 2  /**< no one will find out: closed for good; later calls are
-                                     rejected, never dispatched again */
-} idem_resolution_kind;
-
-/** A resolution. Initialize with ::IDEM_RESOLUTION_INIT or idem_resolution_init(). The
- *  strings are borrowed for the call. */
-typedef struct idem_resolution {
-    unsigned int version;     /**< ::IDEM_RESOLUTION_VERSION */
-    idem_resolution_kind as;  /**< default ::IDEM_RESOLVE_COMPLETED */
-    const char *provider_ref; /**< the provider's reference found, or NULL */
-    const char *receipt;      /**< JSON that later calls get as the receipt (stored as
-                                   canonical JSON); NULL: {"resolution": ..., "note": ...,
-                                   "provider_ref": ...} */
-    size_t receipt_len;       /**< its length in bytes */
-    const char *note;         /**< what was found or done; required (reconcile.h limits) */
-    const char *by;           /**< who resolved it; NULL: the database role */
-} idem_resolution;
-
-#define IDEM_RESOLUTION_VERSION 1
-#define IDEM_RESOLUTION_INIT                                                                       \
-    {                                                                                              \
-        IDEM_RESOLUTION_VERSION, IDEM_RESOLVE_COMPLETED, NULL, NULL, 0, NULL, NULL                 \
-    }
-
-/** Fill @p res with an empty resolution of struct version @p version.
- *  @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
-IDEM_API int idem_resolution_init(idem_resolution *res, unsigned int version);
-
-/**
- * Resolve an external operation that is `outcome_unknown`, or pending with no live lease
- * (an exhausted outbox item, an abandoned attempt), in one transaction: its record becomes
- * completed (with the receipt) or failed (completed: later calls replay the receipt;
- * failed and abandoned: later calls are rejected with it), its outbox item follows, and its
- * open reconciliation items of kinds outcome_unknown, outbox_exhausted and lease_lost are
- * resolved with the note.
- *
- * A local record left pending (kind `stalled_pending`, ::IDEM_RECONCILE_STALLED_AFTER_S in
- * reconcile.h) is resolved the same way: its effect may have committed, and nothing runs it
- * again; completed replays the receipt, failed and abandoned reject later calls with it.
- * Its resolution is kept as a resolved item of that kind, recorded or not before.
- *
- * @param conn  borrowed; idle. Nothing is prepared on it. Your own connection: no deadline
- *              of idem's bounds the call (its own settings, statement_timeout, do).
- * @return 0; IDEM_EBUSY (a live lease: an attempt is running; or a local record pending for
- *         less than ::IDEM_RECONCILE_STALLED_AFTER_S); IDEM_ENOTFOUND (no operation under
- *         the key, or a local one that is not pending); IDEM_ECONFLICT (it has already ended: the
- * message says how); IDEM_EINVAL (err->field names it: tenant, operation_id, resolution.as,
- *         resolution.receipt, resolution.provider_ref, resolution.note, resolution.by);
- *         IDEM_ESCHEMA; IDEM_EUNAVAIL; IDEM_EDB; IDEM_ENOMEM.
- */
-IDEM_API int idem_external_resolve(PGconn *conn, const char *tenant, const char *operation_id,
-                                   const idem_resolution *resolution, idem_error *err);
-
 #ifdef __cplusplus
 }
+#endif
+
+#ifndef IDEM_NO_DEPRECATED
+/* Until 0.1 this header held the outbox and the administration calls too. */
+#include "outbox.h"
+#include "sys/external.h"
 #endif
 
 #endif

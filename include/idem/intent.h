@@ -307,7 +307,8 @@ IDEM_API const char *idem_intent_arguments(const idem_intent *intent);
 IDEM_API const char *idem_intent_approved_by(const idem_intent *intent);
 /** Microseconds since the Unix epoch, database clock. */
 IDEM_API int64_t idem_intent_approved_at(const idem_intent *intent);
-IDEM_API idem_intent_state idem_intent_state_get(const idem_intent *intent);
+/** Where the intent stands now (it changes as it is executed). */
+IDEM_API idem_intent_state idem_intent_current_state(const idem_intent *intent);
 /** 1 when idem_intent_approve() made it in this call; 0 otherwise. */
 IDEM_API int idem_intent_is_new(const idem_intent *intent);
 /** Attempts started so far, over every worker. */
@@ -321,6 +322,15 @@ IDEM_API const char *idem_intent_result_status(const idem_intent *intent);
 IDEM_API const char *idem_intent_last_error(const idem_intent *intent);
 /** When the current lease lapses (microseconds, database clock); 0 when none is held. */
 IDEM_API int64_t idem_intent_lease_until(const idem_intent *intent);
+
+#ifndef IDEM_NO_DEPRECATED
+/** idem 0.1's name of idem_intent_current_state(). */
+IDEM_DEPRECATED("use idem_intent_current_state()")
+static inline idem_intent_state idem_intent_state_get(const idem_intent *intent)
+{
+    return idem_intent_current_state(intent);
+}
+#endif
 
 #ifdef __cplusplus
 }

@@ -147,6 +147,10 @@ typedef struct idem_pool_stats {
         IDEM_POOL_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                             \
     }
 
+/** Fill @p stats with zero counters of struct version @p version (for bindings that cannot
+ *  use ::IDEM_POOL_STATS_INIT). @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_pool_stats_init(idem_pool_stats *stats, unsigned int version);
+
 /**
  * Mask the password of @p conninfo wherever it appears in @p text, in place: a
  * `password=` value (quoted or not) and the password of a URI's user information

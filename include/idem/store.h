@@ -23,12 +23,12 @@
  *     connection (never by guessing): `created` if this call's claim committed, `replayed`
  *     or `conflict` if another's did, a clean new attempt if nothing did.
  *
- * Retention (sweep.h): a record is kept for its tool's retention window, then the sweeper
+ * Retention (sys/sweep.h): a record is kept for its tool's retention window, then the sweeper
  * turns it into a tombstone, which is kept until the end of the tool's key memory. A call
  * whose key hits a tombstone, or whose UUIDv7 operation ID is older than the tool's key
  * memory (judged on the database's clock, with ::idem_store_options.clock_skew_s of
  * allowance) while no record exists, runs no effect: it answers `expired` and records a
- * reconciliation item (reconcile.h). A UUIDv7 operation ID dated further ahead than
+ * reconciliation item (sys/reconcile.h). A UUIDv7 operation ID dated further ahead than
  * clock_skew_s on the database's clock, whose key has no record, is refused the same way
  * on every path (a first attempt's claim tells it apart in its own round trip): it answers
  * `invalid` (IDEM_EINVAL, err->field "operation_id", saying how far ahead), runs no effect
@@ -55,7 +55,11 @@
 #include "pool.h"
 #include "retry.h"
 #include "status.h"
-#include "sweep.h"
+#include "validate.h"
+#ifndef IDEM_NO_DEPRECATED
+/* Until 0.1 this header included the sweeper's. */
+#include "sys/sweep.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -444,6 +448,10 @@ typedef struct idem_store_stats {
     {                                                                                              \
         IDEM_STORE_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                         \
     }
+
+/** Fill @p stats with zero counters of struct version @p version (for bindings that cannot
+ *  use ::IDEM_STORE_STATS_INIT). @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_store_stats_init(idem_store_stats *stats, unsigned int version);
 
 /** Fill @p out (its version set) with the store's counters now.
  *  @return 0, or IDEM_EINVAL (NULL, or an unknown version; @p out untouched). */

@@ -28,6 +28,14 @@ extern "C" {
 #define IDEM_TOOL_MAX         64
 #define IDEM_TRACE_ID_MAX     256
 
+/** The shortest retention window or key memory, in seconds, that idem accepts: in
+ *  ::idem_store_options, ::idem_tool_retention, ::idem_sweep_options and idem-sweep's
+ *  --key-memory alike (a value outside is refused, IDEM_EINVAL naming the member). */
+#define IDEM_WINDOW_MIN_S 1u
+/** The longest: 3650 days (315360000 s). A window is a promise to remember a key; a longer
+ *  one is a mistake (UINT_MAX seconds would end in 2163), not a retention policy. */
+#define IDEM_WINDOW_MAX_S (3650u * 86400u)
+
 IDEM_API int idem_validate_tenant(const char *tenant, idem_error *err);
 IDEM_API int idem_validate_operation_id(const char *operation_id, idem_error *err);
 IDEM_API int idem_validate_tool(const char *tool, idem_error *err);

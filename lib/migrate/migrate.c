@@ -35,7 +35,7 @@ int idem_migrate_options_init(idem_migrate_options *opts, unsigned int version)
 int idem__migrate_conn_check(PGconn *conn, idem_error *err)
 {
     if (conn == NULL)
-        return idem__error_field(err, 0, "conn", "is NULL");
+        return idem__error_field(err, IDEM_EINVAL, "conn", "is NULL");
     if (PQstatus(conn) != CONNECTION_OK)
         return idem__error_pg(err, conn, NULL, "conn");
     return 0;
@@ -46,7 +46,7 @@ int idem__migrate_conn_idle(PGconn *conn, idem_error *err)
     int rc = idem__migrate_conn_check(conn, err);
 
     if (rc == 0 && PQtransactionStatus(conn) != PQTRANS_IDLE)
-        rc = idem__error_field(err, 0, "conn",
+        rc = idem__error_field(err, IDEM_EINVAL, "conn",
                                "is inside a transaction; migrations need an "
                                "idle connection");
     return rc;
@@ -142,7 +142,7 @@ int idem_migrate_status(idem_migrate_list **out, PGconn *conn, const idem_migrat
     int rc = idem__migrate_options_get(&o, opts, err);
 
     if (rc == 0 && out == NULL)
-        rc = idem__error_field(err, 0, "out", "is NULL");
+        rc = idem__error_field(err, IDEM_EINVAL, "out", "is NULL");
     if (rc == 0)
         rc = idem__migrate_conn_check(conn, err);
     return rc != 0 ? rc : status_list(out, conn, &o, err);
@@ -239,9 +239,10 @@ int idem_migrate_plan(idem_migrate_list **out, PGconn *conn, int to_version,
     int rc = idem__migrate_options_get(&o, opts, err);
 
     if (rc == 0 && out == NULL)
-        rc = idem__error_field(err, 0, "out", "is NULL");
+        rc = idem__error_field(err, IDEM_EINVAL, "out", "is NULL");
     if (rc == 0 && to_version < 0)
-        rc = idem__error_field(err, 0, "to_version", "is %d; 0 (all) or a version", to_version);
+        rc = idem__error_field(err, IDEM_EINVAL, "to_version", "is %d; 0 (all) or a version",
+                               to_version);
     if (rc == 0)
         rc = idem__migrate_conn_check(conn, err);
     if (rc == 0)
@@ -318,7 +319,8 @@ int idem_migrate_up(PGconn *conn, int to_version, const idem_migrate_options *op
     int rc = idem__migrate_options_get(&o, opts, err);
 
     if (rc == 0 && to_version < 0)
-        rc = idem__error_field(err, 0, "to_version", "is %d; 0 (all) or a version", to_version);
+        rc = idem__error_field(err, IDEM_EINVAL, "to_version", "is %d; 0 (all) or a version",
+                               to_version);
     if (rc == 0)
         rc = idem__migrate_conn_idle(conn, err);
     if (rc == 0)

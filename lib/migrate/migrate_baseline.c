@@ -161,7 +161,7 @@ int idem_migrate_baseline(PGconn *conn, int to_version, const idem_migrate_optio
     int rc = idem__migrate_options_get(&o, opts, err);
 
     if (rc == 0 && to_version < 1)
-        rc = idem__error_field(err, 0, "to_version",
+        rc = idem__error_field(err, IDEM_EINVAL, "to_version",
                                "is %d; baseline needs the last version applied (>= 1)", to_version);
     if (rc == 0)
         rc = idem__migrate_conn_idle(conn, err);

@@ -106,7 +106,7 @@ static int file_init(idem__migration_file *f, int version, const char *name, cha
     if (f->name == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory loading migration %s", name);
     if (memchr(sql, '\0', len) != NULL)
-        return idem__error_field(err, 0, "dir", "%s: contains a NUL byte", name);
+        return idem__error_field(err, IDEM_EINVAL, "dir", "%s: contains a NUL byte", name);
     if (EVP_Digest(sql, len, f->checksum, &md_len, EVP_sha256(), NULL) != 1 || md_len != 32)
         return idem__error_set(err, IDEM_ENOMEM, "%s: SHA-256 failed", name);
     hex_encode(f->checksum_hex, f->checksum, sizeof(f->checksum));
@@ -183,7 +183,7 @@ static int add_dir_file(idem__migration_set *set, size_t *cap, const char *dir, 
     int rc;
 
     if (version == 0)
-        return idem__error_field(err, 0, "dir",
+        return idem__error_field(err, IDEM_EINVAL, "dir",
                                  "%s: a migration is named NNNN_description.sql (NNNN >= 0001, "
                                  "description in a-z, 0-9 and _)",
                                  name);
@@ -233,14 +233,14 @@ static int load_dir(idem__migration_set *set, const char *dir, idem_error *err)
     if (rc != 0)
         return rc;
     if (set->count == 0)
-        return idem__error_field(err, 0, "dir",
+        return idem__error_field(err, IDEM_EINVAL, "dir",
                                  "%s: no migration files in it (NNNN_description.sql); is this "
                                  "the right folder?",
                                  dir);
     qsort(set->files, set->count, sizeof(*set->files), by_version);
     for (size_t i = 1; i < set->count; i++)
         if (set->files[i].version == set->files[i - 1].version)
-            return idem__error_field(err, 0, "dir", "%s and %s share version %04d",
+            return idem__error_field(err, IDEM_EINVAL, "dir", "%s and %s share version %04d",
                                      set->files[i - 1].name, set->files[i].name,
                                      set->files[i].version);
     return 0;

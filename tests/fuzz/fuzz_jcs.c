@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "jcs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,13 +51,13 @@ static void check_parse_and_serialize(const char *text, size_t size)
 
 static void check_number(const uint8_t *data, size_t size)
 {
-    char text[IDEM_JCS_NUMBER_MAX];
+    char text[IDEM__JCS_NUMBER_MAX];
     double value;
 
     if (size < sizeof(value))
         return;
     memcpy(&value, data, sizeof(value));
-    if (idem_jcs_format_double(text, value) != 0) {
+    if (idem__jcs_format_double(text, value) != 0) {
         if (isfinite(value))
             abort();
         return;

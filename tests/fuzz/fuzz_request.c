@@ -26,6 +26,7 @@
 
 #include "idem/idem.h"
 #include "store_internal.h"
+#include "jcs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -151,7 +152,7 @@ static int has_big_integer(const char *s, size_t len)
                     i++;
         } else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
             size_t n = strspn(s + i, "-+.0123456789eE");
-            char number[IDEM_JCS_NUMBER_MAX] = {0};
+            char number[IDEM__JCS_NUMBER_MAX] = {0};
             int integer = strcspn(s + i, ".eE") >= n;
 
             check(n < sizeof(number));

@@ -104,6 +104,36 @@ Test(api, every_options_struct_has_an_init_function_that_refuses_unknown_version
     cr_assert_eq(idem_outcome_init(&oc, 0), IDEM_EINVAL);
 }
 
+Test(api, every_stats_struct_has_an_init_function_that_refuses_unknown_versions)
+{
+    idem_pool_stats ps;
+    idem_store_stats ss;
+
+    memset(&ps, 0xff, sizeof(ps));
+    cr_assert_eq(idem_pool_stats_init(&ps, IDEM_POOL_STATS_VERSION), 0);
+    cr_assert_eq(ps.version, IDEM_POOL_STATS_VERSION);
+    cr_assert(ps.size == 0 && ps.acquires == 0 && ps.rolled_back == 0);
+    cr_assert_eq(idem_pool_stats_get(&ps, NULL), 0, "an initialized struct is accepted");
+
+    memset(&ss, 0xff, sizeof(ss));
+    cr_assert_eq(idem_store_stats_init(&ss, IDEM_STORE_STATS_VERSION), 0);
+    cr_assert_eq(ss.version, IDEM_STORE_STATS_VERSION);
+    cr_assert(ss.executes == 0 && ss.in_progress == 0 && ss.expired == 0);
+    /* Version 1 ends before `expired`: its bytes are not the library's to write. */
+    memset(&ss, 0xff, sizeof(ss));
+    cr_assert_eq(idem_store_stats_init(&ss, 1), 0);
+    cr_assert_eq(ss.version, 1);
+    cr_assert(ss.executes == 0 && ss.in_progress == 0);
+    cr_assert_eq(ss.expired, ~0ULL);
+
+    cr_assert_eq(idem_pool_stats_init(&ps, 0), IDEM_EINVAL);
+    cr_assert_eq(idem_pool_stats_init(&ps, IDEM_POOL_STATS_VERSION + 1), IDEM_EINVAL);
+    cr_assert_eq(idem_pool_stats_init(NULL, 1), IDEM_EINVAL);
+    cr_assert_eq(idem_store_stats_init(&ss, 0), IDEM_EINVAL);
+    cr_assert_eq(idem_store_stats_init(&ss, IDEM_STORE_STATS_VERSION + 1), IDEM_EINVAL);
+    cr_assert_eq(idem_store_stats_init(NULL, 1), IDEM_EINVAL);
+}
+
 Test(api, a_struct_of_an_unknown_version_is_refused_naming_its_field)
 {
     idem_store_options so = IDEM_STORE_OPTIONS_INIT;

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/outbox.h"
+#include "idem/sys/external.h"
+
 #include "exec.h"
 #include "extest.h"
 #include "support_tasks.h"

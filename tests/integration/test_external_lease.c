@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "idem/sys/external.h"
+
 #include "extest.h"
 #include "pgtest.h"
 

@@ -7,6 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "idem/sys/external.h"
+#include "idem/sys/reconcile.h"
+#include "idem/sys/sweep.h"
+
 #include "extest.h"
 #include "support_tasks.h"
 
@@ -159,7 +163,7 @@ Test(xreconcile, the_sweeper_never_expires_a_pending_or_unknown_record_and_forge
 {
     idem_external_attempt *a = NULL;
     idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
     cr_assert_eq(extest_begin(&a, &out, "acme", "pending-1", ARGS), 0);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/sys/reconcile.h"
+
 #include "intenttest.h"
 #include "storetest.h"
 
@@ -42,7 +44,7 @@ Test(intents, approving_twice_with_the_same_reference_gives_one_intent_and_one_o
     cr_assert_not(idem_intent_is_new(again));
     cr_assert_str_eq(idem_intent_operation_id(again), idem_intent_operation_id(first));
     cr_assert_eq(idem_uuid_v7_time_ms(&ms, idem_intent_operation_id(first)), 0, "a UUIDv7");
-    cr_assert_eq(idem_intent_state_get(first), IDEM_INTENT_APPROVED);
+    cr_assert_eq(idem_intent_current_state(first), IDEM_INTENT_APPROVED);
     cr_assert_str_eq(idem_intent_arguments(first), ARGS, "stored as canonical JSON");
     cr_assert_str_eq(idem_intent_approved_by(first), "alice");
     cr_assert_str_eq(idem_intent_tool(first), EXAMPLE_TOOL_NAME);
@@ -138,7 +140,7 @@ Test(intents, executing_runs_the_stored_request_once_and_moves_the_intent_to_don
 
     cr_assert_eq(execute(&out, t, &runs, &err), 0, "%s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
-    cr_assert_eq(idem_intent_state_get(t), IDEM_INTENT_DONE, "updated in place");
+    cr_assert_eq(idem_intent_current_state(t), IDEM_INTENT_DONE, "updated in place");
     cr_assert_eq(idem_intent_attempts(t), 1);
     cr_assert_eq(idem_intent_result_attempt(t), 1);
     cr_assert_str_eq(idem_intent_result_status(t), "created");
@@ -148,7 +150,7 @@ Test(intents, executing_runs_the_stored_request_once_and_moves_the_intent_to_don
     free(receipt);
     cr_assert_eq(execute(&out, t, &runs, &err), 0, "%s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_REPLAYED, "a done intent executed again replays");
-    cr_assert_eq(idem_intent_state_get(t), IDEM_INTENT_DONE);
+    cr_assert_eq(idem_intent_current_state(t), IDEM_INTENT_DONE);
     cr_assert_str_eq(idem_intent_result_status(t), "created", "the result that finished it");
     cr_assert_eq(runs.runs, 1);
     cr_assert_eq(storetest_tasks(), 1);
@@ -166,7 +168,7 @@ Test(intents, a_cancelled_intent_is_never_executed_nor_recovered)
 
     cr_assert_eq(idem_intent_cancel(&c, fx.store, "acme", idem_intent_operation_id(t), "bob", &err),
                  0, "%s", err.message);
-    cr_assert_eq(idem_intent_state_get(c), IDEM_INTENT_CANCELLED);
+    cr_assert_eq(idem_intent_current_state(c), IDEM_INTENT_CANCELLED);
     cr_assert_eq(
         idem_intent_cancel(NULL, fx.store, "acme", idem_intent_operation_id(t), NULL, &err), 0,
         "cancelling again is fine: %s", err.message);
@@ -347,7 +349,7 @@ Test(intents, an_expired_operation_moves_the_intent_to_reconciliation_and_lists_
     idem_intent_free(t);
     t = intenttest_get(fx.store, "acme", old);
     cr_assert_eq(execute(&out, t, &runs, &err), IDEM_EEXPIRED, "%s", err.message);
-    cr_assert_eq(idem_intent_state_get(t), IDEM_INTENT_NEEDS_RECONCILIATION);
+    cr_assert_eq(idem_intent_current_state(t), IDEM_INTENT_NEEDS_RECONCILIATION);
     cr_assert_str_eq(idem_intent_result_status(t), "expired");
     cr_assert_eq(runs.runs, 0);
     filter.kind = "intent";

@@ -58,7 +58,7 @@ Test(intents_external, executing_dispatches_once_and_a_second_execution_replays)
     cr_assert_eq(execute(&out, t), 0);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     cr_assert_str_eq(out.receipt, "{\"message_id\":\"msg-1\"}");
-    cr_assert_eq(idem_intent_state_get(t), IDEM_INTENT_DONE);
+    cr_assert_eq(idem_intent_current_state(t), IDEM_INTENT_DONE);
     cr_assert_eq(idem_intent_result_attempt(t), 1);
     cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.operations WHERE operation_id = "
                                "(SELECT operation_id FROM idem.intents) AND state = 'completed'"),
@@ -78,7 +78,7 @@ Test(intents_external, an_unknown_outcome_moves_the_intent_to_reconciliation)
     fake_provider_script(provider, FAKE_LOSE_REPLY, 1);
     cr_assert_eq(execute(&out, t), IDEM_EUNKNOWN);
     cr_assert_eq(out.status, IDEM_STATUS_OUTCOME_UNKNOWN);
-    cr_assert_eq(idem_intent_state_get(t), IDEM_INTENT_NEEDS_RECONCILIATION);
+    cr_assert_eq(idem_intent_current_state(t), IDEM_INTENT_NEEDS_RECONCILIATION);
     cr_assert_str_eq(idem_intent_result_status(t), "outcome_unknown");
     cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.reconciliation_items WHERE kind = "
                                "'intent' AND resolved_at IS NULL"),
@@ -119,7 +119,7 @@ Test(intents_external, a_crash_after_the_provider_acted_is_recovered_without_a_s
     cr_assert_eq(idem_intent_list_count(list), 1);
     cr_assert_eq(execute(&out, idem_intent_list_at(list, 0)), 0);
     cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
-    cr_assert_eq(idem_intent_state_get(idem_intent_list_at(list, 0)), IDEM_INTENT_DONE);
+    cr_assert_eq(idem_intent_current_state(idem_intent_list_at(list, 0)), IDEM_INTENT_DONE);
     cr_assert_eq(idem_intent_result_attempt(idem_intent_list_at(list, 0)), 1);
     cr_assert_eq(fake_provider_requests(provider), 1);
     idem_outcome_clear(&out);
@@ -134,7 +134,7 @@ Test(intents_external, a_transient_failure_leaves_the_intent_attempted)
 
     fake_provider_script(provider, FAKE_FAIL, 1);
     cr_assert_eq(execute(&out, t), IDEM_EEFFECT);
-    cr_assert_eq(idem_intent_state_get(t), IDEM_INTENT_ATTEMPTED);
+    cr_assert_eq(idem_intent_current_state(t), IDEM_INTENT_ATTEMPTED);
     cr_assert_eq(execute(&out, t), 0, "the next attempt dispatches again");
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     cr_assert_eq(idem_intent_result_attempt(t), 2);

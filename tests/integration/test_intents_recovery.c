@@ -62,7 +62,7 @@ Test(intents_recovery, a_crash_after_commit_is_recovered_as_a_replay_with_one_ta
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     first = strdup(out.receipt);
     now = intenttest_get(fx.store, "acme", idem_intent_operation_id(t));
-    cr_assert_eq(idem_intent_state_get(now), IDEM_INTENT_ATTEMPTED, "the result was lost");
+    cr_assert_eq(idem_intent_current_state(now), IDEM_INTENT_ATTEMPTED, "the result was lost");
     cr_assert_gt(idem_intent_lease_until(now), 0, "the dead worker's lease");
     idem_intent_free(now);
     list = recover("acme", 0); /* its lease is live: not yet */
@@ -78,7 +78,7 @@ Test(intents_recovery, a_crash_after_commit_is_recovered_as_a_replay_with_one_ta
                  "%s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
     cr_assert_str_eq(out.receipt, first, "the stored receipt, byte for byte");
-    cr_assert_eq(idem_intent_state_get(r), IDEM_INTENT_DONE);
+    cr_assert_eq(idem_intent_current_state(r), IDEM_INTENT_DONE);
     cr_assert_eq(idem_intent_attempts(r), 2);
     cr_assert_eq(idem_intent_result_attempt(r), 1, "attempt 1 produced the result");
     cr_assert_str_eq(idem_intent_result_status(r), "replayed");
@@ -104,7 +104,7 @@ Test(intents_recovery, a_crash_before_commit_is_recovered_by_creating_one_task)
     cr_assert_eq(idem_intent_execute(&out, fx.store, t, counting_effect, &runs, NULL, &err),
                  IDEM_EUNAVAIL, "%s", err.message);
     now = intenttest_get(fx.store, "acme", idem_intent_operation_id(t));
-    cr_assert_eq(idem_intent_state_get(now), IDEM_INTENT_ATTEMPTED);
+    cr_assert_eq(idem_intent_current_state(now), IDEM_INTENT_ATTEMPTED);
     idem_intent_free(now);
     cr_assert_eq(storetest_tasks(), 0);
     cr_assert_eq(storetest_operations(), 0);
@@ -135,7 +135,7 @@ Test(intents_recovery, a_retryable_failure_leaves_the_intent_for_recovery_and_fr
     idem__store_inject_fault(fx.store, IDEM__FAULT_FAIL_BEFORE_COMMIT, 1);
     cr_assert_eq(idem_intent_execute(&out, fx.store, t, counting_effect, &runs, NULL, &err),
                  IDEM_EUNAVAIL);
-    cr_assert_eq(idem_intent_state_get(t), IDEM_INTENT_ATTEMPTED);
+    cr_assert_eq(idem_intent_current_state(t), IDEM_INTENT_ATTEMPTED);
     cr_assert_str_eq(idem_intent_result_status(t), "unavailable");
     cr_assert_not_null(idem_intent_last_error(t));
     cr_assert_eq(idem_intent_lease_until(t), 0);
@@ -162,7 +162,7 @@ Test(intents_recovery, the_retry_policy_retries_with_the_same_operation_id)
     cr_assert_eq(out.status, IDEM_STATUS_REPLAYED, "attempt 2 found attempt 1's commit");
     cr_assert_eq(idem_intent_attempts(t), 2);
     cr_assert_eq(idem_intent_result_attempt(t), 1);
-    cr_assert_eq(idem_intent_state_get(t), IDEM_INTENT_DONE);
+    cr_assert_eq(idem_intent_current_state(t), IDEM_INTENT_DONE);
     cr_assert_eq(storetest_tasks(), 1);
     idem_outcome_clear(&out);
     idem_intent_free(t);

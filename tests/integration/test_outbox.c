@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/outbox.h"
+
 #include "extest.h"
 #include "support_tasks.h"
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "idem/sys/reconcile.h"
 #include "pgtest.h"
 #include "reconcile_internal.h"
 #include "records.h"
@@ -60,6 +61,18 @@ static void record(const char *tenant, const char *op, const char *args, int mat
         "%s", err.message);
     idem_pool_release(pc);
     idem_pool_free(pool);
+}
+
+/* idem_reconcile_resolve_items() with the resolution's members as arguments. */
+static int resolve(unsigned int *out, PGconn *c, const char *tenant, const char *op,
+                   const char *kind, const char *note, const char *by, idem_error *err)
+{
+    idem_reconcile_resolution r = IDEM_RECONCILE_RESOLUTION_INIT;
+
+    r.kind = kind;
+    r.note = note;
+    r.by = by;
+    return idem_reconcile_resolve_items(out, c, tenant, op, &r, err);
 }
 
 Test(reconcile, list_returns_items_newest_first_and_honours_every_filter)
@@ -122,9 +135,8 @@ Test(reconcile, repeated_late_retry_raises_the_count_and_reopens_the_item)
 
     record("acme", "op-1", "{\"a\":1}", 1);
     record("acme", "op-1", "{\"a\":1}", 1);
-    cr_assert_eq(
-        idem_reconcile_resolve(NULL, conn, "acme", "op-1", NULL, "told the customer", NULL, &err),
-        0, "%s", err.message);
+    cr_assert_eq(resolve(NULL, conn, "acme", "op-1", NULL, "told the customer", NULL, &err), 0,
+                 "%s", err.message);
     record("acme", "op-1", "{\"a\":2}", 0);
     items = list(NULL);
     cr_assert_eq(idem_reconcile_items_count(items), 1);
@@ -217,12 +229,11 @@ Test(reconcile, resolve_records_the_note_who_and_when)
     records_insert_item(conn, "acme", "op-1", "expired", 1, "-1 minute");
     records_insert_item(conn, "acme", "op-1", "outcome_unknown", 1, "-2 minutes");
     records_insert_item(conn, "acme", "op-2", "expired", 1, "-1 minute");
-    cr_assert_eq(
-        idem_reconcile_resolve(&n, conn, "acme", "op-1", "expired", "refunded", NULL, &err), 0,
-        "%s", err.message);
+    cr_assert_eq(resolve(&n, conn, "acme", "op-1", "expired", "refunded", NULL, &err), 0, "%s",
+                 err.message);
     cr_assert_eq(n, 1);
-    cr_assert_eq(idem_reconcile_resolve(&n, conn, "acme", "op-1", NULL,
-                                        "checked with the provider:\nno charge", "Alice Ops", &err),
+    cr_assert_eq(resolve(&n, conn, "acme", "op-1", NULL, "checked with the provider:\nno charge",
+                         "Alice Ops", &err),
                  0, "%s", err.message);
     cr_assert_eq(n, 1, "only the item still open");
     items = list(NULL);
@@ -240,12 +251,10 @@ Test(reconcile, resolve_records_the_note_who_and_when)
     }
     idem_reconcile_items_free(items);
     n = 77;
-    cr_assert_eq(idem_reconcile_resolve(&n, conn, "acme", "op-1", NULL, "again", NULL, &err),
-                 IDEM_ENOTFOUND);
+    cr_assert_eq(resolve(&n, conn, "acme", "op-1", NULL, "again", NULL, &err), IDEM_ENOTFOUND);
     cr_assert(strstr(err.message, "already resolved") != NULL, "%s", err.message);
     cr_assert_eq(n, 77, "out is untouched on failure");
-    cr_assert_eq(idem_reconcile_resolve(&n, conn, "globex", "op-1", NULL, "x", NULL, &err),
-                 IDEM_ENOTFOUND);
+    cr_assert_eq(resolve(&n, conn, "globex", "op-1", NULL, "x", NULL, &err), IDEM_ENOTFOUND);
     cr_assert(strstr(err.message, "already") == NULL, "%s", err.message);
 }
 
@@ -263,16 +272,16 @@ Test(reconcile, bad_input_names_the_field_and_changes_nothing)
         {"acme corp", "op", NULL, "n", NULL, "tenant"},
         {"acme", "", NULL, "n", NULL, "operation_id"},
         {"acme", "op id", NULL, "n", NULL, "operation_id"},
-        {"acme", "op", "Expired", "n", NULL, "kind"},
-        {"acme", "op", "", "n", NULL, "kind"},
-        {"acme", "op", NULL, NULL, NULL, "note"},
-        {"acme", "op", NULL, "", NULL, "note"},
-        {"acme", "op", NULL, long_note, NULL, "note"},
-        {"acme", "op", NULL, "bad \xff byte", NULL, "note"},
-        {"acme", "op", NULL, "bell\a", NULL, "note"},
-        {"acme", "op", NULL, "n", "", "by"},
-        {"acme", "op", NULL, "n", "two\nlines", "by"},
-        {"acme", "op", NULL, "n", long_by, "by"},
+        {"acme", "op", "Expired", "n", NULL, "resolution.kind"},
+        {"acme", "op", "", "n", NULL, "resolution.kind"},
+        {"acme", "op", NULL, NULL, NULL, "resolution.note"},
+        {"acme", "op", NULL, "", NULL, "resolution.note"},
+        {"acme", "op", NULL, long_note, NULL, "resolution.note"},
+        {"acme", "op", NULL, "bad \xff byte", NULL, "resolution.note"},
+        {"acme", "op", NULL, "bell\a", NULL, "resolution.note"},
+        {"acme", "op", NULL, "n", "", "resolution.by"},
+        {"acme", "op", NULL, "n", "two\nlines", "resolution.by"},
+        {"acme", "op", NULL, "n", long_by, "resolution.by"},
     };
     idem_reconcile_filter f;
     idem_reconcile_items *items = NULL;
@@ -284,9 +293,8 @@ Test(reconcile, bad_input_names_the_field_and_changes_nothing)
     before = records_digest(conn);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct bad_resolve *c = &cases[i];
-        cr_assert_eq(
-            idem_reconcile_resolve(NULL, conn, c->tenant, c->op, c->kind, c->note, c->by, &err),
-            IDEM_EINVAL, "case %zu", i);
+        cr_assert_eq(resolve(NULL, conn, c->tenant, c->op, c->kind, c->note, c->by, &err),
+                     IDEM_EINVAL, "case %zu", i);
         cr_assert_str_eq(err.field, c->field, "case %zu: %s", i, err.message);
         cr_assert(strstr(err.message, c->field) != NULL, "%s", err.message);
     }
@@ -356,4 +364,43 @@ Test(reconcile, filter_init_gives_the_defaults_and_refuses_unknown_versions)
     cr_assert_eq(idem_reconcile_filter_init(&f, 0), IDEM_EINVAL);
     cr_assert_eq(idem_reconcile_filter_init(&f, IDEM_RECONCILE_FILTER_VERSION + 1), IDEM_EINVAL);
     cr_assert_eq(idem_reconcile_filter_init(NULL, 1), IDEM_EINVAL);
+}
+
+Test(reconcile, resolution_init_gives_the_defaults_and_refuses_unknown_versions)
+{
+    idem_reconcile_resolution r;
+
+    memset(&r, 0xff, sizeof(r));
+    cr_assert_eq(idem_reconcile_resolution_init(&r, IDEM_RECONCILE_RESOLUTION_VERSION), 0);
+    cr_assert_eq(r.version, IDEM_RECONCILE_RESOLUTION_VERSION);
+    cr_assert(r.kind == NULL && r.note == NULL && r.by == NULL);
+    cr_assert_eq(idem_reconcile_resolution_init(&r, 0), IDEM_EINVAL);
+    cr_assert_eq(idem_reconcile_resolution_init(&r, IDEM_RECONCILE_RESOLUTION_VERSION + 1),
+                 IDEM_EINVAL);
+    cr_assert_eq(idem_reconcile_resolution_init(NULL, 1), IDEM_EINVAL);
+}
+
+Test(reconcile, resolve_items_refuses_a_missing_or_unknown_resolution_and_changes_nothing)
+{
+    idem_reconcile_resolution r = IDEM_RECONCILE_RESOLUTION_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    unsigned int n = 77;
+    char *before, *after;
+
+    records_insert_item(conn, "acme", "op", "expired", 1, "-1 minute");
+    before = records_digest(conn);
+    cr_assert_eq(idem_reconcile_resolve_items(&n, conn, "acme", "op", NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "resolution", "%s", err.message);
+    r.note = "n";
+    r.version = 0;
+    cr_assert_eq(idem_reconcile_resolve_items(&n, conn, "acme", "op", &r, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "resolution.version", "%s", err.message);
+    r.version = IDEM_RECONCILE_RESOLUTION_VERSION + 1;
+    cr_assert_eq(idem_reconcile_resolve_items(&n, conn, "acme", "op", &r, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "resolution.version", "%s", err.message);
+    after = records_digest(conn);
+    cr_assert_str_eq(before, after);
+    cr_assert_eq(n, 77, "out is untouched on failure");
+    free(before);
+    free(after);
 }

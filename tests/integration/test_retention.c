@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "idem/idem.h"
+#include "idem/sys/sweep.h"
 #include "pgtest.h"
 
 #define TOOL_FAST "fast_tool" /* retention 60 s, key memory 1 day */
@@ -123,7 +124,7 @@ static void time_passes(long seconds)
 static idem_sweep_result sweep(void)
 {
     idem_sweep_options opts = IDEM_SWEEP_OPTIONS_INIT;
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_error err = IDEM_ERROR_INIT;
 
     cr_assert_eq(idem_sweep_run(&r, check, &opts, &err), 0, "%s", err.message);
@@ -585,7 +586,7 @@ static void *sweeper(void *arg)
     struct race *r = arg;
     PGconn *own = pgtest_connect(conninfo);
     idem_sweep_options opts = IDEM_SWEEP_OPTIONS_INIT;
-    idem_sweep_result res;
+    idem_sweep_result res = IDEM_SWEEP_RESULT_INIT;
     unsigned long long total = 0;
 
     opts.batch_size = 50;

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/sys/reconcile.h"
+#include "idem/sys/sweep.h"
+
 #include "intenttest.h"
 #include "storetest.h"
 
@@ -276,7 +279,7 @@ Test(security, one_operation_id_in_two_tenants_stays_two_keys_under_concurrent_c
 
 Test(security, sweeper_role_sweeps_every_tenant_but_inserts_nothing_and_reads_no_receipt)
 {
-    idem_sweep_result result;
+    idem_sweep_result result = IDEM_SWEEP_RESULT_INIT;
     idem_error err = IDEM_ERROR_INIT;
     PGconn *sweeper;
 
@@ -307,6 +310,7 @@ Test(security, sweeper_role_sweeps_every_tenant_but_inserts_nothing_and_reads_no
 Test(security, operator_role_lists_every_tenant_and_inserts_or_deletes_nothing)
 {
     idem_reconcile_filter filter = IDEM_RECONCILE_FILTER_INIT;
+    idem_reconcile_resolution resolution = IDEM_RECONCILE_RESOLUTION_INIT;
     idem_reconcile_items *items = NULL;
     idem_error err = IDEM_ERROR_INIT;
     unsigned int n = 0;
@@ -317,7 +321,8 @@ Test(security, operator_role_lists_every_tenant_and_inserts_or_deletes_nothing)
     cr_assert_eq(idem_reconcile_list(&items, op, &filter, &err), 0, "%s", err.message);
     cr_assert_eq(idem_reconcile_items_count(items), 2);
     idem_reconcile_items_free(items);
-    cr_assert_eq(idem_reconcile_resolve(&n, op, "B", "op-1", NULL, "checked", NULL, &err), 0, "%s",
+    resolution.note = "checked";
+    cr_assert_eq(idem_reconcile_resolve_items(&n, op, "B", "op-1", &resolution, &err), 0, "%s",
                  err.message);
     cr_assert_eq(n, 1);
     refused(op,

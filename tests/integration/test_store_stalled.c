@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idem/sys/external.h"
+#include "idem/sys/reconcile.h"
+
 #include "records.h"
 #include "storetest.h"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "idem/sys/sweep.h"
 #include "pgtest.h"
 #include "records.h"
 
@@ -54,7 +55,7 @@ static long scalar(const char *sql)
 
 Test(sweep, records_expire_only_after_their_own_deadline)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(100);
 
     records_insert(check, "acme", "due-", 0, 5, "completed", "-1 second", "+30 days");
@@ -85,7 +86,7 @@ Test(sweep, records_expire_only_after_their_own_deadline)
 
 Test(sweep, pending_record_is_never_swept)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
 
     records_insert(check, "acme", "pending-", 0, 3, "pending", "-10 days", "-5 days");
@@ -96,7 +97,7 @@ Test(sweep, pending_record_is_never_swept)
 
 Test(sweep, tombstones_are_purged_twice_the_skew_after_their_key_memory)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
 
     opts.clock_skew_s = 300;
@@ -114,7 +115,7 @@ Test(sweep, tombstones_are_purged_twice_the_skew_after_their_key_memory)
 
 Test(sweep, record_from_before_forget_at_keeps_its_tombstone_for_the_default_key_memory)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
 
     opts.key_memory_s = 86400;
@@ -130,7 +131,7 @@ Test(sweep, record_from_before_forget_at_keeps_its_tombstone_for_the_default_key
 
 Test(sweep, backlog_of_several_batches_completes_across_batches_and_runs)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
 
     records_insert(check, "acme", "b-", 0, 35, "completed", "-1 hour", "-30 minutes");
@@ -157,7 +158,7 @@ Test(sweep, backlog_of_several_batches_completes_across_batches_and_runs)
 
 Test(sweep, max_runtime_stops_before_the_next_batch)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(1);
 
     records_insert(check, "acme", "t-", 0, 3, "completed", "-1 hour", "+1 day");
@@ -169,7 +170,7 @@ Test(sweep, max_runtime_stops_before_the_next_batch)
 
 Test(sweep, dry_run_counts_and_changes_nothing)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(2);
     char *before, *after;
 
@@ -190,7 +191,7 @@ Test(sweep, dry_run_counts_and_changes_nothing)
 
 Test(sweep, second_sweep_is_locked_out_and_changes_nothing)
 {
-    idem_sweep_result r = {0};
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
     idem_error err = IDEM_ERROR_INIT;
     char *before;
@@ -235,7 +236,8 @@ static void *race(void *arg)
 
 Test(sweep, two_sweeps_at_once_work_the_backlog_once)
 {
-    struct racer a = {conninfo, -99, {0}}, b = {conninfo, -99, {0}};
+    struct racer a = {conninfo, -99, IDEM_SWEEP_RESULT_INIT},
+                 b = {conninfo, -99, IDEM_SWEEP_RESULT_INIT};
     pthread_t ta, tb;
 
     records_insert(check, "acme", "r-", 0, 2000, "completed", "-1 hour", "+1 day");
@@ -252,7 +254,7 @@ Test(sweep, two_sweeps_at_once_work_the_backlog_once)
 
 Test(sweep, row_locked_by_a_live_transaction_is_skipped_not_waited_for)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
 
     opts.lock_timeout_ms = 2000;
@@ -272,7 +274,7 @@ Test(sweep, row_locked_by_a_live_transaction_is_skipped_not_waited_for)
 
 Test(sweep, table_lock_held_longer_than_lock_timeout_ends_the_run_timed_out)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
     idem_error err = IDEM_ERROR_INIT;
 
@@ -293,7 +295,7 @@ Test(sweep, table_lock_held_longer_than_lock_timeout_ends_the_run_timed_out)
 
 Test(sweep, summary_counts_late_retries_and_open_items)
 {
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
 
     records_insert_item(check, "acme", "a", "expired", 3, "-1 hour");
@@ -311,7 +313,7 @@ Test(sweep, schema_without_migration_0003_is_a_schema_error_and_releases_the_loc
     char *old = pgtest_new_database("sweep_old");
     PGconn *pg = pgtest_connect(old);
     idem_error err = IDEM_ERROR_INIT;
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     char sql[96];
 
     cr_assert_eq(idem_migrate_up(pg, 2, NULL, &err), 0, "%s", err.message);
@@ -369,7 +371,7 @@ Test(sweep, bad_input_names_the_field_and_changes_nothing)
         {"options.lock_timeout_ms", zero_lock_timeout},
         {"options.key_memory_s", endless_key_memory},
     };
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_error err = IDEM_ERROR_INIT;
     char *before;
 
@@ -390,6 +392,14 @@ Test(sweep, bad_input_names_the_field_and_changes_nothing)
     cr_assert_eq(idem_sweep_run(&r, conn, NULL, &err), IDEM_EINVAL);
     cr_assert_str_eq(err.field, "conn");
     PQclear(pgtest_exec(conn, "ROLLBACK"));
+    r.version = 0;
+    r.expired = 12345;
+    cr_assert_eq(idem_sweep_run(&r, conn, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "out.version", "%s", err.message);
+    r.version = IDEM_SWEEP_RESULT_VERSION + 1;
+    cr_assert_eq(idem_sweep_run(&r, conn, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "out.version", "%s", err.message);
+    cr_assert_eq(r.expired, 12345, "out is untouched");
     char *after = records_digest(check);
     cr_assert_str_eq(before, after);
     free(before);
@@ -411,7 +421,7 @@ Test(sweep, lock_held_in_another_database_does_not_stop_this_one)
 {
     char *other = pgtest_new_migrated_database("sweep_other");
     PGconn *elsewhere = pgtest_connect(other);
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_sweep_options opts = options(10);
     char sql[96];
 
@@ -422,4 +432,18 @@ Test(sweep, lock_held_in_another_database_does_not_stop_this_one)
     cr_assert_eq(r.expired, 2);
     PQfinish(elsewhere);
     free(other);
+}
+
+Test(sweep, result_init_gives_an_empty_result_and_refuses_unknown_versions)
+{
+    idem_sweep_result r;
+
+    memset(&r, 0xff, sizeof(r));
+    cr_assert_eq(idem_sweep_result_init(&r, IDEM_SWEEP_RESULT_VERSION), 0);
+    cr_assert_eq(r.version, IDEM_SWEEP_RESULT_VERSION);
+    cr_assert(r.expired == 0 && r.purged == 0 && r.batches == 0 && r.complete == 0);
+    cr_assert(r.late_retries == 0 && r.open_items == 0 && r.duration_ms == 0);
+    cr_assert_eq(idem_sweep_result_init(&r, 0), IDEM_EINVAL);
+    cr_assert_eq(idem_sweep_result_init(&r, IDEM_SWEEP_RESULT_VERSION + 1), IDEM_EINVAL);
+    cr_assert_eq(idem_sweep_result_init(NULL, 1), IDEM_EINVAL);
 }

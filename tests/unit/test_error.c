@@ -1,6 +1,8 @@
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <string.h>
 
+#include "error.h"
 #include "idem/idem.h"
 
 Test(error, every_code_has_distinct_text_and_name)
@@ -37,6 +39,22 @@ Test(error, clear_and_free_accept_null)
     cr_assert_str_empty(err.message);
     idem_error_clear(NULL);
     idem_free(NULL);
+}
+
+/* Invalid input has one spelling inside the library: IDEM_EINVAL, given explicitly. */
+Test(error, a_field_error_returns_the_code_it_was_given)
+{
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem__error_field(&err, IDEM_EINVAL, "tenant", "must not be empty"), IDEM_EINVAL);
+    cr_assert_eq(err.code, IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "tenant");
+    cr_assert_eq(idem__error_field(NULL, IDEM_ECONFLICT, "tool", "changed"), IDEM_ECONFLICT);
+}
+
+Test(error, a_field_error_without_a_code_is_a_bug, .signal = SIGABRT)
+{
+    idem__error_field(NULL, 0, "tenant", "must not be empty");
 }
 
 Test(version, runtime_matches_header)

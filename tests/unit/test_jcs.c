@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "jcs.h"
 
 /* Whole file under tests/data (IDEM_TEST_DATA); fails the test when unreadable. */
 static char *read_data(const char *relative, size_t *len)
@@ -141,7 +142,7 @@ Test(jcs_numbers, all_10k_vectors_format_byte_exact)
     for (char *line = strtok_r(csv, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
         char *comma = strchr(line, ',');
-        char got[IDEM_JCS_NUMBER_MAX];
+        char got[IDEM__JCS_NUMBER_MAX];
         uint64_t bits;
         double value;
 
@@ -149,7 +150,7 @@ Test(jcs_numbers, all_10k_vectors_format_byte_exact)
         *comma = '\0';
         bits = strtoull(line, NULL, 16);
         memcpy(&value, &bits, sizeof(value));
-        cr_assert_eq(idem_jcs_format_double(got, value), 0, "%s", line);
+        cr_assert_eq(idem__jcs_format_double(got, value), 0, "%s", line);
         if (strcmp(got, comma + 1) != 0 && failures++ < 10)
             cr_log_error("%s: got %s, expected %s", line, got, comma + 1);
         count++;
@@ -161,9 +162,9 @@ Test(jcs_numbers, all_10k_vectors_format_byte_exact)
 
 static void assert_number(double value, const char *expected)
 {
-    char got[IDEM_JCS_NUMBER_MAX];
+    char got[IDEM__JCS_NUMBER_MAX];
 
-    cr_assert_eq(idem_jcs_format_double(got, value), 0);
+    cr_assert_eq(idem__jcs_format_double(got, value), 0);
     cr_assert_str_eq(got, expected, "%.17g", value);
 }
 
@@ -187,11 +188,11 @@ Test(jcs_numbers, follow_ecmascript_layout_at_each_boundary)
 
 Test(jcs_numbers, non_finite_is_rejected_and_out_untouched)
 {
-    char out[IDEM_JCS_NUMBER_MAX] = "keep";
+    char out[IDEM__JCS_NUMBER_MAX] = "keep";
 
-    cr_assert_eq(idem_jcs_format_double(out, NAN), IDEM_EINVAL);
-    cr_assert_eq(idem_jcs_format_double(out, INFINITY), IDEM_EINVAL);
-    cr_assert_eq(idem_jcs_format_double(out, -INFINITY), IDEM_EINVAL);
+    cr_assert_eq(idem__jcs_format_double(out, NAN), IDEM_EINVAL);
+    cr_assert_eq(idem__jcs_format_double(out, INFINITY), IDEM_EINVAL);
+    cr_assert_eq(idem__jcs_format_double(out, -INFINITY), IDEM_EINVAL);
     cr_assert_str_eq(out, "keep");
 }
 
@@ -201,14 +202,14 @@ Test(jcs_numbers, random_bit_patterns_round_trip)
     uint64_t state = 0x9e3779b97f4a7c15u;
 
     for (int i = 0; i < 100000; i++) {
-        char text[IDEM_JCS_NUMBER_MAX];
+        char text[IDEM__JCS_NUMBER_MAX];
         double value;
 
         state ^= state << 13, state ^= state >> 7, state ^= state << 17;
         memcpy(&value, &state, sizeof(value));
         if (!isfinite(value))
             continue;
-        cr_assert_eq(idem_jcs_format_double(text, value), 0);
+        cr_assert_eq(idem__jcs_format_double(text, value), 0);
         cr_assert(strtod(text, NULL) == value || value == 0, "%016llx -> %s",
                   (unsigned long long)state, text);
     }
@@ -248,13 +249,13 @@ Test(jcs_numbers, integers_below_2_53_are_their_own_digits)
                            "9007199254740994",
                            "100000000000000000000",
                            "1e+21"};
-    char out[IDEM_JCS_NUMBER_MAX], expect[40];
+    char out[IDEM__JCS_NUMBER_MAX], expect[40];
     uint64_t state = 88172645463325252ull;
 
     for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
-        cr_assert_eq(idem_jcs_format_double(out, edges[i]), 0);
+        cr_assert_eq(idem__jcs_format_double(out, edges[i]), 0);
         cr_assert_str_eq(out, texts[i]);
-        cr_assert_eq(idem_jcs_format_double(out, -edges[i]), 0);
+        cr_assert_eq(idem__jcs_format_double(out, -edges[i]), 0);
         cr_assert_eq(out[0], '-');
         cr_assert_str_eq(out + 1, texts[i]);
     }
@@ -262,7 +263,7 @@ Test(jcs_numbers, integers_below_2_53_are_their_own_digits)
         state ^= state << 13, state ^= state >> 7, state ^= state << 17;
         uint64_t v = state >> (11 + i % 53); /* every magnitude below 2^53 */
         snprintf(expect, sizeof(expect), "%llu", (unsigned long long)v);
-        cr_assert_eq(idem_jcs_format_double(out, (double)v), 0);
+        cr_assert_eq(idem__jcs_format_double(out, (double)v), 0);
         cr_assert_str_eq(out, v == 0 ? "0" : expect);
         cr_assert_eq(strtod(out, NULL), (double)v);
     }

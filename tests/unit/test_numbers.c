@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "jcs.h"
 
 static char *serialize(const json_t *value)
 {
@@ -40,13 +41,13 @@ Test(numbers, receipt_integers_within_2_53_are_written_as_rfc8785_writes_them)
 {
     static const json_int_t values[] = {
         0, -1, 42, 1000000, 9007199254740992LL, -9007199254740992LL, 9007199254740991LL};
-    char expected[IDEM_JCS_NUMBER_MAX];
+    char expected[IDEM__JCS_NUMBER_MAX];
 
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         json_t *v = json_integer(values[i]);
         char *out = serialize(v);
 
-        cr_assert_eq(idem_jcs_format_double(expected, (double)values[i]), 0);
+        cr_assert_eq(idem__jcs_format_double(expected, (double)values[i]), 0);
         cr_assert_str_eq(out, expected);
         idem_free(out);
         json_decref(v);

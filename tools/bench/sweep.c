@@ -25,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "idem/sys/sweep.h"
+
 #include "bench.h"
 #include "support_tasks.h"
 
@@ -271,7 +273,7 @@ static void *sweep_thread(void *arg)
     sweep_numbers *n = s->numbers;
     PGconn *pg = PQconnectdb(s->conninfo);
     idem_sweep_options opts = IDEM_SWEEP_OPTIONS_INIT;
-    idem_sweep_result r = {0};
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_error err = IDEM_ERROR_INIT;
     uint64_t start = now_ns(), t0;
 
@@ -381,7 +383,7 @@ static const char *describe(const sweep_numbers *n)
 static int sweep_alone(sweep_numbers *n, PGconn *pg)
 {
     idem_sweep_options opts = IDEM_SWEEP_OPTIONS_INIT;
-    idem_sweep_result r;
+    idem_sweep_result r = IDEM_SWEEP_RESULT_INIT;
     idem_error err = IDEM_ERROR_INIT;
     uint64_t t0 = now_ns();
 
