@@ -8,6 +8,7 @@
 #include "exec.h"
 #include "idem/external.h"
 #include "idem/retry.h"
+#include "reconcile_internal.h"
 #include "store_internal.h"
 #include "tenant.h"
 
@@ -25,10 +26,6 @@ extern const char idem__external_sql_enqueue[];
 #define IDEM__WINDOWS_FROM_NOW                                                                     \
     " expires_at = (now() AT TIME ZONE 'UTC' + (o.expires_at - o.created_at)) AT TIME ZONE 'UTC'," \
     " forget_at = (now() AT TIME ZONE 'UTC' + (o.forget_at - o.created_at)) AT TIME ZONE 'UTC'"
-
-/* Kinds of reconciliation item that external effects open. */
-#define IDEM__RECONCILE_OUTCOME_UNKNOWN "outcome_unknown"
-#define IDEM__RECONCILE_LEASE_LOST      "lease_lost"
 
 /* Longest provider reference and error text. */
 #define IDEM__PROVIDER_REF_MAX 256

@@ -38,7 +38,8 @@ static const char SQL_RESOLVE[] =
     " items AS (UPDATE idem.reconciliation_items r SET resolved_at = now(),"
     " resolved_by = $7, note = $6 FROM done"
     " WHERE done.external AND r.tenant = $1 AND r.operation_id = $2 AND r.resolved_at IS NULL"
-    " AND r.kind IN ('outcome_unknown', 'outbox_exhausted', 'lease_lost') RETURNING 1),"
+    " AND r.kind IN ('" IDEM__RECONCILE_OUTCOME_UNKNOWN "', '" IDEM__RECONCILE_OUTBOX_EXHAUSTED
+    "', '" IDEM__RECONCILE_LEASE_LOST "') RETURNING 1),"
     " stalled AS (INSERT INTO idem.reconciliation_items AS r (tenant, operation_id, kind, tool,"
     " fingerprint, fingerprint_matches, resolved_at, resolved_by, note)"
     " SELECT $1, $2, '" IDEM__RECONCILE_STALLED "', done.tool, done.fingerprint, true, now(),"

@@ -165,7 +165,7 @@ const idem__stmt idem__external_stmt_release = {
     " RETURNING b.state),"
     " item AS (INSERT INTO idem.reconciliation_items AS r"
     " (tenant, operation_id, kind, tool, fingerprint, fingerprint_matches)"
-    " SELECT $1, $2, 'outbox_exhausted', freed.tool, freed.fingerprint, true"
+    " SELECT $1, $2, '" IDEM__RECONCILE_OUTBOX_EXHAUSTED "', freed.tool, freed.fingerprint, true"
     " FROM freed, box WHERE box.state = 'exhausted'" ITEM_UPSERT ")"
     " SELECT (SELECT count(*) FROM freed), coalesce((SELECT state FROM box), '')",
     7};
@@ -208,7 +208,8 @@ const idem__stmt idem__external_stmt_outbox_claim = {
     " AND due.attempts >= due.max_attempts RETURNING b.operation_id, b.tool),"
     " spent_items AS (INSERT INTO idem.reconciliation_items AS r"
     " (tenant, operation_id, kind, tool, fingerprint, fingerprint_matches)"
-    " SELECT $1, s.operation_id, 'outbox_exhausted', s.tool, o.fingerprint, true"
+    " SELECT $1, s.operation_id, '" IDEM__RECONCILE_OUTBOX_EXHAUSTED
+    "', s.tool, o.fingerprint, true"
     " FROM spent s JOIN idem.operations o"
     " ON o.tenant = $1 AND o.operation_id = s.operation_id" ITEM_UPSERT "),"
     " lapsed AS (UPDATE idem.external_attempts a"

@@ -8,6 +8,7 @@
 #include "exec.h"
 #include "idem/intent.h"
 #include "idem/uuid.h"
+#include "reconcile_internal.h"
 
 /* The statements (intent_sql.c). Each that names a tenant runs after
  * the tenant's commands (tenant.h), in a transaction of its own in the same pipeline. */
@@ -36,9 +37,6 @@ enum intent_col {
     COL_LEASE_UNTIL_US,
     INTENT_COLS
 };
-
-/* Kind of the reconciliation item an intent opens when it needs reconciliation. */
-#define IDEM__RECONCILE_INTENT "intent"
 
 /* lease_owner is set only in an intent that recovery leased to this worker. */
 struct idem_intent {

@@ -124,6 +124,12 @@ int idem__reconcile_record(idem_conn *conn, const char *tenant, const char *oper
 
 /* ---- checks ---------------------------------------------------------------------------- */
 
+/* The kinds of item idem records: a filter or resolution naming another would find
+ * nothing, so it is refused as a typo. */
+static const char *const known_kinds[] = {
+    IDEM__RECONCILE_EXPIRED,    IDEM__RECONCILE_STALLED,          IDEM__RECONCILE_OUTCOME_UNKNOWN,
+    IDEM__RECONCILE_LEASE_LOST, IDEM__RECONCILE_OUTBOX_EXHAUSTED, IDEM__RECONCILE_INTENT};
+
 static int kind_byte(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -143,7 +149,14 @@ static int check_kind(const char *field, const char *kind, idem_error *err)
                 "byte 0x%02x at offset %zu is not allowed (allowed: a-z 0-9 _)",
                 (unsigned char)kind[i], i);
     }
-    return i == 0 ? idem__error_field(err, IDEM_EINVAL, field, "must not be empty") : 0;
+    if (i == 0)
+        return idem__error_field(err, IDEM_EINVAL, field, "must not be empty");
+    for (i = 0; i < sizeof(known_kinds) / sizeof(known_kinds[0]); i++)
+        if (strcmp(kind, known_kinds[i]) == 0)
+            return 0;
+    return idem__error_field(
+        err, IDEM_EINVAL, field,
+        "\"%s\" is not a kind of item idem records (" IDEM__RECONCILE_KINDS_TEXT ")", kind);
 }
 
 /* UTF-8 text of 1 to @max bytes without control characters (but for tab and newline when

@@ -6,10 +6,22 @@
 #include "idem/pool.h"
 #include "idem/sys/reconcile.h"
 
-/* The kind of a retry refused after its key's retention window. */
+/* The kinds of item idem records (sys/reconcile.h), and only these: a filter or a
+ * resolution naming another is refused. A retry refused after its key's retention window: */
 #define IDEM__RECONCILE_EXPIRED "expired"
-/* The kind of a local record left pending after its transaction ended (sys/reconcile.h). */
+/* a local record left pending after its transaction ended: */
 #define IDEM__RECONCILE_STALLED "stalled_pending"
+/* an external effect whose result is not known, whose lease was taken over while it
+ * dispatched, or whose outbox item spent its attempts: */
+#define IDEM__RECONCILE_OUTCOME_UNKNOWN  "outcome_unknown"
+#define IDEM__RECONCILE_LEASE_LOST       "lease_lost"
+#define IDEM__RECONCILE_OUTBOX_EXHAUSTED "outbox_exhausted"
+/* an intent that needs reconciliation: */
+#define IDEM__RECONCILE_INTENT "intent"
+#define IDEM__RECONCILE_KINDS_TEXT                                                                 \
+    IDEM__RECONCILE_EXPIRED ", " IDEM__RECONCILE_STALLED ", " IDEM__RECONCILE_OUTCOME_UNKNOWN      \
+                            ", " IDEM__RECONCILE_LEASE_LOST ", " IDEM__RECONCILE_OUTBOX_EXHAUSTED  \
+                            ", " IDEM__RECONCILE_INTENT
 
 #define IDEM__STR_(x) #x
 #define IDEM__STR(x)  IDEM__STR_(x)

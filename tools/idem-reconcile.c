@@ -395,7 +395,7 @@ static int cmd_show(cli *c, PGconn *conn)
         printf("no record or tombstone: the key has been forgotten\n");
     printf("reconciliation items: %zu\n", idem_reconcile_items_count(items));
     for (size_t i = 0; i < idem_reconcile_items_count(items); i++)
-        rt_print_item_detail(idem_reconcile_items_at(items, i));
+        rt_print_item_detail(idem_reconcile_items_at(items, i), record);
     if (history != NULL)
         rt_print_history(history);
     idem_external_history_free(history);

@@ -198,25 +198,39 @@ void rt_print_record(const idem_reconcile_record *r)
                rt_format_time(t, sizeof(t), r->expired_at, 0));
     else
         printf("  kept until     %s UTC\n", rt_format_time(t, sizeof(t), r->expires_at, 0));
+    /* A key is remembered while its record is kept, and then as a tombstone until its
+     * forget_at: never to a time before the record's expiry. */
     if (r->forget_at != 0 || tomb)
         printf("  remembered to  %s UTC\n",
-               rt_format_time(t, sizeof(t), r->forget_at != 0 ? r->forget_at : r->expires_at, 0));
+               rt_format_time(t, sizeof(t),
+                              r->forget_at > r->expires_at ? r->forget_at : r->expires_at, 0));
     if (r->trace_id != NULL)
         printf("  trace ID       %s\n", r->trace_id); /* validated: no control characters */
     if (r->receipt != NULL)
         printf("  receipt        %.*s\n", (int)r->receipt_len, r->receipt);
 }
 
-void rt_print_item_detail(const idem_reconcile_item *it)
+/* What the item's latest fingerprint was compared with: the key's tombstone, its live
+ * record, or nothing when the key is forgotten. */
+static void print_item_fingerprint(const idem_reconcile_item *it, const idem_reconcile_record *r)
+{
+    if (r == NULL || it->fingerprint_matches < 0)
+        printf("fingerprint %s (the key is forgotten: nothing to compare it with)\n",
+               it->fingerprint);
+    else
+        printf("fingerprint %s matches the %s: %s\n", it->fingerprint,
+               strcmp(r->state, "expired") == 0 ? "tombstone" : "record",
+               matches_text(it->fingerprint_matches));
+}
+
+void rt_print_item_detail(const idem_reconcile_item *it, const idem_reconcile_record *record)
 {
     char first[32], last[32], resolved[32], text[4096];
 
-    printf("  %s: %lld request%s, first %s, last %s UTC; tool %s; fingerprint %s matches the "
-           "tombstone: %s\n",
-           it->kind, it->count, it->count == 1 ? "" : "s",
-           rt_format_time(first, sizeof(first), it->first_seen, 0),
-           rt_format_time(last, sizeof(last), it->last_seen, 0), it->tool, it->fingerprint,
-           matches_text(it->fingerprint_matches));
+    printf("  %s: %lld request%s, first %s, last %s UTC; tool %s; ", it->kind, it->count,
+           it->count == 1 ? "" : "s", rt_format_time(first, sizeof(first), it->first_seen, 0),
+           rt_format_time(last, sizeof(last), it->last_seen, 0), it->tool);
+    print_item_fingerprint(it, record);
     if (it->resolved_at != 0)
         printf("    resolved %s UTC by %s\n",
                rt_format_time(resolved, sizeof(resolved), it->resolved_at, 0),

@@ -27,7 +27,8 @@ json_t *rt_history_json(const idem_external_history *h);
 
 void rt_print_item_row(const idem_reconcile_item *it);
 void rt_print_record(const idem_reconcile_record *r);
-void rt_print_item_detail(const idem_reconcile_item *it);
+/* One item of a key, its fingerprint compared with the key's @record (NULL: forgotten). */
+void rt_print_item_detail(const idem_reconcile_item *it, const idem_reconcile_record *record);
 void rt_print_history(const idem_external_history *h);
 
 #endif

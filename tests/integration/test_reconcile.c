@@ -274,6 +274,7 @@ Test(reconcile, bad_input_names_the_field_and_changes_nothing)
         {"acme", "op id", NULL, "n", NULL, "operation_id"},
         {"acme", "op", "Expired", "n", NULL, "resolution.kind"},
         {"acme", "op", "", "n", NULL, "resolution.kind"},
+        {"acme", "op", "nonsense", "n", NULL, "resolution.kind"},
         {"acme", "op", NULL, NULL, NULL, "resolution.note"},
         {"acme", "op", NULL, "", NULL, "resolution.note"},
         {"acme", "op", NULL, long_note, NULL, "resolution.note"},
@@ -319,6 +320,11 @@ Test(reconcile, bad_input_names_the_field_and_changes_nothing)
     f.kind = "no-dash";
     cr_assert_eq(idem_reconcile_list(&items, conn, &f, &err), IDEM_EINVAL);
     cr_assert_str_eq(err.field, "filter.kind");
+    f.kind = "nonsense"; /* well formed, but no kind idem records */
+    cr_assert_eq(idem_reconcile_list(&items, conn, &f, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "filter.kind");
+    cr_assert(strstr(err.message, "outbox_exhausted") != NULL, "%s", err.message);
+    f = (idem_reconcile_filter)IDEM_RECONCILE_FILTER_INIT;
     f = (idem_reconcile_filter)IDEM_RECONCILE_FILTER_INIT;
     f.state = (idem_reconcile_state)7;
     cr_assert_eq(idem_reconcile_list(&items, conn, &f, &err), IDEM_EINVAL);

@@ -91,10 +91,33 @@ expect list_json_parses json_ok 'd["count"] == 3 and d["items"][0]["count"] == 3
 check show 0 "$tool" --dsn "dbname=$db" show acme op-1
 expect show_tombstone contains "tombstone: state expired"
 expect show_item contains "expired: 3 requests"
+expect show_item_compared_with_tombstone contains "fingerprint [0-9a-f]* matches the tombstone: yes"
 check show_json 0 "$tool" --dsn "dbname=$db" show acme op-1 --json
 expect show_json_parses json_ok 'd["record"]["state"] == "expired" and d["record"]["receipt"] is None and len(d["items"]) == 1'
 check show_forgotten 0 "$tool" --dsn "dbname=$db" show acme op-2
 expect show_forgotten_says_so contains "forgotten"
+# No record, no tombstone: nothing was compared, and show does not say it was.
+expect show_forgotten_compares_nothing contains "the key is forgotten: nothing to compare it with"
+expect show_forgotten_no_tombstone_named lacks "matches the tombstone"
+# A live record (an item of another kind) is a record, not a tombstone; a key memory
+# shorter than the record's retention remembers the key until the record expires.
+q "$db" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,
+    state, claim_token, created_at, completed_at, response, expires_at, forget_at)
+    VALUES ('acme', 'op-3', 'create_support_task', 1, sha256('op-3'), 'completed',
+    gen_random_uuid(), '2030-01-01 00:00:00+00', '2030-01-01 00:00:01+00', '{}',
+    '2030-01-08 00:00:00+00', '2030-01-02 00:00:00+00')"
+item "$db" acme op-3 stalled_pending 1 "-1 minute"
+check show_live 0 "$tool" --dsn "dbname=$db" show acme op-3
+expect show_live_compared_with_record contains "matches the record: yes"
+expect show_live_no_tombstone lacks "tombstone"
+expect show_live_remembered_to_expiry contains "remembered to  2030-01-08 00:00:00 UTC"
+q "$db" "DELETE FROM idem.reconciliation_items WHERE operation_id = 'op-3';
+    DELETE FROM idem.operations WHERE operation_id = 'op-3'"
+# A kind idem never records finds nothing: refused as the typo it is.
+check list_unknown_kind 64 "$tool" --dsn "dbname=$db" list --kind nonsense
+expect list_unknown_kind_says_so err_contains 'filter.kind: "nonsense" is not a kind of item idem records'
+check resolve_unknown_kind 64 "$tool" --dsn "dbname=$db" resolve acme op-1 --kind nonsense --note x
+expect resolve_unknown_kind_says_so err_contains "resolution.kind"
 check show_unknown 2 "$tool" --dsn "dbname=$db" show acme op-9
 check show_bad_tenant 64 "$tool" --dsn "dbname=$db" show 'acme corp' op-1
 expect show_bad_tenant_names_field err_contains "tenant"

@@ -7,9 +7,11 @@
  * after its key's retention window (it hit a tombstone, or its UUIDv7 operation ID was older
  * than the tool's key memory). The call ran no effect; whoever reconciles decides whether
  * the original action happened (the tombstone says when it was recorded) and what the
- * caller should be told. Kinds are an open set: external effects add `outcome_unknown`,
- * `outbox_exhausted` and `lease_lost`; a local record left pending is `stalled_pending`
- * (::IDEM_RECONCILE_STALLED_AFTER_S), listed even before a request meets it.
+ * caller should be told. External effects add `outcome_unknown`, `outbox_exhausted` and
+ * `lease_lost`; a local record left pending is `stalled_pending`
+ * (::IDEM_RECONCILE_STALLED_AFTER_S), listed even before a request meets it; a durable
+ * intent that needs reconciliation is `intent`. These six are every kind there is: a
+ * filter or resolution naming another is refused (a typo would otherwise find nothing).
  *
  * There is one item per (tenant, operation_id, kind), in `idem.reconciliation_items`. A
  * repeated late retry raises its count, updates when it was last seen and whether its
@@ -91,7 +93,9 @@ typedef struct idem_reconcile_filter {
     unsigned int version;       /**< ::IDEM_RECONCILE_FILTER_VERSION */
     const char *tenant;         /**< NULL: every tenant */
     const char *operation_id;   /**< NULL: every operation ID */
-    const char *kind;           /**< NULL: every kind */
+    const char *kind;           /**< NULL: every kind; else one of the six
+                                     kinds above (another is refused: IDEM_EINVAL,
+                                     filter.kind) */
     idem_reconcile_state state; /**< default ::IDEM_RECONCILE_ANY */
     int64_t since;              /**< items last seen at or after this; 0: any time */
     unsigned int limit;         /**< most items returned, newest first; 0 = no limit;
@@ -176,7 +180,8 @@ IDEM_API void idem_reconcile_key_free(idem_reconcile_key *key);
  *  idem_reconcile_resolution_init(). The strings are borrowed for the call. */
 typedef struct idem_reconcile_resolution {
     unsigned int version; /**< ::IDEM_RECONCILE_RESOLUTION_VERSION */
-    const char *kind;     /**< NULL: every open kind of the key; else only that kind */
+    const char *kind;     /**< NULL: every open kind of the key; else only that kind (one
+                               of those idem records, as for the filter) */
     const char *note;     /**< what was found or done; required (::IDEM_RECONCILE_NOTE_MAX) */
     const char *by;       /**< who resolved it; NULL: the database role (current_user) */
 } idem_reconcile_resolution;
