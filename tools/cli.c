@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "core/clock.h"
 #include "core/connect.h"
+#include "core/parse.h"
 #include "core/redact.h"
 #include "core/sqlstate.h"
 #include "core/text.h"
@@ -82,14 +83,33 @@ static idem__connect_outcome connect_within_timeout(PGconn **conn, const char *c
         limit, notices, arg);
 }
 
-PGconn *cli_connect(const char *prog, const char *dsn, PQnoticeProcessor notices, void *arg,
-                    int *transient)
+int cli_connect_timeout_option(unsigned int *seconds, const char *prog, const char *arg)
+{
+    long long n = 0;
+
+    if (idem__parse_whole(&n, arg, 1, CLI_CONNECT_TIMEOUT_MAX_S) != 0)
+        return cli_usage_error(prog, "--connect-timeout: '%s' is not a number of seconds (1 to %d)",
+                               arg, CLI_CONNECT_TIMEOUT_MAX_S);
+    *seconds = (unsigned int)n;
+    return 0;
+}
+
+PGconn *cli_connect(const char *prog, const char *dsn, unsigned int timeout_s,
+                    PQnoticeProcessor notices, void *arg, int *transient)
 {
     const char *keys[] = {"fallback_application_name", "dbname", NULL};
     const char *values[] = {prog, dsn != NULL ? dsn : "", NULL};
-    PGconn *conn = PQconnectStartParams(keys, values, 1);
-    idem__connect_outcome got;
     char why[512] = "";
+    idem__connect_outcome got;
+    PGconn *conn;
+
+    /* Below the DSN's own connect_timeout, above the environment's and the default. */
+    if (timeout_s > 0) {
+        snprintf(why, sizeof(why), "%u", timeout_s);
+        setenv("PGCONNECT_TIMEOUT", why, 1);
+        why[0] = '\0';
+    }
+    conn = PQconnectStartParams(keys, values, 1);
 
     *transient = 0;
     if (conn == NULL) {

@@ -26,17 +26,25 @@ int cli_usage_error(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
  * it (its newlines and tabs become spaces); stdout is flushed first. */
 void cli_say(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
 
+/* The longest --connect-timeout, in seconds. */
+#define CLI_CONNECT_TIMEOUT_MAX_S 3600
+
+/* Parse --connect-timeout's @arg (whole seconds, 1 to CLI_CONNECT_TIMEOUT_MAX_S) into
+ * *@seconds: 0, or the usage error's status after printing it as @prog's. */
+int cli_connect_timeout_option(unsigned int *seconds, const char *prog, const char *arg);
+
 /* Connect to @dsn (a conninfo or URI; "" or NULL: the PG* environment) as @prog (its
  * fallback application_name), as the library's pool connects (lib/core/connect.h), within
- * connect_timeout by libpq's rules (the whole attempt, every host of the DSN together);
+ * connect_timeout by libpq's rules (for each host of the DSN), which is @timeout_s when it
+ * is not 0 (--connect-timeout) and the DSN sets none;
  * libpq's notices, those of the connection's start included, go to @notices (@arg), or, if
  * it is NULL, to libpq's default (stderr). On failure, prints "PROG: cannot connect: <why>"
  * on stderr (one line, the DSN's password masked), sets *transient to 1 when a later try
  * may work (no server answered, or not in time, or one too busy) or to 0 when the settings
  * cannot work (libpq refuses them, or the server or a pooler refused the login for good),
  * and returns NULL. */
-PGconn *cli_connect(const char *prog, const char *dsn, PQnoticeProcessor notices, void *arg,
-                    int *transient);
+PGconn *cli_connect(const char *prog, const char *dsn, unsigned int timeout_s,
+                    PQnoticeProcessor notices, void *arg, int *transient);
 
 /* @message into @buf (of @size bytes) with @dsn's password masked (libpq repeats a
  * malformed URI whole in its message); @dsn may be NULL. */

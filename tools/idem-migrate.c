@@ -61,7 +61,9 @@ static const char usage_text[] =
     "                      other session may hold (default 60; 0 = do not wait)\n"
     "  --table SCHEMA.NAME distribute, status: also an application's effect table (it\n"
     "                      needs a column tenant); repeatable\n"
-    "  --json              status: print JSON\n"
+    "  --json              status, verify: print JSON (other commands refuse it)\n"
+    "  --connect-timeout SEC  longest wait to connect to each host of the DSN (default\n"
+    "                      10, or PGCONNECT_TIMEOUT; a connect_timeout in the DSN wins)\n"
     "  -q, --quiet         up, baseline: print errors only\n"
     "  -v, --verbose       also print the server's notices and warnings on stderr, one\n"
     "                      line each (without it they are not shown)\n"
@@ -116,6 +118,7 @@ typedef struct cli {
     const char *command;
     const char *dsn;
     int to_version;
+    unsigned int connect_timeout_s; /* --connect-timeout; 0: the environment's or 10 s */
     int json;
     int quiet;
     int verbose;
@@ -161,6 +164,8 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 'j':
         c->json = 1;
         return 0;
+    case 'c':
+        return cli_connect_timeout_option(&c->connect_timeout_s, "idem-migrate", arg);
     case 'T':
         if (c->ntables == sizeof(c->tables) / sizeof(c->tables[0]))
             return usage_error("--table: at most %zu tables", c->ntables);
@@ -183,17 +188,12 @@ static int parse_option(cli *c, int opt, const char *arg)
 static int parse_args(cli *c, int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"dsn", required_argument, NULL, 'd'},
-        {"dir", required_argument, NULL, 'D'},
-        {"to", required_argument, NULL, 't'},
-        {"lock-timeout", required_argument, NULL, 'l'},
-        {"json", no_argument, NULL, 'j'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {"table", required_argument, NULL, 'T'},
-        {NULL, 0, NULL, 0},
+        {"dsn", required_argument, NULL, 'd'},   {"dir", required_argument, NULL, 'D'},
+        {"to", required_argument, NULL, 't'},    {"lock-timeout", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},        {"connect-timeout", required_argument, NULL, 'c'},
+        {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, 'V'},
+        {"table", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
     };
     int opt, rc;
 
@@ -253,7 +253,7 @@ static PGconn *connect_db(cli *c)
 {
     int transient;
 
-    return cli_connect("idem-migrate", c->dsn, on_notice, c, &transient);
+    return cli_connect("idem-migrate", c->dsn, c->connect_timeout_s, on_notice, c, &transient);
 }
 
 static int exit_for(int rc, const idem_error *err, int migration_failed)
@@ -398,6 +398,35 @@ static int verify_no_ledger(cli *c, PGconn *conn, const idem_migrate_list *list)
     return code != 0 ? code : EXIT_LEDGER;
 }
 
+/* verify --json: {"verified", "applied", "drifted": [...], "unknown": [...]}, the same
+ * findings as the text; the exit status is the same too. */
+static int print_verify_json(const idem_migrate_list *list, const counts *n)
+{
+    json_t *drifted = json_array(), *unknown = json_array();
+
+    for (size_t i = 0; drifted != NULL && unknown != NULL && i < idem_migrate_list_count(list);
+         i++) {
+        const idem_migration *m = idem_migrate_list_at(list, i);
+
+        if (m->state == IDEM_MIGRATION_DRIFTED)
+            json_array_append_new(drifted, json_pack("{s:i, s:s, s:s, s:s, s:s}", "version",
+                                                     m->version, "name", m->name, "applied_name",
+                                                     m->applied_name, "applied_checksum",
+                                                     m->applied_checksum, "checksum", m->checksum));
+        else if (m->state == IDEM_MIGRATION_UNKNOWN)
+            json_array_append_new(unknown,
+                                  json_pack("{s:i, s:s}", "version", m->version, "name", m->name));
+    }
+    if (drifted == NULL || unknown == NULL ||
+        cli_print_json(json_pack("{s:b, s:I, s:o, s:o}", "verified", n->drifted == 0, "applied",
+                                 (json_int_t)n->applied, "drifted", drifted, "unknown", unknown)) !=
+            0) {
+        say("out of memory");
+        return EXIT_INTERNAL;
+    }
+    return n->drifted > 0 ? EXIT_DRIFT : EXIT_OK;
+}
+
 static int cmd_verify(cli *c, PGconn *conn)
 {
     idem_error err = IDEM_ERROR_INIT;
@@ -410,6 +439,11 @@ static int cmd_verify(cli *c, PGconn *conn)
     n = mr_count_states(list);
     if (!idem_migrate_list_ledger_exists(list) || n.unrecorded > 0)
         code = verify_no_ledger(c, conn, list);
+    if (code == EXIT_OK && c->json) {
+        code = print_verify_json(list, &n);
+        idem_migrate_list_free(list);
+        return code;
+    }
     for (size_t i = 0; code == EXIT_OK && i < idem_migrate_list_count(list); i++)
         print_verify_item(idem_migrate_list_at(list, i));
     idem_migrate_list_free(list);
@@ -586,6 +620,8 @@ int main(int argc, char **argv)
     if (command == NULL)
         return usage_error("unknown command '%s' (status, plan, up, verify, baseline, distribute)",
                            c.command);
+    if (c.json && command != cmd_status && command != cmd_verify)
+        return usage_error("--json is for status and verify");
     if (command == cmd_baseline && c.to_version == 0)
         return usage_error("baseline needs --to N: the last version that is really applied");
     conn = connect_db(&c);

@@ -199,11 +199,7 @@ static int parse_option(cli *c, int opt, const char *arg)
         c->receipt = arg;
         return 0;
     case 'c':
-        if (idem__parse_whole(&n, arg, 1, 3600) != 0)
-            return usage_error("--connect-timeout: '%s' is not a number of seconds (1 to 3600)",
-                               arg);
-        c->connect_timeout_s = (unsigned int)n;
-        return 0;
+        return cli_connect_timeout_option(&c->connect_timeout_s, "idem-reconcile", arg);
     default:
         return usage_error("unknown option");
     }
@@ -289,13 +285,7 @@ static int parse_args(cli *c, int argc, char **argv)
  * default); a connect_timeout in the DSN wins over both. */
 static PGconn *connect_db(const cli *c, int *transient)
 {
-    char timeout[16];
-
-    if (c->connect_timeout_s > 0) {
-        snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
-        setenv("PGCONNECT_TIMEOUT", timeout, 1);
-    }
-    return cli_connect("idem-reconcile", c->dsn, NULL, NULL, transient);
+    return cli_connect("idem-reconcile", c->dsn, c->connect_timeout_s, NULL, NULL, transient);
 }
 
 static int fail(const char *what, int rc, const idem_error *err)

@@ -122,7 +122,7 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 'l':
         return parse_uint(&c->opts.lock_timeout_ms, "--lock-timeout", arg, 1, 3600, 1000);
     case 'c':
-        return parse_uint(&c->connect_timeout_s, "--connect-timeout", arg, 1, 3600, 1);
+        return cli_connect_timeout_option(&c->connect_timeout_s, "idem-sweep", arg);
     case 'D':
         c->opts.dry_run = 1;
         return 0;
@@ -187,13 +187,7 @@ static int parse_args(cli *c, int argc, char **argv)
  * default); a connect_timeout in the DSN wins over both. */
 static PGconn *connect_db(const cli *c, int *transient)
 {
-    char timeout[16];
-
-    if (c->connect_timeout_s > 0) {
-        snprintf(timeout, sizeof(timeout), "%u", c->connect_timeout_s);
-        setenv("PGCONNECT_TIMEOUT", timeout, 1);
-    }
-    return cli_connect("idem-sweep", c->dsn, NULL, NULL, transient);
+    return cli_connect("idem-sweep", c->dsn, c->connect_timeout_s, NULL, NULL, transient);
 }
 
 /* Refuse a connection through a pooler: the sweep lock is session-level, held across the

@@ -197,6 +197,20 @@ static int ledger_gap_error(const idem_migrate_list *list, idem_error *err)
                            m->name, list->evidence[index], to);
 }
 
+int idem__migrate_to_beyond(int to_version, const idem__migration_set *set, idem_error *err)
+{
+    const idem__migration_file *newest = set->count > 0 ? &set->files[set->count - 1] : NULL;
+
+    if (to_version <= 0 || (newest != NULL && to_version <= newest->version))
+        return 0;
+    if (newest == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "to_version", "%d: there are no migrations",
+                                 to_version);
+    return idem__error_field(err, IDEM_EINVAL, "to_version",
+                             "%d is beyond the newest migration, %s (version %d)", to_version,
+                             newest->name, newest->version);
+}
+
 /* Keep only what up would apply, in order; refuse (ESCHEMA) what up must not do. */
 static int plan_filter(idem_migrate_list *list, int to_version, idem_error *err)
 {
@@ -204,6 +218,8 @@ static int plan_filter(idem_migrate_list *list, int to_version, idem_error *err)
     int newest_version = 0;
     size_t n = 0;
 
+    if (idem__migrate_to_beyond(to_version, &list->set, err) != 0)
+        return IDEM_EINVAL;
     if (idem_migrate_list_ledger_incomplete(list))
         return ledger_gap_error(list, err);
     for (size_t i = 0; i < list->count; i++) {
@@ -326,6 +342,8 @@ int idem_migrate_up(PGconn *conn, int to_version, const idem_migrate_options *op
     if (rc == 0)
         rc = idem__migrate_list_new(&list, o.dir,
                                     err); /* a bad file fails before any lock is taken */
+    if (rc == 0)
+        rc = idem__migrate_to_beyond(to_version, &list->set, err); /* before the ledger */
     if (rc == 0)
         rc = idem__migrate_lock(conn, &o, err);
     if (rc != 0)

@@ -168,6 +168,8 @@ int idem_migrate_baseline(PGconn *conn, int to_version, const idem_migrate_optio
     if (rc == 0)
         rc = idem__migration_set_load(&set, o.dir, err);
     if (rc == 0)
+        rc = idem__migrate_to_beyond(to_version, &set, err);
+    if (rc == 0)
         rc = idem__migrate_lock(conn, &o, err);
     if (rc == 0) {
         rc = baseline_locked(conn, &set, to_version, &o, err);

@@ -186,4 +186,9 @@ int idem__migrate_list_merge(idem_migrate_list *list, idem_error *err);
 const idem_migration *idem__migrate_newest_unrecorded(const idem_migrate_list *list, size_t *count,
                                                       size_t *index);
 
+/* A --to (@to_version > 0) beyond the newest migration of @set would apply or record
+ * everything and say nothing of the version asked for: IDEM_EINVAL, field to_version,
+ * naming the newest. 0 otherwise. */
+int idem__migrate_to_beyond(int to_version, const idem__migration_set *set, idem_error *err);
+
 #endif

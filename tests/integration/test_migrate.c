@@ -119,6 +119,25 @@ Test(migrate, fresh_database_up_then_status_is_clean, .init = database_init)
     idem_migrate_list_free(list);
 }
 
+/* A version beyond the newest migration is refused, naming the newest, by up, plan and
+ * baseline alike; nothing is applied or recorded. */
+Test(migrate, to_version_beyond_the_newest_is_refused_and_changes_nothing, .init = database_init)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_migrate_list *list = NULL;
+    int beyond = idem_migrate_latest_version() + 1;
+
+    cr_assert_eq(idem_migrate_up(fx.conn, beyond, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "to_version");
+    cr_assert(strstr(err.message, "beyond the newest migration") != NULL, "%s", err.message);
+    cr_assert_eq(idem_migrate_plan(&list, fx.conn, beyond, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "to_version");
+    cr_assert_eq(idem_migrate_baseline(fx.conn, beyond, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "to_version");
+    cr_assert_not(migratetest_relation_exists(fx.conn, "idem.schema_migrations"));
+    cr_assert_eq(idem_migrate_up(fx.conn, beyond - 1, NULL, &err), 0, "%s", err.message);
+}
+
 Test(migrate, ledger_records_name_checksum_duration_and_role, .init = migrated_init)
 {
     idem_migrate_list *list = NULL;

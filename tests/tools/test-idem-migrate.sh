@@ -34,6 +34,11 @@ expect timeout_garbage_says_so err_contains 'invalid integer value "abc" for con
 check timeout_garbage_env 2 env PGCONNECT_TIMEOUT=abc timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port"
 check timeout_expires 2 timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port connect_timeout=1"
 expect timeout_expires_says_so err_contains "timeout expired"
+# --connect-timeout, as the other tools take it.
+check timeout_option 2 timeout 30 "$tool" status --dsn "host=127.0.0.1 port=$silent_port" --connect-timeout 1
+expect timeout_option_says_so err_contains "timeout expired"
+check usage_timeout_option 64 "$tool" status --connect-timeout 0
+expect usage_timeout_option_says_so err_contains "--connect-timeout: '0' is not a number of seconds"
 silent_stop
 db=$(emptydb timeout)
 check timeout_negative_waits 3 env PGCONNECT_TIMEOUT=-5 "$tool" --dsn "dbname=$db" status
@@ -70,6 +75,18 @@ expect status_json_parses python3 -c 'import json,sys; d=json.loads(sys.argv[1])
 check up_again 0 "$tool" --dsn "postgresql:///$db" up
 expect up_again_is_noop contains "nothing to apply"
 check verify_clean 0 "$tool" --dsn "dbname=$db" verify
+check verify_clean_json 0 "$tool" --dsn "dbname=$db" verify --json
+expect verify_clean_json_parses json_ok 'd["verified"] and d["applied"] >= 9 and d["drifted"] == [] and d["unknown"] == []'
+# --json is for the commands that print JSON: refused, not ignored, elsewhere.
+check up_json_refused 64 "$tool" --dsn "dbname=$db" up --json
+expect up_json_refused_says_so err_contains "--json is for status and verify"
+check plan_json_refused 64 "$tool" --dsn "dbname=$db" plan --json
+# --to beyond the newest migration applies nothing and names the newest.
+newest=$("$tool" --dsn "dbname=$db" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["migrations"][-1]["name"])')
+for cmd in up plan baseline; do
+    check "${cmd}_to_beyond" 64 "$tool" --dsn "dbname=$db" $cmd --to 9999
+    expect "${cmd}_to_beyond_names_newest" err_contains "to_version: 9999 is beyond the newest migration, $newest"
+done
 check plan_up_to_date 0 "$tool" --dsn "dbname=$db" plan
 expect plan_up_to_date_empty contains "0 migrations to apply"
 
@@ -139,6 +156,8 @@ check drift_up 0 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" up --to 2
 echo "-- an edit" >>"$scratch/drift/0002_two.sql"
 check drift_verify 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" verify
 expect drift_verify_names_file err_contains "0002_two.sql"
+check drift_verify_json 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" verify --json
+expect drift_verify_json_names_it json_ok 'not d["verified"] and len(d["drifted"]) == 1 and d["drifted"][0]["applied_checksum"] != d["drifted"][0]["checksum"]'
 check drift_status 4 "$tool" --dsn "dbname=$db" --dir "$scratch/drift" status
 expect drift_status_says_up_refuses contains "up would refuse: 0002_two.sql: changed since it was applied"
 expect drift_status_does_not_say_run_up lacks "run idem-migrate up"
