@@ -337,6 +337,15 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
         *out_rc = IDEM_EUNAVAIL;
         return STEP_DONE;
     }
+    /* As in the callback path: a privilege the role lacks on the application's own objects
+     * is the deployment's fault, not the effect's (row-level security's refusal stays). */
+    if (strcmp(c->err->sqlstate, "42501") == 0 &&
+        idem__error_privilege(c->err, PQuser(idem_conn_pg(conn))) == IDEM_EPERM) {
+        COUNT(c->store, misconfigured);
+        c->out->status = IDEM_STATUS_MISCONFIGURED;
+        *out_rc = IDEM_EPERM;
+        return STEP_DONE;
+    }
     COUNT(c->store, effect_failures);
     refused_receipt(c);
     record_refused(c);
