@@ -186,6 +186,16 @@ static int read_params(cfg_reader *r, gw_tool *t, const json_t *params)
     return 0;
 }
 
+/* The library's message without the field's name in front, which the pointer names. */
+static const char *without_field(const idem_error *err)
+{
+    size_t n = strlen(err->field);
+
+    if (n > 0 && strncmp(err->message, err->field, n) == 0 && strncmp(err->message + n, ": ", 2) == 0)
+        return err->message + n + 2;
+    return err->message;
+}
+
 /* The SQL declaration, checked by the library as it will run it. */
 static int read_sql(cfg_reader *r, gw_tool *t, const json_t *sql)
 {
@@ -202,7 +212,7 @@ static int read_sql(cfg_reader *r, gw_tool *t, const json_t *sql)
         return rc;
     if (idem_declared_new(&t->effect, t->sql, t->params, t->nparams, &err) != 0)
         return cfg_refuse(r, strcmp(err.field, "params") == 0 ? "params" : "statement", "%s",
-                          err.message);
+                          without_field(&err));
     gw_pointer_pop(&r->at, mark);
     return 0;
 }
