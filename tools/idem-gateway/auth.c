@@ -6,13 +6,17 @@
 
 #include "auth.h"
 
+static int is_b64token_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("-._~+/", c) != NULL);
+}
+
 int gw_token_wellformed(const char *token, size_t len)
 {
     size_t i = 0;
 
-    while (i < len && (strchr("-._~+/", token[i]) != NULL || (token[i] >= 'A' && token[i] <= 'Z') ||
-                       (token[i] >= 'a' && token[i] <= 'z') || (token[i] >= '0' && token[i] <= '9')) &&
-           token[i] != '\0')
+    while (i < len && is_b64token_char(token[i]))
         i++;
     if (i == 0)
         return 0;

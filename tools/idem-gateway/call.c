@@ -25,8 +25,8 @@ static void problem(gw_reply *r, unsigned int status, const char *type, const ch
 }
 
 /* The arguments: JSON text, then the schema. 0, or -1 with @r filled (400). */
-static int check_arguments(gw_reply *r, const gw_config *cfg, const gw_tool *tool,
-                           const char *body, size_t len)
+static int check_arguments(gw_reply *r, const gw_config *cfg, const gw_tool *tool, const char *body,
+                           size_t len)
 {
     idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
@@ -82,8 +82,9 @@ static void failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, 
                 json_pack("{s:s}", "changed", err->field));
         return;
     case IDEM_STATUS_INVALID:
-        problem(r, 400, strcmp(err->field, "operation_id") == 0 ? "invalid-idempotency-key"
-                                                                : "invalid-arguments",
+        problem(r, 400,
+                strcmp(err->field, "operation_id") == 0 ? "invalid-idempotency-key"
+                                                        : "invalid-arguments",
                 "Invalid request", err->message, json_pack("{s:s}", "field", err->field));
         return;
     case IDEM_STATUS_IN_PROGRESS:

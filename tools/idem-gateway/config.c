@@ -11,11 +11,17 @@
 
 static const char *const top_members[] = {"http", "database", "tenants", "tools", NULL};
 static const char *const http_members[] = {
-    "address",        "port",          "max_body_bytes", "max_connections",
-    "idle_timeout_s", "retry_after_s", NULL};
-static const char *const db_members[] = {
-    "dsn",         "pooler",       "pool_size",  "acquire_timeout_ms", "connect_timeout_ms",
-    "statement_timeout_ms", "deadline_ms", "clock_skew_s", NULL};
+    "address",       "port", "max_body_bytes", "max_connections", "idle_timeout_s",
+    "retry_after_s", NULL};
+static const char *const db_members[] = {"dsn",
+                                         "pooler",
+                                         "pool_size",
+                                         "acquire_timeout_ms",
+                                         "connect_timeout_ms",
+                                         "statement_timeout_ms",
+                                         "deadline_ms",
+                                         "clock_skew_s",
+                                         NULL};
 
 static int read_http(cfg_reader *r, gw_config *cfg, const json_t *http)
 {
@@ -69,8 +75,7 @@ static int read_database(cfg_reader *r, gw_config *cfg, const json_t *db)
     int rc;
 
     if ((rc = cfg_object(r, db, db_members)) != 0 ||
-        (rc = cfg_string(r, db, "dsn", 1, &cfg->dsn)) != 0 ||
-        (rc = read_pooler(r, cfg, db)) != 0 ||
+        (rc = cfg_string(r, db, "dsn", 1, &cfg->dsn)) != 0 || (rc = read_pooler(r, cfg, db)) != 0 ||
         (rc = cfg_uint(r, db, "pool_size", 1, 1000, &size)) != 0 ||
         (rc = cfg_uint(r, db, "acquire_timeout_ms", 1, 3600000, &acquire)) != 0 ||
         (rc = cfg_uint(r, db, "connect_timeout_ms", 0, 3600000, &connect)) != 0 ||

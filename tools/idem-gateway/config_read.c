@@ -39,7 +39,8 @@ int cfg_object(cfg_reader *r, const json_t *obj, const char *const *known)
 
     if (!json_is_object(obj))
         return cfg_refuse(r, NULL, "must be an object");
-    json_object_foreach((json_t *)obj, key, v) {
+    json_object_foreach((json_t *)obj, key, v)
+    {
         if (!known_member(key, known))
             return cfg_refuse(r, key, "unknown member");
     }

@@ -65,14 +65,17 @@ static int read_tokens(cfg_reader *r, gw_config *cfg, gw_tenant *t, const json_t
     if (t->digests == NULL)
         return cfg_refuse(r, "tokens", "out of memory");
     mark = gw_pointer_push(&r->at, "tokens");
-    json_array_foreach(tokens, j, v) {
+    json_array_foreach(tokens, j, v)
+    {
         gw_pointer_push_index(&r->at, j);
         if (parse_digest(t->digests[j], v) != 0)
-            return cfg_refuse(r, NULL, "must be a token's SHA-256 digest, 64 lower-case hex "
-                                       "digits (idem-gateway hash-token prints one)");
+            return cfg_refuse(r, NULL,
+                              "must be a token's SHA-256 digest, 64 lower-case hex "
+                              "digits (idem-gateway hash-token prints one)");
         if (digest_taken(cfg, t->digests[j], cfg->ntenants - 1, t, j))
-            return cfg_refuse(r, NULL, "the same token digest is listed twice: a token belongs "
-                                       "to one tenant, once");
+            return cfg_refuse(r, NULL,
+                              "the same token digest is listed twice: a token belongs "
+                              "to one tenant, once");
         t->ndigests++;
         gw_pointer_pop(&r->at, mark);
         gw_pointer_push(&r->at, "tokens");
@@ -109,7 +112,8 @@ int cfg_tenants(cfg_reader *r, gw_config *cfg, const json_t *tenants)
     if (cfg->tenants == NULL)
         return cfg_refuse(r, "tenants", "out of memory");
     mark = gw_pointer_push(&r->at, "tenants");
-    json_object_foreach((json_t *)tenants, name, tenant) {
+    json_object_foreach((json_t *)tenants, name, tenant)
+    {
         size_t at = gw_pointer_push(&r->at, name);
 
         if ((rc = read_tenant(r, cfg, name, tenant)) != 0)
@@ -125,8 +129,8 @@ static int read_windows(cfg_reader *r, gw_tool *t, const json_t *tool)
     unsigned long long retention = 604800, key_memory = 0;
     int rc;
 
-    if ((rc = cfg_uint(r, tool, "retention_s", IDEM_WINDOW_MIN_S, IDEM_WINDOW_MAX_S,
-                       &retention)) != 0 ||
+    if ((rc = cfg_uint(r, tool, "retention_s", IDEM_WINDOW_MIN_S, IDEM_WINDOW_MAX_S, &retention)) !=
+            0 ||
         (rc = cfg_uint(r, tool, "key_memory_s", IDEM_WINDOW_MIN_S, IDEM_WINDOW_MAX_S,
                        &key_memory)) != 0)
         return rc;
@@ -173,11 +177,13 @@ static int read_params(cfg_reader *r, gw_tool *t, const json_t *params)
     t->params = calloc(json_array_size(params) + 1, sizeof(char *));
     if (t->params == NULL)
         return cfg_refuse(r, "params", "out of memory");
-    json_array_foreach(params, i, p) {
+    json_array_foreach(params, i, p)
+    {
         if (!json_is_string(p) || strlen(json_string_value(p)) != json_string_length(p)) {
             gw_pointer_push(&r->at, "params");
-            return cfg_refuse(r, NULL, "$%zu must be a string: a JSON Pointer into the "
-                                       "arguments, a member's name, $tenant or $operation_id",
+            return cfg_refuse(r, NULL,
+                              "$%zu must be a string: a JSON Pointer into the "
+                              "arguments, a member's name, $tenant or $operation_id",
                               i + 1);
         }
         t->params[i] = json_string_value(p);
@@ -191,7 +197,8 @@ static const char *without_field(const idem_error *err)
 {
     size_t n = strlen(err->field);
 
-    if (n > 0 && strncmp(err->message, err->field, n) == 0 && strncmp(err->message + n, ": ", 2) == 0)
+    if (n > 0 && strncmp(err->message, err->field, n) == 0 &&
+        strncmp(err->message + n, ": ", 2) == 0)
         return err->message + n + 2;
     return err->message;
 }
@@ -250,13 +257,15 @@ int cfg_tools(cfg_reader *r, gw_config *cfg, const json_t *tools)
     if (cfg->tools == NULL || cfg->windows == NULL)
         return cfg_refuse(r, "tools", "out of memory");
     mark = gw_pointer_push(&r->at, "tools");
-    json_object_foreach((json_t *)tools, name, tool) {
+    json_object_foreach((json_t *)tools, name, tool)
+    {
         size_t at = gw_pointer_push(&r->at, name);
 
         if ((rc = read_tool(r, cfg, name, tool)) != 0)
             return rc;
-        cfg->windows[cfg->ntools - 1] = (idem_tool_retention){
-            name, cfg->tools[cfg->ntools - 1].retention_s, cfg->tools[cfg->ntools - 1].key_memory_s};
+        cfg->windows[cfg->ntools - 1] =
+            (idem_tool_retention){name, cfg->tools[cfg->ntools - 1].retention_s,
+                                  cfg->tools[cfg->ntools - 1].key_memory_s};
         gw_pointer_pop(&r->at, at);
     }
     gw_pointer_pop(&r->at, mark);

@@ -22,7 +22,7 @@ enum exit_code {
     EXIT_NOINPUT = GW_EXIT_NOINPUT,
 };
 
-#define PROG "idem-gateway"
+#define PROG      "idem-gateway"
 #define TOKEN_MAX 4096
 
 static const char usage_text[] =
@@ -75,8 +75,8 @@ static int check_config(const char *path)
         cli_say(PROG, "%s", why);
         return rc;
     }
-    printf("%s: ok: %zu tenant%s, %zu tool%s\n", path, cfg->ntenants,
-           cfg->ntenants == 1 ? "" : "s", cfg->ntools, cfg->ntools == 1 ? "" : "s");
+    printf("%s: ok: %zu tenant%s, %zu tool%s\n", path, cfg->ntenants, cfg->ntenants == 1 ? "" : "s",
+           cfg->ntools, cfg->ntools == 1 ? "" : "s");
     gw_config_free(cfg);
     return EXIT_OK;
 }
@@ -96,8 +96,9 @@ static int hash_token(void)
     if (len > 0 && token[len - 1] == '\r')
         len--;
     if (len > TOKEN_MAX || !gw_token_wellformed(token, len)) {
-        cli_say(PROG, "hash-token: not a bearer token: 1 to %d characters of A-Z a-z 0-9 - . _ "
-                      "~ + /, then '=' padding, on one line",
+        cli_say(PROG,
+                "hash-token: not a bearer token: 1 to %d characters of A-Z a-z 0-9 - . _ "
+                "~ + /, then '=' padding, on one line",
                 TOKEN_MAX);
         return EXIT_DATAERR;
     }
@@ -201,8 +202,7 @@ int main(int argc, char **argv)
         else
             return usage_error("unknown option or missing argument: %s", argv[optind - 1]);
     }
-    if (optind < argc && strcmp(argv[optind], "hash-token") == 0 && config == NULL &&
-        check == NULL)
+    if (optind < argc && strcmp(argv[optind], "hash-token") == 0 && config == NULL && check == NULL)
         return optind + 1 == argc ? hash_token()
                                   : usage_error("hash-token takes no argument: it reads stdin");
     if (optind < argc)

@@ -26,9 +26,10 @@ static int unquote(char *out, size_t cap, const char *s, size_t len, char *why, 
         if (c == '\\')
             c = s[++i];
         else if (c == '"' || c < 0x20 || c > 0x7e) {
-            snprintf(why, size, "the quoted key holds %s", c == '"' ? "an unescaped '\"'"
-                                                                     : "a character outside "
-                                                                       "printable ASCII");
+            snprintf(why, size, "the quoted key holds %s",
+                     c == '"' ? "an unescaped '\"'"
+                              : "a character outside "
+                                "printable ASCII");
             return -1;
         }
         if (n + 1 >= cap) {
@@ -45,8 +46,9 @@ static int bare(char *out, size_t cap, const char *s, size_t len, char *why, siz
 {
     for (size_t i = 0; i < len; i++) {
         if (!is_tchar(s[i])) {
-            snprintf(why, size, "a bare key is token characters only; quote it (\"...\") to "
-                                "send others");
+            snprintf(why, size,
+                     "a bare key is token characters only; quote it (\"...\") to "
+                     "send others");
             return -1;
         }
     }

@@ -7,10 +7,11 @@
 
 #include "schema.h"
 
-static const char *const type_names[] = {"object",  "array",   "string", "integer",
-                                         "number",  "boolean", "null"};
+static const char *const type_names[] = {"object", "array",   "string", "integer",
+                                         "number", "boolean", "null"};
 
-static int refuse(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int refuse(char *why, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int refuse(char *why, size_t size, const char *fmt, ...)
 {
@@ -40,7 +41,8 @@ static int string_set(const json_t *v, int (*ok)(const char *), char *why, size_
 
     if (!json_is_array(v) || (ok != NULL && json_array_size(v) == 0))
         return refuse(why, size, "must be %s", what);
-    json_array_foreach(v, i, s) {
+    json_array_foreach(v, i, s)
+    {
         if (!json_is_string(s) || (ok != NULL && !ok(json_string_value(s))))
             return refuse(why, size, "must be %s", what);
         for (j = 0; j < i; j++) {
@@ -77,7 +79,8 @@ static int check_properties(const json_t *v, gw_pointer *at, char *why, size_t s
 
     if (!json_is_object(v))
         return refuse(why, size, "must be an object of schemas");
-    json_object_foreach((json_t *)v, name, sub) {
+    json_object_foreach((json_t *)v, name, sub)
+    {
         size_t mark = gw_pointer_push(at, name);
 
         if (gw_schema_check(sub, at, why, size) != 0)
@@ -126,7 +129,8 @@ int gw_schema_check(const json_t *schema, gw_pointer *at, char *why, size_t size
         return 0;
     if (!json_is_object(schema))
         return refuse(why, size, "a schema must be an object or a boolean");
-    json_object_foreach((json_t *)schema, k, v) {
+    json_object_foreach((json_t *)schema, k, v)
+    {
         size_t mark = gw_pointer_push(at, k);
 
         if (check_keyword(k, v, at, why, size) != 0)

@@ -63,7 +63,8 @@ static int check_type(const json_t *type, const json_t *x, vctx *v)
         return has_type(x, json_string_value(type))
                    ? 0
                    : fail(v, "must be of type %s, not %s", json_string_value(type), type_of(x));
-    json_array_foreach(type, i, t) {
+    json_array_foreach(type, i, t)
+    {
         if (has_type(x, json_string_value(t)))
             return 0;
     }
@@ -75,7 +76,8 @@ static int check_enum(const json_t *values, const json_t *x, vctx *v)
     size_t i;
     const json_t *e;
 
-    json_array_foreach(values, i, e) {
+    json_array_foreach(values, i, e)
+    {
         if (gw_json_equal(e, x))
             return 0;
     }
@@ -95,7 +97,8 @@ static size_t code_points(const json_t *s)
 
 static int check_bounds(const json_t *schema, const json_t *x, vctx *v)
 {
-    const json_t *min = json_object_get(schema, "minimum"), *max = json_object_get(schema, "maximum");
+    const json_t *min = json_object_get(schema, "minimum"),
+                 *max = json_object_get(schema, "maximum");
     const json_t *minl = json_object_get(schema, "minLength");
     const json_t *maxl = json_object_get(schema, "maxLength");
     const json_t *maxi = json_object_get(schema, "maxItems");
@@ -119,7 +122,8 @@ static int check_items(const json_t *items, const json_t *x, vctx *v)
     size_t i;
     const json_t *e;
 
-    json_array_foreach(x, i, e) {
+    json_array_foreach(x, i, e)
+    {
         size_t mark = gw_pointer_push_index(v->at, i);
 
         if (validate(items, e, v) != 0)
@@ -134,7 +138,8 @@ static int check_required(const json_t *required, const json_t *x, vctx *v)
     size_t i;
     const json_t *name;
 
-    json_array_foreach(required, i, name) {
+    json_array_foreach(required, i, name)
+    {
         if (json_object_get(x, json_string_value(name)) == NULL) {
             gw_pointer_push(v->at, json_string_value(name));
             return fail(v, "is required");
@@ -150,7 +155,8 @@ static int check_members(const json_t *schema, const json_t *x, vctx *v)
     const char *name;
     const json_t *member;
 
-    json_object_foreach((json_t *)x, name, member) {
+    json_object_foreach((json_t *)x, name, member)
+    {
         const json_t *sub = props != NULL ? json_object_get(props, name) : NULL;
         size_t mark = gw_pointer_push(v->at, name);
 
@@ -205,7 +211,8 @@ static int objects_equal(const json_t *a, const json_t *b)
 
     if (json_object_size(a) != json_object_size(b))
         return 0;
-    json_object_foreach((json_t *)a, k, va) {
+    json_object_foreach((json_t *)a, k, va)
+    {
         const json_t *vb = json_object_get(b, k);
 
         if (vb == NULL || !gw_json_equal(va, vb))
@@ -221,7 +228,8 @@ static int arrays_equal(const json_t *a, const json_t *b)
 
     if (json_array_size(a) != json_array_size(b))
         return 0;
-    json_array_foreach(a, i, va) {
+    json_array_foreach(a, i, va)
+    {
         if (!gw_json_equal(va, json_array_get(b, i)))
             return 0;
     }
