@@ -456,6 +456,7 @@ expect lost_reply_effect_once test "$(q "$db" "SELECT n FROM app.counters")" = 3
 short="$scratch/short.json"
 config "$short" "dbname=$db user=idem_test_gateway" 1500
 start short "$short"
+short_pid=$gw_pid
 hold "$db" "BEGIN; SELECT * FROM app.counters WHERE id = 1 FOR UPDATE;" \
     "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'counters' AND l.mode = 'RowShareLock' AND l.granted"
 call bump $tok_acme slow-1 '{"by": 1}'
@@ -465,9 +466,44 @@ answer unavailable 503 unavailable
 expect unavailable_retry_after test "$(hdr Retry-After)" = 2
 expect unavailable_stored_nothing test "$(q "$db" "SELECT count(*) FROM idem.operations WHERE operation_id = 'slow-1'")" = 0
 
-# SIGTERM and SIGINT stop a gateway cleanly: exit 0, said in its log.
+# The manual's walk-through (tools/idem-gateway/README.md, "Try it"), as written there: its
+# table, its token's digest, its configuration (on a free port, this test's database), its
+# two curl commands.
+readme="$(dirname "$0")/../../tools/idem-gateway/README.md"
+python3 - "$readme" "$scratch" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+blocks = re.findall(r"```(\w*)\n(.*?)```", text, re.S)
+sh = [b for t, b in blocks if t == "sh"]
+cfg = json.loads([b for t, b in blocks if t == "json"][0])
+open(sys.argv[2] + "/readme-table.sql", "w").write(re.search(r'psql -c "(.*?)"', sh[0], re.S).group(1))
+open(sys.argv[2] + "/readme-token", "w").write(re.search(r"printf '([^']*)'", sh[0]).group(1))
+open(sys.argv[2] + "/readme-digest", "w").write(cfg["tenants"]["acme"]["tokens"][0])
+open(sys.argv[2] + "/readme-curl.sh", "w").write(sh[2])
+cfg["http"]["port"] = 0
+json.dump(cfg, open(sys.argv[2] + "/readme.json", "w"))
+PY
+readme_db=$(newdb readme)
+psql -Atq -d "$readme_db" -f "$scratch/readme-table.sql" >/dev/null
+expect readme_digest test "$(hash "$(cat "$scratch/readme-token")")" = "$(cat "$scratch/readme-digest")"
+python3 - "$scratch/readme.json" "dbname=$readme_db" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+cfg["database"]["dsn"] = sys.argv[2]
+json.dump(cfg, open(sys.argv[1], "w"))
+PY
+start readme "$scratch/readme.json"
+sed "s|127.0.0.1:8080|127.0.0.1:$port|; s|curl -i|curl -sS -i|" "$scratch/readme-curl.sh" >"$scratch/readme-run.sh"
+check readme_curl_twice 0 bash "$scratch/readme-run.sh"
+expect readme_first_created contains "Idem-Status: created"
+expect readme_then_replayed contains "Idempotent-Replayed: true"
+expect readme_one_note test "$(q "$readme_db" "SELECT count(*) FROM app.notes")" = 1
 kill -TERM "$gw_pid"
 wait "$gw_pid"
+
+# SIGTERM and SIGINT stop a gateway cleanly: exit 0, said in its log.
+kill -TERM "$short_pid"
+wait "$short_pid"
 rc=$?
 expect sigterm_exit_0 test "$rc" = 0
 expect sigterm_logged grep -q "stopped" "$scratch/short.log"

@@ -159,9 +159,10 @@ static int serve(const char *path)
         rc = EXIT_ERROR;
         goto done;
     }
-    cli_say(PROG, "listening on http://%s%s%s:%u/v1/tools (%zu tools, %zu tenants)",
+    cli_say(PROG, "listening on http://%s%s%s:%u/v1/tools (%zu tool%s, %zu tenant%s)",
             strchr(cfg->address, ':') ? "[" : "", cfg->address,
-            strchr(cfg->address, ':') ? "]" : "", server.port, cfg->ntools, cfg->ntenants);
+            strchr(cfg->address, ':') ? "]" : "", server.port, cfg->ntools,
+            cfg->ntools == 1 ? "" : "s", cfg->ntenants, cfg->ntenants == 1 ? "" : "s");
     sigwait(&stop, &sig);
     cli_say(PROG, "%s: stopping after the calls under way", sig == SIGINT ? "SIGINT" : "SIGTERM");
     gw_server_stop(&server);

@@ -283,12 +283,12 @@ int gw_server_start(gw_server *s, const gw_config *cfg, idem_store *store, char 
         snprintf(why, size, "http.address: \"%s\" is not an IPv4 or IPv6 address", cfg->address);
         return -1;
     }
-    s->daemon = MHD_start_daemon(flags | (v6 ? MHD_USE_IPv6 : 0), (uint16_t)cfg->port, NULL, NULL,
-                                 handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                                 MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s,
-                                 MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_END);
+    /* The logger first, so that every message of libmicrohttpd's goes through it. */
+    s->daemon = MHD_start_daemon(
+        flags | (v6 ? MHD_USE_IPv6 : 0), (uint16_t)cfg->port, NULL, NULL, handle, s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
     if (s->daemon == NULL) {
         snprintf(why, size, "cannot listen on %s port %u (see the line above)", cfg->address,
                  cfg->port);
