@@ -234,6 +234,8 @@ call create_note $tok_acme '"unterminated' '{"text": "x"}'
 answer key_unterminated 400 invalid-idempotency-key
 call create_note $tok_acme "$(printf 'k%.0s' $(seq 1 129))" '{"text": "x"}'
 answer key_too_long 400 invalid-idempotency-key
+call create_note $tok_acme twice-1 '{"text": "x"}' -H 'Idempotency-Key: twice-2'
+answer key_sent_twice 400 invalid-idempotency-key
 call create_note $tok_acme '"a\"b"' '{"text": "x"}'
 answer key_quoted_escape 201
 expect key_quoted_escape_unquoted test "$(hdr Idem-Operation-Id)" = 'a"b'

@@ -104,6 +104,29 @@ static void unknown_tool(gw_reply *r, const char *name)
     refuse(r, 404, "unknown-tool", "Unknown tool", detail);
 }
 
+static enum MHD_Result count_key(void *cls, enum MHD_ValueKind kind, const char *name,
+                                 const char *value)
+{
+    if (strcasecmp(name, "Idempotency-Key") == 0)
+        (*(unsigned int *)cls)++;
+    return MHD_YES;
+}
+
+/* The key's header, once: a second one would be joined to the first with a comma, which
+ * is no structured-field string (RFC 8941). */
+static int parse_key(char out[IDEM_OPERATION_ID_MAX + 1], struct MHD_Connection *c, const char *key,
+                     char *why, size_t size)
+{
+    unsigned int n = 0;
+
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_key, &n);
+    if (n > 1) {
+        snprintf(why, size, "the Idempotency-Key header is sent %u times; send it once", n);
+        return -1;
+    }
+    return gw_key_parse(out, key, why, size);
+}
+
 static void bad_key(gw_reply *r, const char *key, const char *why)
 {
     gw_reply_header(r, "Idem-Status", "invalid");
@@ -129,7 +152,7 @@ static void route_call(gw_server *s, struct MHD_Connection *c, request *q, const
                "the arguments are sent as Content-Type: application/json");
     else if (declared_too_large(c, s->cfg->max_body_bytes))
         too_large(&q->reply, s->cfg->max_body_bytes);
-    else if (gw_key_parse(q->key, key, why, sizeof(why)) != 0)
+    else if (parse_key(q->key, c, key, why, sizeof(why)) != 0)
         bad_key(&q->reply, key, why);
 }
 
