@@ -8,6 +8,16 @@
 #include "config_read.h"
 
 #define DEFAULT_PORT 8080
+#define PORT_MAX     65535
+/* The longest wait an option may set (a pool's, a call's deadline): one hour. */
+#define WAIT_MAX_MS 3600000
+/* The longest idle connection and Retry-After the gateway accepts: one hour. */
+#define HTTP_WAIT_MAX_S 3600
+/* The store's bound on clock_skew_s (store.h): one day. */
+#define CLOCK_SKEW_MAX_S 86400
+#define POOL_SIZE_MAX    1000
+#define BODY_MAX_BYTES   (64ULL << 20)
+#define CONNECTIONS_MAX  10000
 
 static const char *const top_members[] = {"http", "database", "tenants", "tools", NULL};
 static const char *const http_members[] = {
@@ -34,11 +44,11 @@ static int read_http(cfg_reader *r, gw_config *cfg, const json_t *http)
         return 0;
     if ((rc = cfg_object(r, http, http_members)) != 0 ||
         (rc = cfg_string(r, http, "address", 0, &cfg->address)) != 0 ||
-        (rc = cfg_uint(r, http, "port", 0, 65535, &port)) != 0 ||
-        (rc = cfg_uint(r, http, "max_body_bytes", 1, 64ULL << 20, &body)) != 0 ||
-        (rc = cfg_uint(r, http, "max_connections", 1, 10000, &conns)) != 0 ||
-        (rc = cfg_uint(r, http, "idle_timeout_s", 1, 3600, &idle)) != 0 ||
-        (rc = cfg_uint(r, http, "retry_after_s", 1, 3600, &retry)) != 0)
+        (rc = cfg_uint(r, http, "port", 0, PORT_MAX, &port)) != 0 ||
+        (rc = cfg_uint(r, http, "max_body_bytes", 1, BODY_MAX_BYTES, &body)) != 0 ||
+        (rc = cfg_uint(r, http, "max_connections", 1, CONNECTIONS_MAX, &conns)) != 0 ||
+        (rc = cfg_uint(r, http, "idle_timeout_s", 1, HTTP_WAIT_MAX_S, &idle)) != 0 ||
+        (rc = cfg_uint(r, http, "retry_after_s", 1, HTTP_WAIT_MAX_S, &retry)) != 0)
         return rc;
     cfg->port = (unsigned int)port;
     cfg->max_body_bytes = (size_t)body;
@@ -76,12 +86,12 @@ static int read_database(cfg_reader *r, gw_config *cfg, const json_t *db)
 
     if ((rc = cfg_object(r, db, db_members)) != 0 ||
         (rc = cfg_string(r, db, "dsn", 1, &cfg->dsn)) != 0 || (rc = read_pooler(r, cfg, db)) != 0 ||
-        (rc = cfg_uint(r, db, "pool_size", 1, 1000, &size)) != 0 ||
-        (rc = cfg_uint(r, db, "acquire_timeout_ms", 1, 3600000, &acquire)) != 0 ||
-        (rc = cfg_uint(r, db, "connect_timeout_ms", 0, 3600000, &connect)) != 0 ||
-        (rc = cfg_uint(r, db, "statement_timeout_ms", 0, 3600000, &statement)) != 0 ||
-        (rc = cfg_uint(r, db, "deadline_ms", 1, 3600000, &deadline)) != 0 ||
-        (rc = cfg_uint(r, db, "clock_skew_s", 0, 86400, &skew)) != 0)
+        (rc = cfg_uint(r, db, "pool_size", 1, POOL_SIZE_MAX, &size)) != 0 ||
+        (rc = cfg_uint(r, db, "acquire_timeout_ms", 1, WAIT_MAX_MS, &acquire)) != 0 ||
+        (rc = cfg_uint(r, db, "connect_timeout_ms", 0, WAIT_MAX_MS, &connect)) != 0 ||
+        (rc = cfg_uint(r, db, "statement_timeout_ms", 0, WAIT_MAX_MS, &statement)) != 0 ||
+        (rc = cfg_uint(r, db, "deadline_ms", 1, WAIT_MAX_MS, &deadline)) != 0 ||
+        (rc = cfg_uint(r, db, "clock_skew_s", 0, CLOCK_SKEW_MAX_S, &skew)) != 0)
         return rc;
     cfg->pool.max_size = (unsigned int)size;
     cfg->pool.acquire_timeout_ms = (unsigned int)acquire;

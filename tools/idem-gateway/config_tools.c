@@ -124,9 +124,11 @@ int cfg_tenants(cfg_reader *r, gw_config *cfg, const json_t *tenants)
     return 0;
 }
 
-static int read_windows(cfg_reader *r, gw_tool *t, const json_t *tool)
+/* A tool's windows; the store's defaults (store.h) for those it does not set, and a key
+ * memory at least its retention. */
+static int read_windows(cfg_reader *r, const gw_config *cfg, gw_tool *t, const json_t *tool)
 {
-    unsigned long long retention = 604800, key_memory = 0;
+    unsigned long long retention = cfg->store.retention_s, key_memory = 0;
     int rc;
 
     if ((rc = cfg_uint(r, tool, "retention_s", IDEM_WINDOW_MIN_S, IDEM_WINDOW_MAX_S, &retention)) !=
@@ -135,7 +137,7 @@ static int read_windows(cfg_reader *r, gw_tool *t, const json_t *tool)
                        &key_memory)) != 0)
         return rc;
     if (key_memory == 0)
-        key_memory = retention > 2592000 ? retention : 2592000;
+        key_memory = retention > cfg->store.key_memory_s ? retention : cfg->store.key_memory_s;
     if (key_memory < retention)
         return cfg_refuse(r, "key_memory_s",
                           "%llu is shorter than retention_s (%llu): a key is remembered at "
@@ -236,7 +238,7 @@ static int read_tool(cfg_reader *r, gw_config *cfg, const char *name, const json
         return cfg_refuse(r, NULL, "not a tool name: %s", err.message);
     if ((rc = cfg_object(r, tool, tool_members)) != 0 ||
         (rc = cfg_uint(r, tool, "payload_version", 1, 2147483647, &version)) != 0 ||
-        (rc = read_windows(r, t, tool)) != 0 ||
+        (rc = read_windows(r, cfg, t, tool)) != 0 ||
         (rc = read_schema(r, t, json_object_get(tool, "arguments"))) != 0)
         return rc;
     t->payload_version = (int)version;
