@@ -24,8 +24,8 @@ typedef struct gw_tenant {
 typedef struct gw_tool {
     const char *name; /* borrowed from the document, as every string here */
     int payload_version;
-    unsigned int retention_s;  /* 0: the store's default */
-    unsigned int key_memory_s; /* 0: the store's default */
+    unsigned int retention_s;  /* as configured, else the store's default */
+    unsigned int key_memory_s; /* as configured, else the store's default or the retention */
     const json_t *schema;      /* the argument schema */
     const char *sql;
     const char **params; /* owned array of borrowed strings */
@@ -43,8 +43,8 @@ typedef struct gw_config {
     unsigned int retry_after_s;
     const char *dsn;
     idem_pool_options pool;
-    idem_store_options store; /* its tool windows are set by gw_config_store_tools() */
-    idem_tool_retention *windows;
+    idem_store_options store;     /* its tools point at @windows */
+    idem_tool_retention *windows; /* one per tool; owned */
     gw_tenant *tenants;
     size_t ntenants;
     gw_tool *tools;
