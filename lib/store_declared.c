@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "error.h"
 #include "exec.h"
+#include "json_pointer.h"
 #include "store_internal.h"
 #include "tenant.h"
 
@@ -96,6 +97,8 @@ void idem_declared_free(idem_declared *d)
 static int check_declaration(const char *sql, const char *const *params, size_t nparams,
                              idem_error *err)
 {
+    const char *why = NULL;
+
     if (sql == NULL || sql[0] == '\0')
         return idem__error_field(err, IDEM_EINVAL, "sql", "must be one SQL statement");
     if (nparams > 0 && params == NULL)
@@ -107,6 +110,10 @@ static int check_declaration(const char *sql, const char *const *params, size_t 
         if (params[i] == NULL || params[i][0] == '\0')
             return idem__error_field(err, IDEM_EINVAL, "params", "parameter $%zu has no name",
                                      i + 1);
+        if (params[i][0] == '/' && idem__json_pointer_check(params[i], &why) != 0)
+            return idem__error_field(err, IDEM_EINVAL, "params",
+                                     "parameter $%zu is \"%s\", not a JSON Pointer: %s", i + 1,
+                                     params[i], why);
         /* Else taken for a member of the arguments, which a misspelling would bind NULL. */
         if (params[i][0] == '$' && strcmp(params[i], "$tenant") != 0 &&
             strcmp(params[i], "$operation_id") != 0)
@@ -168,19 +175,35 @@ nomem:
     return idem__error_set(err, IDEM_ENOMEM, "declared effect: out of memory");
 }
 
+/* *out = the value parameter @name takes from @args: the member of that name, or what a
+ * JSON Pointer names; NULL for none. */
+static int param_value(const json_t **out, const json_t *args, const char *name, idem_error *err)
+{
+    if (name[0] != '/') {
+        *out = json_object_get(args, name);
+        return 0;
+    }
+    if (idem__json_pointer_get(out, args, name) != 0)
+        return idem__error_set(err, IDEM_ENOMEM, "declared effect: out of memory");
+    return 0;
+}
+
 /* The statement's parameter values for this call; strings it made go to @owned. */
 static int bind_params(call *c, const char **values, char **owned, idem_error *err)
 {
     const idem_declared *d = c->declared;
+    int rc;
 
     if (!json_is_object(c->arguments))
         return idem__error_field(err, IDEM_EINVAL, "arguments",
                                  "a declared effect takes a JSON object");
     for (size_t i = 0; i < d->nparams; i++) {
-        const json_t *v = json_object_get(c->arguments, d->params[i]);
+        const json_t *v = NULL;
         size_t len;
 
         owned[i] = NULL;
+        if ((rc = param_value(&v, c->arguments, d->params[i], err)) != 0)
+            return rc;
         if (strcmp(d->params[i], "$tenant") == 0)
             values[i] = c->req->tenant;
         else if (strcmp(d->params[i], "$operation_id") == 0)
@@ -316,6 +339,15 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
         *out_rc = IDEM_EUNAVAIL;
         return STEP_DONE;
     }
+    /* As in the callback path: a privilege the role lacks on the application's own objects
+     * is the deployment's fault, not the effect's (row-level security's refusal stays). */
+    if (strcmp(c->err->sqlstate, "42501") == 0 &&
+        idem__error_privilege(c->err, PQuser(idem_conn_pg(conn))) == IDEM_EPERM) {
+        COUNT(c->store, misconfigured);
+        c->out->status = IDEM_STATUS_MISCONFIGURED;
+        *out_rc = IDEM_EPERM;
+        return STEP_DONE;
+    }
     COUNT(c->store, effect_failures);
     refused_receipt(c);
     record_refused(c);
@@ -362,7 +394,7 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
         goto done;
     }
     if ((rc = bind_params(c, values, owned, c->err)) != 0) {
-        c->out->status = IDEM_STATUS_INVALID;
+        c->out->status = idem_status_from_error(rc);
         *out_rc = rc;
         goto done;
     }

@@ -344,10 +344,15 @@ typedef struct idem_declared idem_declared;
  * @param params  what $1..$nparams are, in order: the name of a member of the arguments
  *                object (its value as text: a string's characters, a number's shortest
  *                form, true/false, an object or array as canonical JSON; a missing member
- *                or JSON null is SQL NULL), or "$tenant" / "$operation_id" for the key's
- *                parts (other names starting with '$' are refused). Copied. NULL when
- *                nparams is 0.
- * @return 0, IDEM_EINVAL (err->field: "sql", "params"), IDEM_ENOMEM. A statement that
+ *                or JSON null is SQL NULL); a JSON Pointer (RFC 6901), any parameter
+ *                starting with '/', to a value anywhere in the arguments ("/order/id",
+ *                "/items/0/sku"; "~1" stands for '/' and "~0" for '~' in a member's
+ *                name), bound the same way, SQL NULL when it names nothing (a missing
+ *                member, an index past the end or not an index, "-"); or "$tenant" /
+ *                "$operation_id" for the key's parts (other names starting with '$' are
+ *                refused). Copied. NULL when nparams is 0.
+ * @return 0, IDEM_EINVAL (err->field: "sql", "params": also a '~' in a pointer not
+ *         followed by '0' or '1'), IDEM_ENOMEM. A statement that
  *         could never run inside the store's (COMMIT, ROLLBACK, SET, VACUUM, CREATE ...:
  *         anything but SELECT, VALUES, TABLE, or INSERT, UPDATE, DELETE, MERGE with
  *         RETURNING, after WITH queries or not; an INSERT, UPDATE or DELETE without

@@ -495,3 +495,36 @@ Test(store_declared, a_statement_that_changes_the_tenant_stores_nothing)
                          " 'other', true)) AS s RETURNING '{\"id\" : 1}'",
                          "tenant changed", "changed idem.tenant");
 }
+
+/* A privilege the application's role lacks on its own table: misconfigured, as on the
+ * callback path, with the GRANT in the hint; nothing is stored. */
+Test(store_declared, a_missing_privilege_on_the_applications_table_is_misconfigured)
+{
+    static const char *const params[] = {"$tenant"};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+
+    if (pgtest_citus_workers() != NULL)
+        cr_skip_test("the application's local tables: plain PostgreSQL only");
+    PQclear(pgtest_exec(fx.check, "CREATE TABLE idem_example.private_notes (tenant text)"));
+    storetest_open(NULL, 2);
+    cr_assert_eq(idem_declared_new(&d,
+                                   "INSERT INTO idem_example.private_notes (tenant) VALUES ($1)"
+                                   " RETURNING json_build_object('t', tenant)",
+                                   params, 1, &err),
+                 0, "%s", err.message);
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        cr_assert_eq(run_declared(&out, d, "acme", "op-denied", "{}", attempt, &err), IDEM_EPERM,
+                     "attempt %u: %s", attempt, err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_MISCONFIGURED);
+        cr_assert_str_eq(err.sqlstate, "42501");
+        cr_assert(strstr(err.message, "permission denied for table private_notes") != NULL, "%s",
+                  err.message);
+        cr_assert(strstr(err.hint, "GRANT") != NULL && strstr(err.hint, "private_notes") != NULL,
+                  "%s", err.hint);
+    }
+    cr_assert_eq(storetest_operations(), 0);
+    idem_declared_free(d);
+    idem_outcome_clear(&out);
+}

@@ -37,12 +37,13 @@ check() {
     [ "$listed" = "$want" ] || fail "packages $cmd: $(echo $listed); expected: $(echo $want)"
 }
 
-build=(gcc libc6-dev meson ninja-build pkg-config libpq-dev libjansson-dev libssl-dev)
+build=(gcc libc6-dev meson ninja-build pkg-config libpq-dev libjansson-dev libssl-dev
+    libmicrohttpd-dev libcurl4-openssl-dev)
 check build "${build[@]}"
 check demo "${build[@]}" postgresql-15
 check bench "${build[@]}" postgresql-15 pgbouncer
 check test "${build[@]}" postgresql-15 libcriterion-dev clang-format binutils procps python3 \
-    pgbouncer
+    pgbouncer curl
 
 "$run" packages frobnicate >/dev/null 2>&1
 [ $? = 64 ] || fail "packages of an unknown command: not a usage error"

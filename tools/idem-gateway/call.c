@@ -1,0 +1,180 @@
+/* A tool call: arguments against the schema, the declared effect through the store, and
+ * the status to HTTP. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "schema.h"
+
+void gw_internal_error(gw_reply *r)
+{
+    static const char body[] = "{\"type\":\"" GW_PROBLEM_PREFIX "internal\",\"title\":\"Internal "
+                               "error\",\"status\":500,\"detail\":\"the gateway ran out of "
+                               "memory\"}";
+
+    if (gw_reply_body(r, 500, "application/problem+json", body, sizeof(body) - 1) != 0)
+        r->status = 500; /* no body: libmicrohttpd's empty answer */
+}
+
+static void problem(gw_reply *r, unsigned int status, const char *type, const char *title,
+                    const char *detail, json_t *extra)
+{
+    if (gw_problem(r, status, type, title, detail, extra) != 0)
+        gw_internal_error(r);
+}
+
+/* The arguments: JSON text, then the schema. 0, or -1 with @r filled (400). */
+static int check_arguments(gw_reply *r, const gw_config *cfg, const gw_tool *tool, const char *body,
+                           size_t len)
+{
+    idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    json_t *args = NULL;
+    gw_pointer at;
+    char why[512], detail[1100];
+    int rc;
+
+    opts.max_bytes = cfg->max_body_bytes;
+    if (idem_json_parse_arguments(&args, body, len, &opts, &err) != 0) {
+        problem(r, 400, "invalid-arguments", "Invalid arguments", err.message,
+                json_pack("{s:s}", "pointer", ""));
+        return -1;
+    }
+    gw_pointer_init(&at);
+    rc = gw_schema_validate(tool->schema, args, &at, why, sizeof(why));
+    json_decref(args);
+    if (rc == 0)
+        return 0;
+    snprintf(detail, sizeof(detail), "%s: %s", at.len > 0 ? at.text : "the arguments", why);
+    problem(r, 400, "invalid-arguments", "Invalid arguments", detail,
+            json_pack("{s:s}", "pointer", at.text));
+    return -1;
+}
+
+static void receipt(gw_reply *r, unsigned int status, const idem_outcome *out, int replayed)
+{
+    if (gw_reply_body(r, status, "application/json", out->receipt, out->receipt_len) != 0) {
+        gw_internal_error(r);
+        return;
+    }
+    if (replayed)
+        gw_reply_header(r, "Idempotent-Replayed", "true");
+}
+
+static void expired(gw_reply *r, const gw_tenant *tenant, const char *key, const idem_error *err)
+{
+    char show[300];
+
+    snprintf(show, sizeof(show), "idem-reconcile show %s %s", tenant->name, key);
+    problem(r, 410, "expired", "Key expired", err->message,
+            json_pack("{s:{s:s, s:s, s:s, s:s}}", "reconciliation", "kind", "expired", "tenant",
+                      tenant->name, "operation_id", key, "show", show));
+}
+
+/* Every status but created, replayed and rejected: a problem. */
+static void failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const char *key,
+                    idem_status status, const idem_error *err)
+{
+    switch (status) {
+    case IDEM_STATUS_CONFLICT:
+        problem(r, 422, "conflict", "Key reused with a different request", err->message,
+                json_pack("{s:s}", "changed", err->field));
+        return;
+    case IDEM_STATUS_INVALID:
+        problem(r, 400,
+                strcmp(err->field, "operation_id") == 0 ? "invalid-idempotency-key"
+                                                        : "invalid-arguments",
+                "Invalid request", err->message, json_pack("{s:s}", "field", err->field));
+        return;
+    case IDEM_STATUS_IN_PROGRESS:
+        gw_reply_header(r, "Retry-After", "%u", cfg->retry_after_s);
+        problem(r, 409, "in-progress", "Request in progress", err->message, NULL);
+        return;
+    case IDEM_STATUS_EXPIRED:
+        expired(r, tenant, key, err);
+        return;
+    case IDEM_STATUS_EFFECT_FAILED:
+        problem(r, 500, "effect-failed", "The tool's effect failed; nothing was stored",
+                err->message, json_pack("{s:s}", "sqlstate", err->sqlstate));
+        return;
+    case IDEM_STATUS_OUTCOME_UNKNOWN:
+        problem(r, 502, "outcome-unknown",
+                "Outcome unknown: do not retry under a new key; it is being reconciled",
+                err->message, NULL);
+        return;
+    case IDEM_STATUS_MISCONFIGURED:
+        fprintf(stderr, "idem-gateway: misconfigured: %s%s%s\n", err->message,
+                err->hint[0] != '\0' ? "; hint: " : "", err->hint);
+        problem(r, 500, "misconfigured", "The gateway's deployment is misconfigured",
+                "an operator must fix the database or the configuration; the gateway's log says "
+                "what",
+                NULL);
+        return;
+    default:
+        gw_reply_header(r, "Retry-After", "%u", cfg->retry_after_s);
+        problem(r, 503, "unavailable", "Service unavailable: retry later with the same key",
+                err->message, NULL);
+        return;
+    }
+}
+
+void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+             const gw_tool *tool, const char *key, const char *body, size_t len)
+{
+    idem_request req = IDEM_REQUEST_INIT;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    gw_reply_header(r, "Idem-Operation-Id", "%s", key);
+    if (check_arguments(r, cfg, tool, body, len) != 0) {
+        gw_reply_header(r, "Idem-Status", "invalid");
+        return;
+    }
+    req.tenant = tenant->name;
+    req.operation_id = key;
+    req.tool = tool->name;
+    req.payload_version = tool->payload_version;
+    req.arguments = body;
+    req.arguments_len = len;
+    idem_store_execute_declared(&out, store, &req, tool->effect, &err);
+    gw_reply_header(r, "Idem-Status", "%s", idem_status_name(out.status));
+    if (out.status == IDEM_STATUS_CREATED || out.status == IDEM_STATUS_REPLAYED)
+        receipt(r, 201, &out, out.status == IDEM_STATUS_REPLAYED);
+    else if (out.status == IDEM_STATUS_REJECTED)
+        receipt(r, 422, &out, 1);
+    else
+        failure(r, cfg, tenant, key, out.status, &err);
+    idem_outcome_clear(&out);
+}
+
+static json_t *tool_entry(const gw_tool *t)
+{
+    return json_pack("{s:s, s:i, s:O, s:I, s:I, s:b, s:[s], s:[s,s,s,s,s,s]}", "name", t->name,
+                     "payload_version", t->payload_version, "arguments", t->schema, "retention_s",
+                     (json_int_t)t->retention_s, "key_memory_s", (json_int_t)t->key_memory_s,
+                     "key_required", 1, "stored_failures", "rejected", "unstored_failures",
+                     "invalid", "conflict", "in_progress", "effect_failed", "unavailable",
+                     "misconfigured");
+}
+
+void gw_list_tools(gw_reply *r, const gw_config *cfg)
+{
+    json_t *tools = json_array(), *doc = NULL;
+    char *text = NULL;
+
+    for (size_t i = 0; tools != NULL && i < cfg->ntools; i++) {
+        if (json_array_append_new(tools, tool_entry(&cfg->tools[i])) != 0) {
+            json_decref(tools);
+            tools = NULL;
+        }
+    }
+    if (tools != NULL)
+        doc = json_pack("{s:o}", "tools", tools);
+    if (doc != NULL)
+        text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text == NULL || gw_reply_body(r, 200, "application/json", text, strlen(text)) != 0)
+        gw_internal_error(r);
+    free(text);
+    json_decref(doc);
+}

@@ -1,0 +1,65 @@
+/* The gateway's configuration file (README.md in this folder, "Configuration"): where it
+ * listens, the database, the tenants and their token digests, the tools. Loading checks
+ * everything that can be checked without a server: each tool's schema (schema.h) and
+ * SQL declaration (idem_declared_new()), the windows, the digests, the names. */
+#ifndef IDEM_GATEWAY_CONFIG_H
+#define IDEM_GATEWAY_CONFIG_H
+
+#include <idem/idem.h>
+#include <jansson.h>
+#include <stddef.h>
+
+/* Exit statuses of loading (sysexits). */
+#define GW_EXIT_DATAERR 65 /* EX_DATAERR: the file is not a valid configuration */
+#define GW_EXIT_NOINPUT 66 /* EX_NOINPUT: the file cannot be read */
+
+#define GW_DIGEST_SIZE 32 /* SHA-256 */
+
+typedef struct gw_tenant {
+    const char *name;                         /* borrowed from the document */
+    unsigned char (*digests)[GW_DIGEST_SIZE]; /* its tokens' SHA-256 digests; owned */
+    size_t ndigests;
+} gw_tenant;
+
+typedef struct gw_tool {
+    const char *name; /* borrowed from the document, as every string here */
+    int payload_version;
+    unsigned int retention_s;  /* as configured, else the store's default */
+    unsigned int key_memory_s; /* as configured, else the store's default or the retention */
+    const json_t *schema;      /* the argument schema */
+    const char *sql;
+    const char **params; /* owned array of borrowed strings */
+    size_t nparams;
+    idem_declared *effect; /* owned */
+} gw_tool;
+
+typedef struct gw_config {
+    json_t *doc; /* the parsed file; owned */
+    const char *address;
+    unsigned int port; /* 0: any free port */
+    size_t max_body_bytes;
+    unsigned int max_connections;
+    unsigned int idle_timeout_s;
+    unsigned int retry_after_s;
+    const char *dsn;
+    idem_pool_options pool;
+    idem_store_options store;     /* its tools point at @windows */
+    idem_tool_retention *windows; /* one per tool; owned */
+    gw_tenant *tenants;
+    size_t ntenants;
+    gw_tool *tools;
+    size_t ntools;
+} gw_config;
+
+/* Load and check the file at @path. @out: caller owns, gw_config_free(). On failure
+ * returns GW_EXIT_NOINPUT or GW_EXIT_DATAERR with @why (of @size bytes) saying what and
+ * where: a JSON Pointer into the file, then the reason. */
+int gw_config_load(gw_config **out, const char *path, char *why, size_t size);
+
+/* The tool called @name, or NULL. */
+const gw_tool *gw_config_tool(const gw_config *cfg, const char *name, size_t len);
+
+/* NULL is accepted. */
+void gw_config_free(gw_config *cfg);
+
+#endif

@@ -1,0 +1,277 @@
+/* The configuration's tenants (names and token digests) and tools (schema, windows, SQL). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_read.h"
+#include "schema.h"
+
+static const char *const tenant_members[] = {"tokens", NULL};
+static const char *const tool_members[] = {"payload_version", "retention_s", "key_memory_s",
+                                           "arguments",       "sql",         NULL};
+static const char *const sql_members[] = {"statement", "params", NULL};
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* 64 lower-case hex digits into @out. */
+static int parse_digest(unsigned char out[GW_DIGEST_SIZE], const json_t *v)
+{
+    const char *s = json_string_value(v);
+
+    if (s == NULL || json_string_length(v) != 2 * GW_DIGEST_SIZE)
+        return -1;
+    for (size_t i = 0; i < GW_DIGEST_SIZE; i++) {
+        int hi = hex_value(s[2 * i]), lo = hex_value(s[2 * i + 1]);
+
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+/* Whether @d is already a digest of a tenant before @upto (or of @t's before @j). */
+static int digest_taken(const gw_config *cfg, const unsigned char *d, size_t upto,
+                        const gw_tenant *t, size_t j)
+{
+    for (size_t i = 0; i < upto; i++) {
+        for (size_t k = 0; k < cfg->tenants[i].ndigests; k++) {
+            if (memcmp(cfg->tenants[i].digests[k], d, GW_DIGEST_SIZE) == 0)
+                return 1;
+        }
+    }
+    for (size_t k = 0; k < j; k++) {
+        if (memcmp(t->digests[k], d, GW_DIGEST_SIZE) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int read_tokens(cfg_reader *r, gw_config *cfg, gw_tenant *t, const json_t *tokens)
+{
+    size_t j, mark;
+    const json_t *v;
+
+    if (!json_is_array(tokens) || json_array_size(tokens) == 0)
+        return cfg_refuse(r, "tokens", "must be a non-empty array of token digests");
+    t->digests = calloc(json_array_size(tokens), GW_DIGEST_SIZE);
+    if (t->digests == NULL)
+        return cfg_refuse(r, "tokens", "out of memory");
+    mark = gw_pointer_push(&r->at, "tokens");
+    json_array_foreach(tokens, j, v)
+    {
+        gw_pointer_push_index(&r->at, j);
+        if (parse_digest(t->digests[j], v) != 0)
+            return cfg_refuse(r, NULL,
+                              "must be a token's SHA-256 digest, 64 lower-case hex "
+                              "digits (idem-gateway hash-token prints one)");
+        if (digest_taken(cfg, t->digests[j], cfg->ntenants - 1, t, j))
+            return cfg_refuse(r, NULL,
+                              "the same token digest is listed twice: a token belongs "
+                              "to one tenant, once");
+        t->ndigests++;
+        gw_pointer_pop(&r->at, mark);
+        gw_pointer_push(&r->at, "tokens");
+    }
+    gw_pointer_pop(&r->at, mark);
+    return 0;
+}
+
+static int read_tenant(cfg_reader *r, gw_config *cfg, const char *name, const json_t *tenant)
+{
+    gw_tenant *t = &cfg->tenants[cfg->ntenants++]; /* freed with the config from now on */
+    idem_error err = IDEM_ERROR_INIT;
+    int rc;
+
+    t->name = name;
+    if (idem_validate_tenant(name, &err) != 0)
+        return cfg_refuse(r, NULL, "not a tenant name: %s", err.message);
+    if ((rc = cfg_object(r, tenant, tenant_members)) != 0 ||
+        (rc = read_tokens(r, cfg, t, json_object_get(tenant, "tokens"))) != 0)
+        return rc;
+    return 0;
+}
+
+int cfg_tenants(cfg_reader *r, gw_config *cfg, const json_t *tenants)
+{
+    size_t mark;
+    const char *name;
+    const json_t *tenant;
+    int rc;
+
+    if (!json_is_object(tenants) || json_object_size(tenants) == 0)
+        return cfg_refuse(r, "tenants", "must be an object with at least one tenant");
+    cfg->tenants = calloc(json_object_size(tenants), sizeof(gw_tenant));
+    if (cfg->tenants == NULL)
+        return cfg_refuse(r, "tenants", "out of memory");
+    mark = gw_pointer_push(&r->at, "tenants");
+    json_object_foreach((json_t *)tenants, name, tenant)
+    {
+        size_t at = gw_pointer_push(&r->at, name);
+
+        if ((rc = read_tenant(r, cfg, name, tenant)) != 0)
+            return rc;
+        gw_pointer_pop(&r->at, at);
+    }
+    gw_pointer_pop(&r->at, mark);
+    return 0;
+}
+
+/* A tool's windows; the store's defaults (store.h) for those it does not set, and a key
+ * memory at least its retention. */
+static int read_windows(cfg_reader *r, const gw_config *cfg, gw_tool *t, const json_t *tool)
+{
+    unsigned long long retention = cfg->store.retention_s, key_memory = 0;
+    int rc;
+
+    if ((rc = cfg_uint(r, tool, "retention_s", IDEM_WINDOW_MIN_S, IDEM_WINDOW_MAX_S, &retention)) !=
+            0 ||
+        (rc = cfg_uint(r, tool, "key_memory_s", IDEM_WINDOW_MIN_S, IDEM_WINDOW_MAX_S,
+                       &key_memory)) != 0)
+        return rc;
+    if (key_memory == 0)
+        key_memory = retention > cfg->store.key_memory_s ? retention : cfg->store.key_memory_s;
+    if (key_memory < retention)
+        return cfg_refuse(r, "key_memory_s",
+                          "%llu is shorter than retention_s (%llu): a key is remembered at "
+                          "least as long as its record is kept",
+                          key_memory, retention);
+    t->retention_s = (unsigned int)retention;
+    t->key_memory_s = (unsigned int)key_memory;
+    return 0;
+}
+
+static int read_schema(cfg_reader *r, gw_tool *t, const json_t *schema)
+{
+    char why[512];
+    size_t mark;
+    const json_t *type;
+
+    if (schema == NULL)
+        return cfg_refuse(r, "arguments", "is required: the tool's argument schema");
+    mark = gw_pointer_push(&r->at, "arguments");
+    if (gw_schema_check(schema, &r->at, why, sizeof(why)) != 0)
+        return cfg_refuse(r, NULL, "%s", why);
+    type = json_object_get(schema, "type");
+    if (!json_is_string(type) || strcmp(json_string_value(type), "object") != 0)
+        return cfg_refuse(r, "type", "must be \"object\": a tool's arguments are a JSON object");
+    gw_pointer_pop(&r->at, mark);
+    t->schema = schema;
+    return 0;
+}
+
+static int read_params(cfg_reader *r, gw_tool *t, const json_t *params)
+{
+    size_t i;
+    const json_t *p;
+
+    if (params == NULL)
+        return 0;
+    if (!json_is_array(params))
+        return cfg_refuse(r, "params", "must be an array of parameter names");
+    t->params = calloc(json_array_size(params) + 1, sizeof(char *));
+    if (t->params == NULL)
+        return cfg_refuse(r, "params", "out of memory");
+    json_array_foreach(params, i, p)
+    {
+        if (!json_is_string(p) || strlen(json_string_value(p)) != json_string_length(p)) {
+            gw_pointer_push(&r->at, "params");
+            return cfg_refuse(r, NULL,
+                              "$%zu must be a string: a JSON Pointer into the "
+                              "arguments, a member's name, $tenant or $operation_id",
+                              i + 1);
+        }
+        t->params[i] = json_string_value(p);
+    }
+    t->nparams = json_array_size(params);
+    return 0;
+}
+
+/* The library's message without the field's name in front, which the pointer names. */
+static const char *without_field(const idem_error *err)
+{
+    size_t n = strlen(err->field);
+
+    if (n > 0 && strncmp(err->message, err->field, n) == 0 &&
+        strncmp(err->message + n, ": ", 2) == 0)
+        return err->message + n + 2;
+    return err->message;
+}
+
+/* The SQL declaration, checked by the library as it will run it. */
+static int read_sql(cfg_reader *r, gw_tool *t, const json_t *sql)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    size_t mark;
+    int rc;
+
+    if (sql == NULL)
+        return cfg_refuse(r, "sql", "is required: the tool's effect");
+    mark = gw_pointer_push(&r->at, "sql");
+    if ((rc = cfg_object(r, sql, sql_members)) != 0 ||
+        (rc = cfg_string(r, sql, "statement", 1, &t->sql)) != 0 ||
+        (rc = read_params(r, t, json_object_get(sql, "params"))) != 0)
+        return rc;
+    if (idem_declared_new(&t->effect, t->sql, t->params, t->nparams, &err) != 0)
+        return cfg_refuse(r, strcmp(err.field, "params") == 0 ? "params" : "statement", "%s",
+                          without_field(&err));
+    gw_pointer_pop(&r->at, mark);
+    return 0;
+}
+
+static int read_tool(cfg_reader *r, gw_config *cfg, const char *name, const json_t *tool)
+{
+    gw_tool *t = &cfg->tools[cfg->ntools++];
+    unsigned long long version = 1;
+    idem_error err = IDEM_ERROR_INIT;
+    int rc;
+
+    t->name = name;
+    if (idem_validate_tool(name, &err) != 0)
+        return cfg_refuse(r, NULL, "not a tool name: %s", err.message);
+    if ((rc = cfg_object(r, tool, tool_members)) != 0 ||
+        (rc = cfg_uint(r, tool, "payload_version", 1, 2147483647, &version)) != 0 ||
+        (rc = read_windows(r, cfg, t, tool)) != 0 ||
+        (rc = read_schema(r, t, json_object_get(tool, "arguments"))) != 0)
+        return rc;
+    t->payload_version = (int)version;
+    return read_sql(r, t, json_object_get(tool, "sql"));
+}
+
+int cfg_tools(cfg_reader *r, gw_config *cfg, const json_t *tools)
+{
+    size_t mark, n = json_object_size(tools);
+    const char *name;
+    const json_t *tool;
+    int rc;
+
+    if (!json_is_object(tools) || n == 0)
+        return cfg_refuse(r, "tools", "must be an object with at least one tool");
+    cfg->tools = calloc(n, sizeof(gw_tool));
+    cfg->windows = calloc(n, sizeof(idem_tool_retention));
+    if (cfg->tools == NULL || cfg->windows == NULL)
+        return cfg_refuse(r, "tools", "out of memory");
+    mark = gw_pointer_push(&r->at, "tools");
+    json_object_foreach((json_t *)tools, name, tool)
+    {
+        size_t at = gw_pointer_push(&r->at, name);
+
+        if ((rc = read_tool(r, cfg, name, tool)) != 0)
+            return rc;
+        cfg->windows[cfg->ntools - 1] =
+            (idem_tool_retention){name, cfg->tools[cfg->ntools - 1].retention_s,
+                                  cfg->tools[cfg->ntools - 1].key_memory_s};
+        gw_pointer_pop(&r->at, at);
+    }
+    gw_pointer_pop(&r->at, mark);
+    cfg->store.tools = cfg->windows;
+    cfg->store.ntools = cfg->ntools;
+    return 0;
+}

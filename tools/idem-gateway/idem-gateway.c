@@ -1,0 +1,214 @@
+/* idem-gateway: serves the write tools of one configuration file over HTTP, each call run
+ * at most once per (tenant, Idempotency-Key) by libidem (README.md in this folder). */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <idem/idem.h>
+
+#include "../cli.h"
+#include "auth.h"
+#include "config.h"
+#include "server.h"
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_ERROR = 1,
+    EXIT_USAGE = CLI_EXIT_USAGE,
+    EXIT_DATAERR = GW_EXIT_DATAERR,
+    EXIT_NOINPUT = GW_EXIT_NOINPUT,
+};
+
+#define PROG      "idem-gateway"
+#define TOKEN_MAX 4096
+
+static const char usage_text[] =
+    "usage: idem-gateway --config FILE\n"
+    "       idem-gateway --check-config FILE\n"
+    "       idem-gateway hash-token < TOKEN\n"
+    "       idem-gateway --help | --version\n"
+    "\n"
+    "Serves the write tools declared in FILE over HTTP: POST /v1/tools/{tool} with\n"
+    "Authorization: Bearer TOKEN, Idempotency-Key: KEY and the arguments as JSON runs the\n"
+    "tool at most once per (the token's tenant, KEY) and answers every retry with the\n"
+    "first answer's bytes (Idempotent-Replayed: true); GET /v1/tools lists the tools.\n"
+    "Stops on SIGTERM or SIGINT, after the calls under way. Its manual is\n"
+    "tools/idem-gateway/README.md.\n"
+    "\n"
+    "Commands and options:\n"
+    "  --config FILE         serve the configuration in FILE\n"
+    "  --check-config FILE   check FILE (schemas, SQL declarations, token digests,\n"
+    "                        windows, names) without serving or connecting; prints\n"
+    "                        \"FILE: ok\" on stdout\n"
+    "  hash-token            read one token on stdin (a trailing newline is dropped) and\n"
+    "                        print the SHA-256 digest that the configuration lists\n"
+    "  -h, --help            print this help\n"
+    "  -V, --version         print the version\n"
+    "\n"
+    "Exit status:\n"
+    "   0  done; the server stopped on SIGTERM or SIGINT\n"
+    "   1  the server could not start: the address cannot be listened on, the pool or\n"
+    "      the store could not be created\n"
+    "  64  usage error\n"
+    "  65  the configuration is not valid (the message names the place as a JSON\n"
+    "      Pointer into the file), or hash-token's input is not a bearer token\n"
+    "  66  the configuration file (or hash-token's standard input) cannot be read\n";
+
+#define usage_error(...) cli_usage_error(PROG, __VA_ARGS__)
+
+static void log_line(void *ctx, int level, const char *message)
+{
+    if (level >= IDEM_LOG_WARNING)
+        cli_say(PROG, "%s", message);
+}
+
+static int check_config(const char *path)
+{
+    gw_config *cfg = NULL;
+    char why[1200];
+    int rc = gw_config_load(&cfg, path, why, sizeof(why));
+
+    if (rc != 0) {
+        cli_say(PROG, "%s", why);
+        return rc;
+    }
+    printf("%s: ok: %zu tenant%s, %zu tool%s\n", path, cfg->ntenants, cfg->ntenants == 1 ? "" : "s",
+           cfg->ntools, cfg->ntools == 1 ? "" : "s");
+    gw_config_free(cfg);
+    return EXIT_OK;
+}
+
+static int hash_token(void)
+{
+    char token[TOKEN_MAX + 2];
+    unsigned char digest[GW_DIGEST_SIZE];
+    size_t len = fread(token, 1, sizeof(token) - 1, stdin);
+
+    if (ferror(stdin)) {
+        cli_say(PROG, "hash-token: cannot read standard input");
+        return EXIT_NOINPUT;
+    }
+    if (len > 0 && token[len - 1] == '\n')
+        len--;
+    if (len > 0 && token[len - 1] == '\r')
+        len--;
+    if (len > TOKEN_MAX || !gw_token_wellformed(token, len)) {
+        cli_say(PROG,
+                "hash-token: not a bearer token: 1 to %d characters of A-Z a-z 0-9 - . _ "
+                "~ + /, then '=' padding, on one line",
+                TOKEN_MAX);
+        return EXIT_DATAERR;
+    }
+    if (gw_token_digest(digest, token, len) != 0) {
+        cli_say(PROG, "hash-token: SHA-256 failed");
+        return EXIT_ERROR;
+    }
+    for (size_t i = 0; i < GW_DIGEST_SIZE; i++)
+        printf("%02x", digest[i]);
+    printf("\n");
+    return EXIT_OK;
+}
+
+/* The pool and the store over it; 0, or EXIT_ERROR having said why. */
+static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
+{
+    idem_error err = IDEM_ERROR_INIT;
+
+    cfg->pool.log = log_line;
+    cfg->store.log = log_line;
+    if (idem_pool_new(pool, cfg->dsn, &cfg->pool, &err) != 0) {
+        cli_error_redacted(PROG, cfg->dsn, "cannot create the pool", err.message);
+        return EXIT_ERROR;
+    }
+    if (idem_store_new(store, *pool, &cfg->store, &err) != 0) {
+        cli_say(PROG, "cannot create the store: %s%s%s", err.field, err.field[0] ? ": " : "",
+                err.message);
+        return EXIT_ERROR;
+    }
+    return 0;
+}
+
+/* Serve until SIGTERM or SIGINT. The signals are blocked in every thread (the server's
+ * inherit the mask) and taken here by sigwait(). */
+static int serve(const char *path)
+{
+    gw_config *cfg = NULL;
+    idem_pool *pool = NULL;
+    idem_store *store = NULL;
+    gw_server server = {0};
+    sigset_t stop;
+    char why[1200];
+    int rc, sig = 0;
+
+    if ((rc = gw_config_load(&cfg, path, why, sizeof(why))) != 0) {
+        cli_say(PROG, "%s", why);
+        return rc;
+    }
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if ((rc = open_store(&pool, &store, cfg)) != 0)
+        goto done;
+    if (gw_server_start(&server, cfg, store, why, sizeof(why)) != 0) {
+        cli_say(PROG, "%s", why);
+        rc = EXIT_ERROR;
+        goto done;
+    }
+    cli_say(PROG, "listening on http://%s%s%s:%u/v1/tools (%zu tool%s, %zu tenant%s)",
+            strchr(cfg->address, ':') ? "[" : "", cfg->address,
+            strchr(cfg->address, ':') ? "]" : "", server.port, cfg->ntools,
+            cfg->ntools == 1 ? "" : "s", cfg->ntenants, cfg->ntenants == 1 ? "" : "s");
+    sigwait(&stop, &sig);
+    cli_say(PROG, "%s: stopping after the calls under way", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    gw_server_stop(&server);
+    cli_say(PROG, "stopped");
+done:
+    idem_store_free(store);
+    idem_pool_free(pool);
+    gw_config_free(cfg);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", required_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config = NULL, *check = NULL;
+    int opt;
+
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "+hV", longs, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        }
+        if (opt == 'V') {
+            printf(PROG " %s\n", idem_version());
+            return EXIT_OK;
+        }
+        if (opt == 'c')
+            config = optarg;
+        else if (opt == 'k')
+            check = optarg;
+        else
+            return usage_error("unknown option or missing argument: %s", argv[optind - 1]);
+    }
+    if (optind < argc && strcmp(argv[optind], "hash-token") == 0 && config == NULL && check == NULL)
+        return optind + 1 == argc ? hash_token()
+                                  : usage_error("hash-token takes no argument: it reads stdin");
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if ((config == NULL) == (check == NULL))
+        return usage_error("give one of --config FILE and --check-config FILE");
+    return check != NULL ? check_config(check) : serve(config);
+}

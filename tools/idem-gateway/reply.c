@@ -1,0 +1,64 @@
+/* HTTP answers and RFC 9457 problem documents. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reply.h"
+
+void gw_reply_header(gw_reply *r, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->nheaders >= GW_REPLY_HEADERS)
+        return;
+    r->headers[r->nheaders].name = name;
+    va_start(ap, fmt);
+    vsnprintf(r->headers[r->nheaders].value, sizeof(r->headers[0].value), fmt, ap);
+    va_end(ap);
+    r->nheaders++;
+}
+
+int gw_reply_body(gw_reply *r, unsigned int status, const char *content_type, const char *body,
+                  size_t len)
+{
+    char *copy = malloc(len + 1);
+
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, body, len);
+    copy[len] = '\0';
+    free(r->body);
+    r->body = copy;
+    r->len = len;
+    r->status = status;
+    r->content_type = content_type;
+    return 0;
+}
+
+int gw_problem(gw_reply *r, unsigned int status, const char *type, const char *title,
+               const char *detail, json_t *extra)
+{
+    char uri[96];
+    json_t *doc;
+    char *text = NULL;
+    int rc = -1;
+
+    snprintf(uri, sizeof(uri), GW_PROBLEM_PREFIX "%s", type);
+    doc = json_pack("{s:s, s:s, s:i, s:s}", "type", uri, "title", title, "status", (int)status,
+                    "detail", detail);
+    if (doc != NULL && (extra == NULL || json_object_update(doc, extra) == 0))
+        text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text != NULL)
+        rc = gw_reply_body(r, status, "application/problem+json", text, strlen(text));
+    free(text);
+    json_decref(doc);
+    json_decref(extra);
+    return rc;
+}
+
+void gw_reply_clear(gw_reply *r)
+{
+    free(r->body);
+    memset(r, 0, sizeof(*r));
+}

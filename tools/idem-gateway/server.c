@@ -1,0 +1,330 @@
+/* libmicrohttpd's side: routing, the checks before a call (method, token, tool, media
+ * type, size, key), the body, and sending the answer. */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "auth.h"
+#include "call.h"
+#include "key.h"
+#include "server.h"
+
+#define TOOLS_PATH "/v1/tools"
+
+/* One request, from its headers to its answer. */
+typedef struct request {
+    gw_reply reply; /* decided before the body: reply.status != 0 */
+    const gw_tenant *tenant;
+    const gw_tool *tool;
+    char key[IDEM_OPERATION_ID_MAX + 1];
+    char *body;
+    size_t len, cap;
+    int too_large;
+} request;
+
+/* The same bytes for a missing and for an unknown token. */
+static const char unauthorized_body[] =
+    "{\"type\":\"" GW_PROBLEM_PREFIX "unauthorized\",\"title\":\"Unauthorized\",\"status\":401,"
+    "\"detail\":\"send Authorization: Bearer with one of the tenant's tokens\"}";
+
+static void unauthorized(gw_reply *r)
+{
+    if (gw_reply_body(r, 401, "application/problem+json", unauthorized_body,
+                      sizeof(unauthorized_body) - 1) != 0)
+        gw_internal_error(r);
+    gw_reply_header(r, "WWW-Authenticate", "Bearer realm=\"idem-gateway\"");
+}
+
+static void refuse(gw_reply *r, unsigned int status, const char *type, const char *title,
+                   const char *detail)
+{
+    if (gw_problem(r, status, type, title, detail, NULL) != 0)
+        gw_internal_error(r);
+}
+
+static void method_not_allowed(gw_reply *r, const char *allow, const char *method)
+{
+    char detail[128];
+
+    snprintf(detail, sizeof(detail), "%.40s is not allowed here; use %s", method, allow);
+    gw_reply_header(r, "Allow", "%s", allow);
+    refuse(r, 405, "method-not-allowed", "Method not allowed", detail);
+}
+
+static int is_json(const char *content_type)
+{
+    size_t n;
+
+    if (content_type == NULL)
+        return 0;
+    content_type += strspn(content_type, " \t");
+    n = strcspn(content_type, ";");
+    while (n > 0 && (content_type[n - 1] == ' ' || content_type[n - 1] == '\t'))
+        n--;
+    return n == 16 && strncasecmp(content_type, "application/json", 16) == 0;
+}
+
+/* The declared length is over the limit (a body without one is counted as it comes). */
+static int declared_too_large(struct MHD_Connection *c, size_t max)
+{
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    char *end = NULL;
+    unsigned long long n;
+
+    if (cl == NULL)
+        return 0;
+    n = strtoull(cl, &end, 10);
+    return end != cl && n > max;
+}
+
+static void too_large(gw_reply *r, size_t max)
+{
+    char detail[96];
+
+    snprintf(detail, sizeof(detail), "the body is longer than %zu bytes (max_body_bytes)", max);
+    refuse(r, 413, "body-too-large", "Body too large", detail);
+}
+
+static const char *header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+static void unknown_tool(gw_reply *r, const char *name)
+{
+    char detail[160];
+
+    snprintf(detail, sizeof(detail), "no tool is called \"%.64s\"; GET " TOOLS_PATH " lists them",
+             name);
+    refuse(r, 404, "unknown-tool", "Unknown tool", detail);
+}
+
+static enum MHD_Result count_key(void *cls, enum MHD_ValueKind kind, const char *name,
+                                 const char *value)
+{
+    if (strcasecmp(name, "Idempotency-Key") == 0)
+        (*(unsigned int *)cls)++;
+    return MHD_YES;
+}
+
+/* The key's header, once: a second one would be joined to the first with a comma, which
+ * is no structured-field string (RFC 8941). */
+static int parse_key(char out[IDEM_OPERATION_ID_MAX + 1], struct MHD_Connection *c, const char *key,
+                     char *why, size_t size)
+{
+    unsigned int n = 0;
+
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_key, &n);
+    if (n > 1) {
+        snprintf(why, size, "the Idempotency-Key header is sent %u times; send it once", n);
+        return -1;
+    }
+    return gw_key_parse(out, key, why, size);
+}
+
+static void bad_key(gw_reply *r, const char *key, const char *why)
+{
+    gw_reply_header(r, "Idem-Status", "invalid");
+    refuse(r, 400, key == NULL ? "idempotency-key-missing" : "invalid-idempotency-key",
+           key == NULL ? "Idempotency-Key missing" : "Invalid Idempotency-Key", why);
+}
+
+/* POST /v1/tools/{tool}: every check before the body, in order. */
+static void route_call(gw_server *s, struct MHD_Connection *c, request *q, const char *name,
+                       const char *method)
+{
+    const char *key = header(c, "Idempotency-Key");
+    char why[256];
+
+    if (strcmp(method, "POST") != 0)
+        method_not_allowed(&q->reply, "POST", method);
+    else if ((q->tenant = gw_auth_tenant(s->cfg, header(c, "Authorization"))) == NULL)
+        unauthorized(&q->reply);
+    else if ((q->tool = gw_config_tool(s->cfg, name, strlen(name))) == NULL)
+        unknown_tool(&q->reply, name);
+    else if (!is_json(header(c, "Content-Type")))
+        refuse(&q->reply, 415, "unsupported-media-type", "Unsupported media type",
+               "the arguments are sent as Content-Type: application/json");
+    else if (declared_too_large(c, s->cfg->max_body_bytes))
+        too_large(&q->reply, s->cfg->max_body_bytes);
+    else if (parse_key(q->key, c, key, why, sizeof(why)) != 0)
+        bad_key(&q->reply, key, why);
+}
+
+static void route(gw_server *s, struct MHD_Connection *c, request *q, const char *url,
+                  const char *method)
+{
+    if (strcmp(url, TOOLS_PATH) == 0 && strcmp(method, "GET") != 0)
+        method_not_allowed(&q->reply, "GET", method);
+    else if (strcmp(url, TOOLS_PATH) == 0 &&
+             gw_auth_tenant(s->cfg, header(c, "Authorization")) == NULL)
+        unauthorized(&q->reply);
+    else if (strcmp(url, TOOLS_PATH) == 0)
+        gw_list_tools(&q->reply, s->cfg);
+    else if (strncmp(url, TOOLS_PATH "/", sizeof(TOOLS_PATH)) == 0 &&
+             strchr(url + sizeof(TOOLS_PATH), '/') == NULL)
+        route_call(s, c, q, url + sizeof(TOOLS_PATH), method);
+    else
+        refuse(&q->reply, 404, "not-found", "Not found",
+               "the gateway serves GET " TOOLS_PATH " and POST " TOOLS_PATH "/{tool}");
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, const gw_reply *r)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result rc;
+
+    if (resp == NULL)
+        return MHD_NO;
+    if (r->content_type != NULL)
+        MHD_add_response_header(resp, "Content-Type", r->content_type);
+    for (size_t i = 0; i < r->nheaders; i++)
+        MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
+    rc = MHD_queue_response(c, r->status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+/* Keep the body's bytes, up to the limit; past it, count it too large and drop the rest. */
+static void append(request *q, const char *data, size_t n, size_t max)
+{
+    if (q->too_large || q->reply.status != 0)
+        return;
+    if (n > max - q->len) {
+        q->too_large = 1;
+        return;
+    }
+    if (q->len + n > q->cap) {
+        size_t cap = q->cap == 0 ? 4096 : q->cap;
+        char *grown;
+
+        while (cap < q->len + n)
+            cap *= 2;
+        if ((grown = realloc(q->body, cap)) == NULL) {
+            gw_internal_error(&q->reply);
+            return;
+        }
+        q->body = grown;
+        q->cap = cap;
+    }
+    memcpy(q->body + q->len, data, n);
+    q->len += n;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **state)
+{
+    gw_server *s = cls;
+    request *q = *state;
+
+    if (q == NULL) {
+        if ((q = calloc(1, sizeof(*q))) == NULL)
+            return MHD_NO;
+        *state = q;
+        route(s, c, q, url, method);
+        /* A body declared too large is not read at all. */
+        return q->reply.status == 413 ? send_reply(c, &q->reply) : MHD_YES;
+    }
+    if (*upload_size > 0) {
+        append(q, upload, *upload_size, s->cfg->max_body_bytes);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (q->reply.status == 0 && q->too_large)
+        too_large(&q->reply, s->cfg->max_body_bytes);
+    else if (q->reply.status == 0)
+        gw_call(&q->reply, s->cfg, s->store, q->tenant, q->tool, q->key,
+                q->body != NULL ? q->body : "", q->len);
+    return send_reply(c, &q->reply);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **state,
+                      enum MHD_RequestTerminationCode why)
+{
+    request *q = *state;
+
+    if (q == NULL)
+        return;
+    gw_reply_clear(&q->reply);
+    free(q->body);
+    free(q);
+    *state = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[512];
+    size_t n;
+
+    vsnprintf(line, sizeof(line), fmt, ap);
+    n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    fprintf(stderr, "idem-gateway: http: %s\n", line);
+}
+
+/* The configured address as a socket address; 0, or -1 when it is not an IP address. */
+static int socket_address(struct sockaddr_storage *ss, int *v6, const gw_config *cfg)
+{
+    struct sockaddr_in *in = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+    memset(ss, 0, sizeof(*ss));
+    *v6 = 0;
+    if (inet_pton(AF_INET, cfg->address, &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)cfg->port);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, cfg->address, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)cfg->port);
+        *v6 = 1;
+        return 0;
+    }
+    return -1;
+}
+
+int gw_server_start(gw_server *s, const gw_config *cfg, idem_store *store, char *why, size_t size)
+{
+    struct sockaddr_storage ss;
+    const union MHD_DaemonInfo *info;
+    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                         MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    int v6;
+
+    s->cfg = cfg;
+    s->store = store;
+    if (socket_address(&ss, &v6, cfg) != 0) {
+        snprintf(why, size, "http.address: \"%s\" is not an IPv4 or IPv6 address", cfg->address);
+        return -1;
+    }
+    /* The logger first, so that every message of libmicrohttpd's goes through it. */
+    s->daemon = MHD_start_daemon(
+        flags | (v6 ? MHD_USE_IPv6 : 0), (uint16_t)cfg->port, NULL, NULL, handle, s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
+    if (s->daemon == NULL) {
+        snprintf(why, size, "cannot listen on %s port %u (see the line above)", cfg->address,
+                 cfg->port);
+        return -1;
+    }
+    info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info != NULL && info->port != 0 ? info->port : cfg->port;
+    return 0;
+}
+
+void gw_server_stop(gw_server *s)
+{
+    if (s->daemon != NULL)
+        MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+}
