@@ -126,9 +126,7 @@ int idem__reconcile_record(idem_conn *conn, const char *tenant, const char *oper
 
 /* The kinds of item idem records: a filter or resolution naming another would find
  * nothing, so it is refused as a typo. */
-static const char *const known_kinds[] = {
-    IDEM__RECONCILE_EXPIRED,    IDEM__RECONCILE_STALLED,          IDEM__RECONCILE_OUTCOME_UNKNOWN,
-    IDEM__RECONCILE_LEASE_LOST, IDEM__RECONCILE_OUTBOX_EXHAUSTED, IDEM__RECONCILE_INTENT};
+static const char *const known_kinds[] = {IDEM_RECONCILE_KINDS};
 
 static int kind_byte(unsigned char c)
 {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "idem/idem.h"
+#include "idem/sys/reconcile.h"
 #include "idem/sys/sweep.h"
 
 #include "cli.h"
@@ -53,7 +54,7 @@ static const char usage_text[] =
     "  --lock-timeout SEC     longest wait for a table lock held by someone else, per batch\n"
     "                         (default 5)\n"
     "  --connect-timeout SEC  longest wait to connect (default 10, or PGCONNECT_TIMEOUT)\n"
-    "  --dry-run              count what is due now; change nothing (no metrics file)\n"
+    "  --dry-run              print what is due now; change nothing (no metrics file)\n"
     "  --json                 print a JSON summary on stdout\n"
     "  --metrics-file PATH    after a successful run, write Prometheus text-format metrics\n"
     "                         to PATH (atomically: a temporary file renamed over it)\n"
@@ -268,7 +269,41 @@ static void metric(FILE *f, const char *name, const char *type, const char *help
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %.15g\n", name, help, name, type, name, value);
 }
 
-static void write_metrics_to(FILE *f, const idem_sweep_result *r, double now)
+/* Open reconciliation items by kind, every kind idem records (0 for a kind with none), so
+ * that an alert can name the kind: read after the run, on its connection. */
+typedef struct open_by_kind {
+    const char *kind[16];
+    unsigned long long count[16];
+    size_t n;
+} open_by_kind;
+
+static const char SQL_OPEN_BY_KIND[] = "SELECT kind, count(*) FROM idem.reconciliation_items"
+                                       " WHERE resolved_at IS NULL GROUP BY kind";
+
+/* Fill @o; -1 (said on stderr) when the query failed. */
+static int read_open_by_kind(open_by_kind *o, PGconn *conn)
+{
+    static const char *const kinds[] = {IDEM_RECONCILE_KINDS};
+    PGresult *res = PQexec(conn, SQL_OPEN_BY_KIND);
+    int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
+
+    o->n = 0;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && o->n < 16; i++) {
+        o->kind[o->n] = kinds[i];
+        o->count[o->n++] = 0;
+    }
+    for (int row = 0; rc == 0 && row < PQntuples(res); row++)
+        for (size_t i = 0; i < o->n; i++)
+            if (strcmp(PQgetvalue(res, row, 0), o->kind[i]) == 0)
+                o->count[i] = strtoull(PQgetvalue(res, row, 1), NULL, 10);
+    if (rc != 0)
+        say("counting open reconciliation items by kind: %s", PQerrorMessage(conn));
+    PQclear(res);
+    return rc;
+}
+
+static void write_metrics_to(FILE *f, const idem_sweep_result *r, const open_by_kind *open,
+                             double now)
 {
     metric(f, "idem_sweep_expired_rows", "gauge",
            "Records turned into tombstones by the last successful run.", (double)r->expired);
@@ -279,13 +314,16 @@ static void write_metrics_to(FILE *f, const idem_sweep_result *r, double now)
     metric(f, "idem_sweep_complete", "gauge",
            "1 when the last successful run left nothing due, 0 when it stopped at its limit.",
            (double)r->complete);
-    metric(f, "idem_sweep_late_retries_recorded", "gauge",
-           "Late retries recorded for reconciliation so far (retries after retention, not "
-           "executed).",
+    metric(f, "idem_late_retries_recorded_total", "counter",
+           "Late retries recorded for reconciliation since the schema was made (retries after "
+           "retention, not executed).",
            (double)r->late_retries);
-    metric(f, "idem_sweep_reconciliation_items_open", "gauge",
-           "Reconciliation items not yet resolved (idem-reconcile list --open).",
-           (double)r->open_items);
+    fprintf(f, "# HELP idem_reconciliation_items_open Reconciliation items not yet resolved, by "
+               "kind (idem-reconcile list --open --kind KIND).\n"
+               "# TYPE idem_reconciliation_items_open gauge\n");
+    for (size_t i = 0; i < open->n; i++)
+        fprintf(f, "idem_reconciliation_items_open{kind=\"%s\"} %llu\n", open->kind[i],
+                open->count[i]);
     metric(f, "idem_sweep_duration_seconds", "gauge", "Duration of the last successful run.",
            (double)r->duration_ms / 1000.0);
     metric(f, "idem_sweep_last_success_timestamp_seconds", "gauge",
@@ -294,7 +332,7 @@ static void write_metrics_to(FILE *f, const idem_sweep_result *r, double now)
 
 /* Write PATH.tmp.PID next to PATH, then rename it over PATH: a reader (node_exporter's
  * textfile collector) sees the old file or the new one, never half of one. */
-static int write_metrics(const char *path, const idem_sweep_result *r)
+static int write_metrics(const char *path, const idem_sweep_result *r, const open_by_kind *open)
 {
     size_t size = strlen(path) + 32;
     char *tmp = malloc(size);
@@ -310,7 +348,7 @@ static int write_metrics(const char *path, const idem_sweep_result *r)
     clock_gettime(CLOCK_REALTIME, &now);
     f = fopen(tmp, "w");
     if (f != NULL) {
-        write_metrics_to(f, r, (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        write_metrics_to(f, r, open, (double)now.tv_sec + (double)now.tv_nsec / 1e9);
         rc = ferror(f) ? -1 : 0;
         if (fflush(f) != 0 || fsync(fileno(f)) != 0)
             rc = -1;
@@ -327,9 +365,43 @@ static int write_metrics(const char *path, const idem_sweep_result *r)
     return rc == 0 ? EXIT_OK : EXIT_ERROR;
 }
 
-static int report(const cli *c, int rc, const idem_sweep_result *r, const idem_error *err)
+/* Before any work: whether the metrics file can be written where it goes (its temporary
+ * file beside it is made and removed), so that a run does not sweep and then fail. */
+static int metrics_writable(const char *path)
+{
+    size_t size = strlen(path) + 32;
+    char *tmp = malloc(size);
+    FILE *f = NULL;
+
+    if (tmp == NULL) {
+        say("out of memory");
+        return EXIT_ERROR;
+    }
+    snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(tmp, "w");
+    if (f == NULL)
+        say("cannot write the metrics file %s: %s; nothing was swept", path, strerror(errno));
+    else {
+        fclose(f);
+        unlink(tmp);
+    }
+    free(tmp);
+    return f != NULL ? EXIT_OK : EXIT_ERROR;
+}
+
+/* A dry run says what is due even when not asked to be verbose: that is its point. */
+static void say_dry_run(const cli *c, const idem_sweep_result *r)
+{
+    printf("dry run: %llu records due to expire, %llu tombstones due to purge; nothing was "
+           "changed%s\n",
+           r->expired, r->purged, c->metrics_file != NULL ? ", no metrics file written" : "");
+}
+
+static int report(const cli *c, PGconn *conn, int rc, const idem_sweep_result *r,
+                  const idem_error *err)
 {
     int code = exit_for(rc, err);
+    open_by_kind open;
 
     if (rc == IDEM_ELOCKED && c->verbose)
         say("%s", err->message);
@@ -341,10 +413,13 @@ static int report(const cli *c, int rc, const idem_sweep_result *r, const idem_e
             c->opts.dry_run ? "due to purge:" : "purged", r->purged, r->batches,
             (double)r->duration_ms / 1000.0,
             r->complete || c->opts.dry_run ? "" : "; more is due: the next run continues");
+    if (rc == 0 && c->opts.dry_run && !c->verbose && !c->json)
+        say_dry_run(c, r);
     if (code == EXIT_OK && c->json)
         code = print_json(r, rc == IDEM_ELOCKED, c->opts.dry_run);
     if (rc == 0 && code == EXIT_OK && c->metrics_file != NULL && !c->opts.dry_run)
-        code = write_metrics(c->metrics_file, r);
+        code = read_open_by_kind(&open, conn) == 0 ? write_metrics(c->metrics_file, r, &open)
+                                                   : EXIT_ERROR;
     return code;
 }
 
@@ -364,6 +439,8 @@ int main(int argc, char **argv)
         return code;
     c.opts.log = on_log;
     c.opts.log_ctx = &c;
+    if (c.metrics_file != NULL && !c.opts.dry_run && (code = metrics_writable(c.metrics_file)) != 0)
+        return code;
     conn = connect_db(&c, &transient);
     if (conn == NULL)
         return transient ? EXIT_TEMPFAIL : EXIT_ERROR;
@@ -376,6 +453,7 @@ int main(int argc, char **argv)
         return rc < 0 ? EXIT_TEMPFAIL : EXIT_ERROR;
     }
     rc = idem_sweep_run(&result, conn, &c.opts, &err);
+    code = report(&c, conn, rc, &result, &err);
     PQfinish(conn);
-    return report(&c, rc, &result, &err);
+    return code;
 }

@@ -85,6 +85,10 @@ check dry_run 0 "$tool" --dsn "dbname=$db" --dry-run --json --metrics-file "$scr
 expect dry_run_counts json_ok 'd["dry_run"] and d["expired"] == 7 and d["purged"] == 2'
 expect dry_run_changes_nothing test "$(digest "$db")" = "$before"
 expect dry_run_no_metrics test ! -e "$scratch/dry.prom"
+# Without --json or -v a dry run still says what is due, and that it wrote no metrics.
+check dry_run_says 0 "$tool" --dsn "dbname=$db" --dry-run --metrics-file "$scratch/dry.prom"
+expect dry_run_says_due contains "dry run: 7 records due to expire, 2 tombstones due to purge; nothing was changed, no metrics file written"
+expect dry_run_says_no_metrics test ! -e "$scratch/dry.prom"
 
 # Several hosts, the first silent: it gets its connect timeout, then the next answers (as
 # libpq's blocking connect does).
@@ -129,20 +133,34 @@ for line in lines[:-1]:
         assert m[1] not in typed, f"TYPE twice: {line}"
         typed[m[1]] = m[2]
         continue
-    m = re.fullmatch(rf"({name}) ({value})", line)
+    m = re.fullmatch(rf"({name})(\{{kind=\"[a-z_]+\"\}})? ({value})", line)
     assert m, f"not a sample: {line!r}"
     assert m[1] in typed, f"sample before its TYPE: {line}"
-    assert m[1] not in seen, f"sample twice: {line}"
-    seen[m[1]] = float(m[2])
+    key = m[1] + (m[2] or "")
+    assert key not in seen, f"sample twice: {line}"
+    seen[key] = float(m[3])
 assert seen["idem_sweep_expired_rows"] == 5, seen
 assert seen["idem_sweep_purged_tombstones"] == 0, seen
-assert seen["idem_sweep_late_retries_recorded"] == 3, seen
-assert seen["idem_sweep_reconciliation_items_open"] == 1, seen
+# A running total is a counter, named _total; the open items are one gauge by kind, every
+# kind idem records present (0 for none).
+assert typed["idem_late_retries_recorded_total"] == "counter", typed
+assert seen["idem_late_retries_recorded_total"] == 3, seen
+assert typed["idem_reconciliation_items_open"] == "gauge", typed
+assert seen['idem_reconciliation_items_open{kind="expired"}'] == 1, seen
+for kind in ("stalled_pending", "outcome_unknown", "lease_lost", "outbox_exhausted", "intent"):
+    assert seen[f'idem_reconciliation_items_open{{kind="{kind}"}}'] == 0, seen
 assert seen["idem_sweep_duration_seconds"] >= 0, seen
 assert abs(seen["idem_sweep_last_success_timestamp_seconds"] - time.time()) < 600, seen
 PY
+# A metrics file that cannot be written is refused before any work: nothing is swept.
+records "$db" unwritable- 2 completed "-1 minute" "+1 day"
+before=$(digest "$db")
 check metrics_unwritable 1 "$tool" --dsn "dbname=$db" --metrics-file "$scratch/no/such/dir/x.prom"
-expect metrics_unwritable_says_so err_contains "cannot write the metrics file"
+expect metrics_unwritable_says_so err_contains "cannot write the metrics file .*; nothing was swept"
+expect metrics_unwritable_swept_nothing test "$(digest "$db")" = "$before"
+check metrics_unwritable_then_swept 0 "$tool" --dsn "dbname=$db" --json
+expect metrics_unwritable_were_due json_ok 'd["expired"] == 2'
+
 
 # A backlog larger than a run's limit is worked off across runs.
 records "$db" backlog- 25 completed "-1 hour" "+1 day"

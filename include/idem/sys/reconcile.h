@@ -40,6 +40,10 @@
 extern "C" {
 #endif
 
+/** Every kind of item idem records, as a list of string literals (for an initializer). */
+#define IDEM_RECONCILE_KINDS                                                                       \
+    "expired", "stalled_pending", "outcome_unknown", "lease_lost", "outbox_exhausted", "intent"
+
 /** Longest kind name, in bytes: `[a-z0-9_]`, 1 to this. */
 #define IDEM_RECONCILE_KIND_MAX 64
 /** A local record (of a call's own effect, not an external one) is pending only inside the
