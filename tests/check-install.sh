@@ -17,6 +17,26 @@ pc() { PKG_CONFIG_PATH="$pcdir" pkg-config "$@" idem; }
 libdir=$(pc --variable=libdir)
 fail() { echo "$*" >&2; exit 1; }
 
+# What an install puts where (README.md, "Installing"): the tools an operator runs in bin,
+# the demo out of it, the roles script and the migrations' SQL under share/idem, the
+# migrations byte for byte those the programs embed (the same files, at build time).
+root=$(find "$dest" -path '*/bin/idem-migrate' | head -n 1)
+root=${root%/bin/idem-migrate}
+[ -n "$root" ] || fail "idem-migrate not installed in a bin"
+for tool in idem-migrate idem-sweep idem-reconcile idem-fingerprint; do
+    [ -x "$root/bin/$tool" ] || fail "$tool not installed in bin"
+done
+[ ! -e "$root/bin/idem-demo" ] || fail "idem-demo installed in bin (it belongs under libexec)"
+[ -x "$root/libexec/idem/idem-demo" ] || fail "idem-demo not installed in libexec/idem"
+[ -f "$root/share/idem/idem-roles.sql" ] || fail "share/idem/idem-roles.sql not installed"
+sources=$(cd "$data/../../migrations" && pwd)
+for f in "$sources"/[0-9][0-9][0-9][0-9]_*.sql; do
+    cmp -s "$f" "$root/share/idem/migrations/${f##*/}" ||
+        fail "share/idem/migrations/${f##*/} is not the file the programs embed"
+done
+[ "$(ls "$root/share/idem/migrations" | wc -l)" = "$(ls "$sources"/[0-9][0-9][0-9][0-9]_*.sql | wc -l)" ] ||
+    fail "share/idem/migrations holds other files than the migrations"
+
 # The soname of the compatibility decision.
 [ -e "$libdir/libidem.so.1" ] || fail "libidem.so.1 not installed"
 readelf -d "$libdir/libidem.so.1" | grep -q 'Library soname: \[libidem.so.1\]' ||
