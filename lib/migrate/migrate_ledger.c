@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "core/text.h"
 #include "log.h"
 #include "error.h"
 #include "migrate_internal.h"
@@ -105,6 +106,20 @@ static const char SQL_BOOTSTRAP[] =
     " END LOOP; END $grant$;";
 
 /* Run a parameterized query expecting tuples; *out is cleared by the caller. */
+/* A role that may not read the ledger (42501): what to grant it, as the hint. */
+static void ledger_grant_hint(idem_error *err, PGconn *conn)
+{
+    char role[2 * 64 + 3]; /* a name the server accepted, quoted */
+
+    if (err == NULL || strcmp(err->sqlstate, "42501") != 0)
+        return;
+    idem__quote_ident(role, sizeof(role), PQuser(conn) != NULL ? PQuser(conn) : "<role>");
+    snprintf(err->hint, sizeof(err->hint),
+             "GRANT idem_operator TO %s (any of idem's roles reads the ledger), or USAGE on "
+             "schema idem and SELECT on idem.schema_migrations",
+             role);
+}
+
 static int query(PGresult **out, PGconn *conn, const char *sql, int n, const char *const *values,
                  const char *what, idem_error *err)
 {
@@ -112,6 +127,7 @@ static int query(PGresult **out, PGconn *conn, const char *sql, int n, const cha
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         int rc = idem__error_pg(err, conn, res, "%s", what);
+        ledger_grant_hint(err, conn);
         PQclear(res);
         return rc;
     }

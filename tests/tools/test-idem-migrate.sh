@@ -81,6 +81,10 @@ expect verify_clean_json_parses json_ok 'd["verified"] and d["applied"] >= 9 and
 check up_json_refused 64 "$tool" --dsn "dbname=$db" up --json
 expect up_json_refused_says_so err_contains "--json is for status and verify"
 check plan_json_refused 64 "$tool" --dsn "dbname=$db" plan --json
+# A role that may not read the ledger is told what to grant.
+create_role idem_mt_noaccess LOGIN
+check status_no_access 2 "$tool" --dsn "dbname=$db user=idem_mt_noaccess" status
+expect status_no_access_hint err_contains "permission denied for schema idem (hint: GRANT idem_operator TO idem_mt_noaccess"
 # --to beyond the newest migration applies nothing and names the newest.
 newest=$("$tool" --dsn "dbname=$db" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["migrations"][-1]["name"])')
 for cmd in up plan baseline; do
