@@ -210,6 +210,11 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
             values[i] = c->req->operation_id;
         else if (v == NULL || json_is_null(v))
             values[i] = NULL;
+        else if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v))
+            return idem__error_field(err, IDEM_EINVAL, "arguments",
+                                     "%s: holds a NUL character (\\u0000), which a statement's "
+                                     "text parameter cannot carry",
+                                     d->params[i]);
         else if (json_is_string(v))
             values[i] = json_string_value(v);
         else if (json_is_true(v) || json_is_false(v))

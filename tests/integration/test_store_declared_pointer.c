@@ -119,3 +119,31 @@ Test(store_declared_pointer, a_tilde_not_followed_by_0_or_1_is_refused_when_decl
     expect_bad_pointer("/~x/b", "'~' must be followed by '0'");
     expect_bad_pointer("/ok/~", "'~' must be followed by '0'");
 }
+
+/* A string with a NUL character (\u0000, which strict JSON allows) cannot be a statement's
+ * text parameter: refused naming the pointer, nothing written (it was once cut at the NUL,
+ * the effect storing "a" for "a\u0000b" under the fingerprint of the whole). */
+Test(store_declared_pointer, a_string_holding_nul_is_refused_and_nothing_is_written)
+{
+    static const char *const params[] = {"$tenant", "/text", "$operation_id"};
+    idem_request req = storetest_request("acme", "op-nul", "{\"text\":\"a\\u0000b\"}");
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_declared_new(&d,
+                                   "INSERT INTO idem_example.support_tasks"
+                                   " (tenant, subject, operation_id) VALUES ($1, $2, $3)"
+                                   " RETURNING json_build_object('task_id', task_id)",
+                                   params, 3, &err),
+                 0, "%s", err.message);
+    req.attempt = 1;
+    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "arguments");
+    cr_assert_not_null(strstr(err.message, "/text: holds a NUL character"), "%s", err.message);
+    cr_assert_eq(storetest_tasks(), 0);
+    cr_assert_eq(storetest_operations(), 0);
+    idem_outcome_clear(&out);
+    idem_declared_free(d);
+}

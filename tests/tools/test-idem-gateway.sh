@@ -328,6 +328,14 @@ expect misconfigured_logged grep -q "misconfigured: .*permission denied" "$scrat
 # unknown tool, unknown path: 404.
 call no_such_tool $tok_acme k-1 '{}'
 answer unknown_tool 404 unknown-tool
+# A NUL in the path (%00) does not end the tool's name there: no create_note called.
+call 'create_note%00x' $tok_acme k-nul '{"text": "x"}'
+answer nul_in_tool_name 404 unknown-tool
+expect nul_in_tool_name_ran_nothing test "$(notes k-nul)" = 0
+# A string argument holding NUL (\u0000) cannot be a text parameter: 400, nothing run.
+call create_note $tok_acme k-nul-arg '{"text": "a\u0000b"}'
+answer nul_in_argument 400 invalid-arguments
+expect nul_in_argument_ran_nothing test "$(notes k-nul-arg)" = 0
 http "http://127.0.0.1:$port/v2/other" -H "Authorization: Bearer $tok_acme"
 answer unknown_path 404 not-found
 

@@ -292,6 +292,37 @@ static int socket_address(struct sockaddr_storage *ss, int *v6, const gw_config 
     return -1;
 }
 
+static int hex_digit(char ch)
+{
+    return ch >= '0' && ch <= '9'   ? ch - '0'
+           : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                    : -1;
+}
+
+/* Percent-decoding of the request target, in place, as libmicrohttpd's own but for "%00",
+ * which stays as written: a decoded NUL would end the C string there, and
+ * /v1/tools/create_note%00x would call create_note. Returns the new length. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *uri)
+{
+    char *out = uri;
+
+    (void)cls;
+    (void)c;
+    for (const char *in = uri; *in != '\0'; out++) {
+        int hi = in[0] == '%' ? hex_digit(in[1]) : -1, lo = hi >= 0 ? hex_digit(in[2]) : -1;
+
+        if (lo >= 0 && (hi | lo) != 0) {
+            *out = (char)(hi * 16 + lo);
+            in += 3;
+        } else {
+            *out = *in++;
+        }
+    }
+    *out = '\0';
+    return (size_t)(out - uri);
+}
+
 int gw_server_start(gw_server *s, const gw_config *cfg, idem_store *store, char *why, size_t size)
 {
     struct sockaddr_storage ss;
@@ -311,7 +342,8 @@ int gw_server_start(gw_server *s, const gw_config *cfg, idem_store *store, char 
         flags | (v6 ? MHD_USE_IPv6 : 0), (uint16_t)cfg->port, NULL, NULL, handle, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
+        cfg->idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
     if (s->daemon == NULL) {
         snprintf(why, size, "cannot listen on %s port %u (see the line above)", cfg->address,
                  cfg->port);
