@@ -28,9 +28,10 @@
  *     - idem_external_unknown(): the dispatch happened (or may have) and its result is not
  *       known (a timeout, a lost reply). The record becomes `outcome_unknown`, with its
  *       attempt history and a reconciliation item of kind "outcome_unknown"; every call on
- *       the key answers `outcome_unknown` until someone finds out what happened and
- *       resolves it (idem_external_resolve(), `idem-reconcile resolve --as`). It is never
- *       dispatched again by itself, and must not be retried under a new key.
+ *       the key answers `outcome_unknown` until the provider is asked (a resolver, see
+ *       "Resolvers" below) or someone finds out what happened and resolves it
+ *       (idem_external_resolve(), `idem-reconcile resolve --as`). It is never dispatched
+ *       again by itself, and must not be retried under a new key.
  *
  * Leases: while one is live, every other call on the key answers `in_progress` and never
  * dispatches. Only the attempt holding it (proved by the random token in its handle) can
@@ -128,6 +129,11 @@ typedef struct idem_external_attempt idem_external_attempt;
  *                 replayed and rejected. Clear it with idem_outcome_clear().
  * @param req      the request (store.h), borrowed for the call; its arguments are what is
  *                 fingerprinted, so every retry must send the same.
+ * A record that is outcome_unknown, when its tool has a resolver (see "Resolvers"), is asked
+ * about within this call's deadline first: done answers replayed with the provider's result,
+ * failed rejected, not done gives this call the lease (attempt N+1, the same downstream
+ * key), and unknown answers outcome_unknown with the resolver's reason.
+ *
  * @return 0 (a lease, or replayed); IDEM_EBUSY (in_progress: another attempt's lease is
  *         live); IDEM_ECONFLICT; IDEM_EREJECTED; IDEM_EUNKNOWN (outcome_unknown: reconcile);
  *         IDEM_EEXPIRED; IDEM_EINVAL (err->field names the field: "operation_id" for a new

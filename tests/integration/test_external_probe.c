@@ -560,3 +560,76 @@ Test(xprobe, bad_input_is_refused_naming_the_field)
     cr_assert_str_eq(err.field, "answer");
     cr_assert_eq(extest_scalar("SELECT count(*) FROM idem.external_probes"), 0, "nothing written");
 }
+
+/* An effect that enqueues one email (outbox.h); @ctx gets the item's operation ID. */
+static int enqueue_email(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                         idem_error *err)
+{
+    char *item = ctx;
+    int rc = idem_tx_enqueue(item, tx, EXTEST_TOOL, 1, arguments, NULL, err);
+
+    if (rc == 0)
+        *response = json_pack("{s:s}", "queued", item);
+    return rc;
+}
+
+/* Enqueue an email under @op, claim it and dispatch it as @b makes it go (unknown). */
+static void outbox_unknown(const char *op, enum fake_behaviour b, char item[IDEM_UUID_STRING_SIZE],
+                           char key[KEY_SIZE])
+{
+    idem_request req = extest_request("acme", op, ARGS);
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_outbox_batch *batch = NULL;
+
+    req.tool = "queue_email";
+    cr_assert_eq(idem_store_execute(&out, ex.store, &req, enqueue_email, item, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(idem_outbox_claim(&batch, ex.ext, "acme", NULL, 1, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_outbox_batch_count(batch), 1);
+    snprintf(key, KEY_SIZE, "%s",
+             idem_external_attempt_downstream_key(idem_outbox_batch_at(batch, 0)));
+    fake_provider_script(provider, b, 1);
+    cr_assert_eq(extest_dispatch(&out, idem_outbox_batch_at(batch, 0), provider), IDEM_EUNKNOWN);
+    idem_outbox_batch_free(batch);
+    idem_outcome_clear(&out);
+}
+
+Test(xprobe, an_outbox_item_not_done_is_due_again_with_the_same_key_and_one_done_is_completed)
+{
+    idem_external_probe_result r = IDEM_EXTERNAL_PROBE_RESULT_INIT;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_outbox_batch *batch = NULL;
+    idem_external_history *h;
+    char item[IDEM_UUID_STRING_SIZE], key[KEY_SIZE];
+
+    use_resolver(ex.ext, ask_mail, PROBE_TIMEOUT_MS);
+    outbox_unknown("order-1", FAKE_LOSE_REQUEST, item, key);
+    cr_assert_eq(idem_external_probe(&r, ex.ext, "acme", item, &err), 0, "%s", err.message);
+    cr_assert_eq(r.verdict, IDEM_PROBE_NOT_DONE);
+    h = history(item);
+    cr_assert_str_eq(idem_external_history_outbox_state(h), "queued");
+    idem_external_history_free(h);
+    cr_assert_eq(idem_outbox_claim(&batch, ex.ext, "acme", NULL, 1, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_outbox_batch_count(batch), 1, "due again");
+    cr_assert_str_eq(idem_external_attempt_operation_id(idem_outbox_batch_at(batch, 0)), item);
+    cr_assert_str_eq(idem_external_attempt_downstream_key(idem_outbox_batch_at(batch, 0)), key);
+    cr_assert_eq(idem_external_attempt_number(idem_outbox_batch_at(batch, 0)), 2);
+    cr_assert_eq(extest_dispatch(&out, idem_outbox_batch_at(batch, 0), provider), 0);
+    idem_outbox_batch_free(batch);
+    cr_assert_eq(fake_provider_acts_for(provider, key), 1);
+
+    outbox_unknown("order-2", FAKE_LOSE_REPLY, item, key);
+    cr_assert_eq(idem_external_probe(&r, ex.ext, "acme", item, &err), 0, "%s", err.message);
+    cr_assert_eq(r.verdict, IDEM_PROBE_DONE);
+    h = history(item);
+    cr_assert_str_eq(idem_external_history_state(h), "completed");
+    cr_assert_str_eq(idem_external_history_outbox_state(h), "completed");
+    idem_external_history_free(h);
+    cr_assert_eq(idem_outbox_claim(&batch, ex.ext, "acme", NULL, 1, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_outbox_batch_count(batch), 0, "nothing due");
+    idem_outbox_batch_free(batch);
+    cr_assert_eq(fake_provider_acts_for(provider, key), 1);
+    idem_outcome_clear(&out);
+}
