@@ -115,6 +115,10 @@ void idem__external_answer_clear(idem_external_answer *a);
 /* The resolver registered for @tool, copied into *out; 0 when there is none. */
 int idem__external_resolver_find(idem__resolver *out, idem_external *ext, const char *tool);
 
+/* The tools that have a resolver, as a text[] literal ("{a,b}"; tool names need no
+ * quoting), caller frees; "{}" when none; NULL when out of memory. */
+char *idem__external_resolver_tools(idem_external *ext);
+
 /* Ask @r the question @q, in a thread of its own, waiting at most @timeout_ms for the
  * answer: *out gets it, or an unknown one saying why (no answer in time, the resolver
  * failed, or answered what cannot be used). Returns 0 or IDEM_ENOMEM. */

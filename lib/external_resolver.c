@@ -103,6 +103,23 @@ int idem__external_resolver_find(idem__resolver *out, idem_external *ext, const 
     return e != NULL;
 }
 
+char *idem__external_resolver_tools(idem_external *ext)
+{
+    char *list, *at;
+
+    pthread_mutex_lock(&ext->resolvers_lock);
+    list = malloc(ext->nresolvers * (IDEM_TOOL_MAX + 1) + 3);
+    if (list != NULL) {
+        at = list;
+        *at++ = '{';
+        for (size_t i = 0; i < ext->nresolvers; i++)
+            at += sprintf(at, "%s%s", i > 0 ? "," : "", ext->resolvers[i].tool);
+        strcpy(at, "}");
+    }
+    pthread_mutex_unlock(&ext->resolvers_lock);
+    return list;
+}
+
 void idem__external_answer_clear(idem_external_answer *a)
 {
     free(a->problem);

@@ -408,6 +408,44 @@ IDEM_API int idem_external_probe_result_init(idem_external_probe_result *result,
 IDEM_API int idem_external_probe(idem_external_probe_result *out, idem_external *ext,
                                  const char *tenant, const char *operation_id, idem_error *err);
 
+/** What idem_external_probe_open() did. Initialize with ::IDEM_EXTERNAL_PROBE_SUMMARY_INIT
+ *  or idem_external_probe_summary_init(). */
+typedef struct idem_external_probe_summary {
+    unsigned int version; /**< ::IDEM_EXTERNAL_PROBE_SUMMARY_VERSION */
+    unsigned int asked;   /**< operations whose provider was asked */
+    unsigned int settled; /**< of those, settled by a definite answer (this call's or,
+                               meanwhile, another's) */
+    unsigned int unknown; /**< of those, still unknown */
+} idem_external_probe_summary;
+
+#define IDEM_EXTERNAL_PROBE_SUMMARY_VERSION 1
+#define IDEM_EXTERNAL_PROBE_SUMMARY_INIT                                                           \
+    {                                                                                              \
+        IDEM_EXTERNAL_PROBE_SUMMARY_VERSION, 0, 0, 0                                               \
+    }
+
+/** Fill @p summary with an empty summary of struct version @p version.
+ *  @return 0, or IDEM_EINVAL (NULL, or an unknown version). */
+IDEM_API int idem_external_probe_summary_init(idem_external_probe_summary *summary,
+                                              unsigned int version);
+
+/**
+ * idem_external_probe() for up to @p limit of @p tenant's open `outcome_unknown` operations
+ * whose tools have a resolver on @p ext: those asked least recently first (never asked
+ * before all), one after the other, each under the store's deadline_ms of its own. For a
+ * worker's periodic run; each call asks the provider again about what is still unknown, so
+ * space the runs out.
+ *
+ * @param out   filled once its version is valid, as far as the call got.
+ * @param limit 1 to 1000.
+ * @return 0 (every operation listed was asked about; those still unknown are counted, not
+ *         errors); IDEM_EINVAL (err->field names it); otherwise the code of the listing, or
+ *         of the question it stopped at (IDEM_EUNAVAIL, IDEM_EDB, IDEM_ESCHEMA, IDEM_EPERM,
+ *         IDEM_ENOMEM).
+ */
+IDEM_API int idem_external_probe_open(idem_external_probe_summary *out, idem_external *ext,
+                                      const char *tenant, unsigned int limit, idem_error *err);
+
 #ifdef __cplusplus
 }
 #endif

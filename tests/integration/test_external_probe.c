@@ -633,3 +633,64 @@ Test(xprobe, an_outbox_item_not_done_is_due_again_with_the_same_key_and_one_done
     cr_assert_eq(fake_provider_acts_for(provider, key), 1);
     idem_outcome_clear(&out);
 }
+
+static const char *state_of(const char *op)
+{
+    static char state[32];
+    idem_external_history *h = history(op);
+
+    snprintf(state, sizeof(state), "%s", idem_external_history_state(h));
+    idem_external_history_free(h);
+    return state;
+}
+
+Test(xprobe, probe_open_asks_about_open_unknowns_least_recently_asked_first_up_to_its_limit)
+{
+    idem_external_probe_summary s = IDEM_EXTERNAL_PROBE_SUMMARY_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    char key[KEY_SIZE];
+
+    make_unknown("op-a", FAKE_LOSE_REPLY, key);
+    make_unknown("op-b", FAKE_LOSE_REQUEST, key);
+    make_unknown("op-c", FAKE_LOSE_REPLY, key);
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "acme", 10, &err), 0, "%s", err.message);
+    cr_assert_eq(s.asked, 0, "no tool has a resolver");
+    use_resolver(ex.ext, ask_mail, PROBE_TIMEOUT_MS);
+    fake_provider_script_status(provider, FAKE_STATUS_ERROR, 1);
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "acme", 2, &err), 0, "%s", err.message);
+    cr_assert_eq(s.asked, 2);
+    cr_assert_eq(s.settled, 1);
+    cr_assert_eq(s.unknown, 1);
+    cr_assert_str_eq(state_of("op-a"), "outcome_unknown", "asked first: the provider failed");
+    cr_assert_str_eq(state_of("op-b"), "pending", "not done");
+    cr_assert_str_eq(state_of("op-c"), "outcome_unknown", "beyond the limit");
+    cr_assert_eq(fake_provider_status_requests(provider), 2);
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "acme", 1, &err), 0, "%s", err.message);
+    cr_assert_eq(s.asked, 1);
+    cr_assert_str_eq(state_of("op-c"), "completed", "never asked: before op-a");
+    cr_assert_str_eq(state_of("op-a"), "outcome_unknown");
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "acme", 10, &err), 0, "%s", err.message);
+    cr_assert_eq(s.asked, 1);
+    cr_assert_eq(s.settled, 1);
+    cr_assert_str_eq(state_of("op-a"), "completed");
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "acme", 10, &err), 0, "%s", err.message);
+    cr_assert_eq(s.asked, 0, "nothing open");
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "globex", 10, &err), 0, "%s", err.message);
+    cr_assert_eq(s.asked, 0, "another tenant's");
+    cr_assert_eq(fake_provider_status_requests(provider), 4);
+    cr_assert_eq(fake_provider_requests(provider), 2, "nothing dispatched");
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "acme", 0, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "limit");
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "acme", 1001, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "limit");
+    cr_assert_eq(idem_external_probe_open(&s, NULL, "acme", 1, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "ext");
+    cr_assert_eq(idem_external_probe_open(NULL, ex.ext, "acme", 1, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "out");
+    s.version = 0;
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "acme", 1, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "out.version");
+    cr_assert_eq(idem_external_probe_summary_init(&s, IDEM_EXTERNAL_PROBE_SUMMARY_VERSION), 0);
+    cr_assert_eq(idem_external_probe_open(&s, ex.ext, "", 1, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "tenant");
+}
