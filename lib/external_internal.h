@@ -109,6 +109,9 @@ struct idem_external_answer {
     unsigned int took_ms; /* how long the resolver took, or was waited for */
 };
 
+/* A copy of @s, or NULL for NULL; *failed set when out of memory (external_resolver.c). */
+char *idem__external_copy_or_null(const char *s, int *failed);
+
 /* Free what @a holds, and empty it. */
 void idem__external_answer_clear(idem_external_answer *a);
 
@@ -120,8 +123,8 @@ int idem__external_resolver_find(idem__resolver *out, idem_external *ext, const 
 char *idem__external_resolver_tools(idem_external *ext);
 
 /* Ask @r the question @q, in a thread of its own, waiting at most @timeout_ms for the
- * answer: *out gets it, or an unknown one saying why (no answer in time, the resolver
- * failed, or answered what cannot be used). Returns 0 or IDEM_ENOMEM. */
+ * answer (external_ask.c): *out gets it, or an unknown one saying why (no answer in time,
+ * the resolver failed, or answered what cannot be used). Returns 0 or IDEM_ENOMEM. */
 int idem__external_ask(idem_external_answer *out, const idem__resolver *r,
                        const idem_external_question *q, unsigned int timeout_ms, idem_error *err);
 
