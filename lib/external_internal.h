@@ -129,11 +129,11 @@ int idem__external_ask(idem_external_answer *out, const idem__resolver *r,
                        const idem_external_question *q, unsigned int timeout_ms, idem_error *err);
 
 /* A retry (idem_external_begin()) met an outcome_unknown record of @req's tool: ask its
- * resolver, if it has one (*has_resolver), within @deadline_ms, and record the answer
- * (external_probe.c); *verdict is what it answered. Returns 0 with no resolver, or when the
- * caller should look the key up again (a definite answer, whoever's changed the record; or
- * the record is no longer outcome_unknown); IDEM_EUNKNOWN with the reason when the answer
- * is unknown; another code when it could not be asked or recorded. */
+ * resolver, if it has one and the record is external (*has_resolver), within @deadline_ms, and
+ * record the answer (external_probe.c); *verdict is what it answered. Returns 0 with no resolver,
+ * or when the caller should look the key up again (a definite answer, whoever's changed the record;
+ * or the record is no longer outcome_unknown); IDEM_EUNKNOWN with the reason when the answer is
+ * unknown; another code when it could not be asked or recorded. */
 int idem__external_probe_for_retry(int *has_resolver, idem_external_verdict *verdict,
                                    idem_external *ext, const idem_request *req,
                                    uint64_t deadline_ms, idem_error *err);

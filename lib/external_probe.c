@@ -255,10 +255,12 @@ int idem__external_probe_for_retry(int *has_resolver, idem_external_verdict *ver
     probing_init(&p, ext, req->tenant, req->operation_id, "retry", deadline_ms, &local);
     rc = probe(&p);
     *verdict = p.answer.verdict;
+    if (rc == IDEM_ENOTFOUND) /* a local record (stalled_pending): nothing to ask */
+        *has_resolver = 0;
     if (rc == IDEM_ENOTFOUND || rc == IDEM_ECONFLICT)
-        rc = 0; /* not an external unknown outcome any more, or no resolver: look again */
+        rc = 0; /* or settled meanwhile: look again */
     if (rc != 0)
-        idem__error_set(err, rc, "%s", local.message);
+        *err = local;
     probing_clear(&p);
     return rc;
 }
