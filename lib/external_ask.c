@@ -107,18 +107,18 @@ static int unknown(idem_external_answer *out, const char *why)
     return out->reason != NULL ? 0 : IDEM_ENOMEM;
 }
 
-/* Take the finished question's answer into *out (locked). */
+/* Take the finished question's answer into *out (locked): what made it unusable first. */
 static int take_answer(idem_external_answer *out, asking *k)
 {
     char why[IDEM__ERROR_TEXT_MAX];
 
-    if (k->rc != 0) {
-        snprintf(why, sizeof(why), "resolver %s failed (it returned %d)", k->r.name, k->rc);
-        return unknown(out, why);
-    }
     if (k->answer.problem != NULL) {
         snprintf(why, sizeof(why), "resolver %s answered what cannot be used: %s", k->r.name,
                  k->answer.problem);
+        return unknown(out, why);
+    }
+    if (k->rc != 0) {
+        snprintf(why, sizeof(why), "resolver %s failed (it returned %d)", k->r.name, k->rc);
         return unknown(out, why);
     }
     if (!k->answer.given) {
