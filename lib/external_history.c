@@ -29,6 +29,9 @@ static const char SQL_ATTEMPTS[] = "SELECT attempt, " US("started_at") ", " US(
                 " FROM idem.external_attempts WHERE tenant = $1 AND operation_id = $2 ORDER BY "
                 "attempt";
 
+/* The SQLSTATE of a table that does not exist. */
+#define UNDEFINED_TABLE "42P01"
+
 /* The questions resolvers asked the provider, oldest first (migration 0011). */
 static const char SQL_PROBES[] =
     "SELECT " US("answered_at") ", took_ms, asked_by, resolver, answer, provider_ref, result,"
@@ -84,6 +87,11 @@ static int read_probes(idem_external_history *h, PGconn *conn, const char *const
                                   "reading the provider's answers", err);
     size_t n;
 
+    if ((rc == IDEM_EDB || rc == IDEM_ESCHEMA) && strcmp(err->sqlstate, UNDEFINED_TABLE) == 0 &&
+        PQtransactionStatus(conn) == PQTRANS_IDLE) {
+        idem_error_clear(err); /* a schema before migration 0011: no answers recorded */
+        return 0;
+    }
     if (rc != 0)
         return rc;
     n = (size_t)PQntuples(h->probes);
@@ -112,8 +120,10 @@ int idem_external_history_get(idem_external_history **out, PGconn *conn, const c
 {
     const char *values[2] = {tenant, operation_id};
     idem_external_history *h = NULL;
+    idem_error local = IDEM_ERROR_INIT;
     int rc;
 
+    err = err != NULL ? err : &local;
     if (out == NULL)
         return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK)

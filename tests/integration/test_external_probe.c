@@ -694,3 +694,27 @@ Test(xprobe, probe_open_asks_about_open_unknowns_least_recently_asked_first_up_t
     cr_assert_eq(idem_external_probe_open(&s, ex.ext, "", 1, &err), IDEM_EINVAL);
     cr_assert_str_eq(err.field, "tenant");
 }
+
+/* A tool built for this version reads the history of a schema that has no answers yet. */
+Test(xprobe, history_of_a_schema_before_0011_has_no_answers)
+{
+    char *conninfo = pgtest_new_database("xprobe10");
+    PGconn *conn = pgtest_connect(conninfo);
+    idem_external_history *h = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+
+    cr_assert_eq(idem_migrate_up(conn, 10, NULL, &err), 0, "%s", err.message);
+    PQclear(pgtest_exec(conn,
+                        "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
+                        " fingerprint, state, claim_token, expires_at, forget_at, downstream_key,"
+                        " attempts) VALUES ('acme', 'op-1', 'send_email', 1, sha256('x'),"
+                        " 'outcome_unknown', gen_random_uuid(), now() + interval '1 day',"
+                        " now() + interval '2 days', 'key-1', 1)"));
+    cr_assert_eq(idem_external_history_get(&h, conn, "acme", "op-1", &err), 0, "%s", err.message);
+    cr_assert_str_eq(idem_external_history_state(h), "outcome_unknown");
+    cr_assert_eq(idem_external_history_probe_count(h), 0);
+    cr_assert_eq(PQtransactionStatus(conn), PQTRANS_IDLE);
+    idem_external_history_free(h);
+    PQfinish(conn);
+    free(conninfo);
+}

@@ -85,7 +85,7 @@ typedef struct idem_external_probe_record {
     int changed;              /**< 1 for the answer that changed the record */
 } idem_external_probe_record;
 
-/** Number of recorded questions to the provider. */
+/** Number of recorded questions to the provider (0 on a schema before migration 0011). */
 IDEM_API size_t idem_external_history_probe_count(const idem_external_history *h);
 /** The @p i-th question, oldest first; borrowed until the history is freed; NULL when out of
  *  range. */
