@@ -82,7 +82,6 @@ typedef struct probing {
     idem__resolver r;
     idem_external_answer answer;
     char probe_id[IDEM_UUID_STRING_SIZE];
-    int asked;   /* the resolver was asked */
     int changed; /* the answer changed the record */
     idem_error *err;
 } probing;
@@ -140,7 +139,6 @@ static int ask(probing *p)
                                p->operation_id, p->r.name);
     if ((rc = idem_uuid_v7(p->probe_id, p->err)) != 0)
         return rc;
-    p->asked = 1;
     return idem__external_ask(&p->answer, &p->r, &q, limit, p->err);
 }
 
