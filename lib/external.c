@@ -59,12 +59,17 @@ int idem_external_new(idem_external **out, idem_store *store, const idem_externa
     ext->outbox_backoff = (idem_retry_policy){
         IDEM_RETRY_POLICY_VERSION, 0, opts->outbox_backoff_base_ms, opts->outbox_backoff_max_ms, 0};
     snprintf(ext->lease_ms, sizeof(ext->lease_ms), "%u", opts->lease_ms);
+    pthread_mutex_init(&ext->resolvers_lock, NULL);
     *out = ext;
     return 0;
 }
 
 void idem_external_free(idem_external *ext)
 {
+    if (ext == NULL)
+        return;
+    pthread_mutex_destroy(&ext->resolvers_lock);
+    free(ext->resolvers);
     free(ext);
 }
 

@@ -249,6 +249,30 @@ static int run(begin *b)
     return rc;
 }
 
+/* The key's record is outcome_unknown: when its tool has a resolver, ask the provider
+ * (external_probe.c) and, if the answer changed the record (or another call's had), look
+ * the key up again: replayed, rejected, or a pending record that this call now takes over
+ * and dispatches with the same downstream key. Otherwise the call stays outcome_unknown,
+ * with the resolver's reason when it was asked. */
+static int ask_provider(begin *b, int rc)
+{
+    idem_external_verdict verdict;
+    int has_resolver, probed = idem__external_probe_for_retry(&has_resolver, &verdict, b->ext,
+                                                              b->c.req, b->c.deadline_ms, b->c.err);
+
+    if (!has_resolver)
+        return rc;
+    if (probed != 0) {
+        b->c.out->status = idem_status_from_error(probed);
+        return probed;
+    }
+    idem_error_clear(b->c.err);
+    *b->c.out = (idem_outcome)IDEM_OUTCOME_INIT;
+    b->c.out->status = IDEM_STATUS_UNAVAILABLE;
+    b->c.lookup_first = 1;
+    return run(b);
+}
+
 int idem_external_begin(idem_external_attempt **out, idem_outcome *outcome, idem_external *ext,
                         const idem_request *req, idem_error *err)
 {
@@ -281,6 +305,8 @@ int idem_external_begin(idem_external_attempt **out, idem_outcome *outcome, idem
     b.c.lookup_first = req->version < 2 || req->attempt != 1;
     b.c.deadline_ms = idem__store_deadline(ext->store);
     rc = run(&b);
+    if (rc == IDEM_EUNKNOWN && outcome->status == IDEM_STATUS_OUTCOME_UNKNOWN)
+        rc = ask_provider(&b, rc);
     json_decref(b.c.arguments);
     if (rc == 0 && outcome->status == IDEM_STATUS_REPLAYED)
         *out = NULL;

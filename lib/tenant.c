@@ -115,10 +115,15 @@ static PGresult *command_result(PGconn *conn)
     return first;
 }
 
-/* Read up to the pipeline's Sync, and leave pipeline mode. */
+/* Read up to the pipeline's Sync, and leave pipeline mode. Each command's results end with
+ * a NULL, those aborted after a failure too: read on past them to the Sync (two NULLs in a
+ * row: nothing more is coming, the connection is gone). */
 static void finish_pipeline(PGconn *conn, PGresult *last)
 {
-    while (last != NULL && PQresultStatus(last) != PGRES_PIPELINE_SYNC) {
+    int nulls = 0;
+
+    while (nulls < 2 && (last == NULL || PQresultStatus(last) != PGRES_PIPELINE_SYNC)) {
+        nulls = last == NULL ? nulls + 1 : 0;
         PQclear(last);
         last = PQgetResult(conn);
     }

@@ -241,9 +241,28 @@ void rt_print_item_detail(const idem_reconcile_item *it, const idem_reconcile_re
         printf("    note: %s\n", shown(text, sizeof(text), it->note));
 }
 
+/* The provider's answers to resolvers (external.h, "Resolvers"), oldest first. */
+static json_t *probes_json(const idem_external_history *h)
+{
+    json_t *probes = json_array();
+
+    for (size_t i = 0; probes != NULL && i < idem_external_history_probe_count(h); i++) {
+        const idem_external_probe_record *p = idem_external_history_probe_at(h, i);
+
+        json_array_append_new(probes, json_pack("{s:o, s:i, s:s, s:s, s:s, s:o, s:o, s:o, s:b}",
+                                                "answered_at", rt_time_json(p->answered_at),
+                                                "took_ms", p->took_ms, "asked_by", p->asked_by,
+                                                "resolver", p->resolver, "answer", p->answer,
+                                                "provider_ref", rt_str_json(p->provider_ref),
+                                                "result", rt_str_json(p->result), "reason",
+                                                rt_str_json(p->reason), "changed", p->changed));
+    }
+    return probes;
+}
+
 json_t *rt_history_json(const idem_external_history *h)
 {
-    json_t *attempts;
+    json_t *attempts, *doc;
 
     if (h == NULL)
         return json_null();
@@ -257,13 +276,38 @@ json_t *rt_history_json(const idem_external_history *h)
                                 "outcome", rt_str_json(a->outcome), "provider_ref",
                                 rt_str_json(a->provider_ref), "error", rt_str_json(a->error)));
     }
-    return json_pack("{s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "downstream_key",
-                     idem_external_history_downstream_key(h), "provider_ref",
-                     rt_str_json(idem_external_history_provider_ref(h)), "lease_expires_at",
-                     rt_time_json(idem_external_history_lease_expires_at(h)), "lease_live",
-                     idem_external_history_lease_live(h), "outbox_state",
-                     rt_str_json(idem_external_history_outbox_state(h)), "next_attempt_at",
-                     rt_time_json(idem_external_history_next_attempt_at(h)), "attempts", attempts);
+    doc = json_pack("{s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "downstream_key",
+                    idem_external_history_downstream_key(h), "provider_ref",
+                    rt_str_json(idem_external_history_provider_ref(h)), "lease_expires_at",
+                    rt_time_json(idem_external_history_lease_expires_at(h)), "lease_live",
+                    idem_external_history_lease_live(h), "outbox_state",
+                    rt_str_json(idem_external_history_outbox_state(h)), "next_attempt_at",
+                    rt_time_json(idem_external_history_next_attempt_at(h)), "attempts", attempts);
+    if (doc != NULL)
+        json_object_set_new(doc, "probes", probes_json(h));
+    return doc;
+}
+
+/* The provider's answers, one a line. */
+static void print_probes(const idem_external_history *h)
+{
+    char t[32], text[4096];
+
+    if (idem_external_history_probe_count(h) == 0)
+        return;
+    printf("provider asked: %zu\n", idem_external_history_probe_count(h));
+    for (size_t i = 0; i < idem_external_history_probe_count(h); i++) {
+        const idem_external_probe_record *p = idem_external_history_probe_at(h, i);
+
+        printf("  %s UTC by %s (%s, %d ms): %s%s", rt_format_time(t, sizeof(t), p->answered_at, 0),
+               shown(text, sizeof(text), p->resolver), p->asked_by, p->took_ms, p->answer,
+               p->changed ? ", settled the record" : "");
+        if (p->provider_ref != NULL)
+            printf("; provider ref %s", shown(text, sizeof(text), p->provider_ref));
+        if (p->reason != NULL)
+            printf("; %s", shown(text, sizeof(text), p->reason));
+        printf("\n");
+    }
 }
 
 void rt_print_history(const idem_external_history *h)
@@ -296,4 +340,5 @@ void rt_print_history(const idem_external_history *h)
             printf("; error: %s", shown(text, sizeof(text), a->error));
         printf("\n");
     }
+    print_probes(h);
 }

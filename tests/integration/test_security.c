@@ -28,7 +28,8 @@ static void begin_as_a(PGconn *conn)
 TestSuite(security, .init = storetest_init, .fini = storetest_fini, .timeout = 240);
 
 /* Rows of every kind, in tenants A and B: a record made through the store (as the
- * application role), and beside it an attempt, an outbox item and a reconciliation item. */
+ * application role), and beside it an attempt, an outbox item, a reconciliation item and a
+ * provider's answer. */
 static void seed_two_tenants(void)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
@@ -36,7 +37,7 @@ static void seed_two_tenants(void)
 
     storetest_open(NULL, 2);
     for (size_t i = 0; i < 2; i++) {
-        char sql[768];
+        char sql[1280];
 
         cr_assert_eq(storetest_create_task(&out, tenants[i], "op-1", "{\"subject\":\"s\"}", NULL),
                      0);
@@ -49,8 +50,11 @@ static void seed_two_tenants(void)
                  "INSERT INTO idem.outbox (tenant, operation_id, tool, payload_version,"
                  " arguments, max_attempts) VALUES ('%s', 'op-1', 'send', 1, '{}', 3);"
                  "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool,"
-                 " fingerprint) VALUES ('%s', 'op-1', 'expired', 'send', '\\x00')",
-                 tenants[i], tenants[i], tenants[i]);
+                 " fingerprint) VALUES ('%s', 'op-1', 'expired', 'send', '\\x00');"
+                 "INSERT INTO idem.external_probes (tenant, operation_id, probe_id, took_ms,"
+                 " asked_by, resolver, answer, changed) VALUES ('%s', 'op-1',"
+                 " gen_random_uuid(), 0, 'probe', 'r', 'unknown', false)",
+                 tenants[i], tenants[i], tenants[i], tenants[i]);
         PQclear(pgtest_exec(fx.check, sql));
     }
 }

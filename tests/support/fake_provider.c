@@ -11,6 +11,7 @@
 typedef struct request {
     char *key, *payload;
     int acted;
+    int refused; /* refused for good */
     char ref[FAKE_REF_SIZE];
 } request;
 
@@ -24,6 +25,10 @@ struct fake_provider {
     unsigned int nrequests, nacts;
     enum fake_behaviour script[MAX_SCRIPT];
     unsigned int nscript;
+    enum fake_status_behaviour status_script[MAX_SCRIPT];
+    unsigned int nstatus_script;
+    unsigned int status_requests, status_active;
+    unsigned int hold, held_from; /* hold status requests until this many since held_from */
 };
 
 fake_provider *fake_provider_new(int honours_keys)
@@ -116,14 +121,20 @@ int fake_provider_send(fake_provider *p, const char *downstream_key, const char 
         pthread_mutex_unlock(&p->lock);
         return FAKE_FAILED;
     }
+    if (b == FAKE_LOSE_REQUEST) {
+        pthread_mutex_unlock(&p->lock);
+        return FAKE_TIMEOUT;
+    }
     r = &p->requests[p->nrequests++];
     r->key = strdup(downstream_key != NULL ? downstream_key : "");
     r->payload = strdup(payload != NULL ? payload : "");
     if (b == FAKE_FAIL)
         result = FAKE_FAILED;
+    else if (b == FAKE_REFUSE_LOSE_REPLY)
+        r->refused = 1;
     else
         act(p, r);
-    if (b == FAKE_LOSE_REPLY)
+    if (b == FAKE_LOSE_REPLY || b == FAKE_REFUSE_LOSE_REPLY)
         result = FAKE_TIMEOUT;
     if (result == FAKE_SENT)
         memcpy(ref, r->ref, FAKE_REF_SIZE);
@@ -135,6 +146,7 @@ void fake_provider_unhang(fake_provider *p)
 {
     pthread_mutex_lock(&p->lock);
     p->generation++;
+    p->hold = 0;
     pthread_cond_broadcast(&p->unhung);
     pthread_mutex_unlock(&p->lock);
 }
@@ -189,4 +201,119 @@ const char *fake_provider_key_of(fake_provider *p, unsigned int i)
         key = p->requests[i].key;
     pthread_mutex_unlock(&p->lock);
     return key;
+}
+
+void fake_provider_script_status(fake_provider *p, enum fake_status_behaviour b, unsigned int count)
+{
+    pthread_mutex_lock(&p->lock);
+    while (count-- > 0 && p->nstatus_script < MAX_SCRIPT)
+        p->status_script[p->nstatus_script++] = b;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void fake_provider_hold_status(fake_provider *p, unsigned int n)
+{
+    pthread_mutex_lock(&p->lock);
+    p->hold = n;
+    p->held_from = p->status_requests;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* The next scripted status behaviour (locked). */
+static enum fake_status_behaviour next_status_behaviour(fake_provider *p)
+{
+    enum fake_status_behaviour b;
+
+    if (p->nstatus_script == 0)
+        return FAKE_STATUS_OK;
+    b = p->status_script[0];
+    memmove(p->status_script, p->status_script + 1,
+            (p->nstatus_script - 1) * sizeof(p->status_script[0]));
+    p->nstatus_script--;
+    return b;
+}
+
+/* Wait while the request must be held, or hang until unhung (locked). */
+static void wait_status(fake_provider *p, enum fake_status_behaviour b)
+{
+    unsigned int generation = p->generation;
+
+    pthread_cond_broadcast(&p->unhung); /* one more has arrived */
+    while (p->hold > 0 && p->status_requests - p->held_from < p->hold)
+        pthread_cond_wait(&p->unhung, &p->lock);
+    if (b != FAKE_STATUS_HANG)
+        return;
+    p->hanging++;
+    while (p->generation == generation)
+        pthread_cond_wait(&p->unhung, &p->lock);
+    p->hanging--;
+}
+
+/* What was recorded under @key (locked). */
+static int recorded_status(const fake_provider *p, const char *key, char ref[FAKE_REF_SIZE],
+                           char body[FAKE_BODY_SIZE])
+{
+    for (unsigned int i = 0; i < p->nrequests; i++) {
+        const request *r = &p->requests[i];
+
+        if (strcmp(r->key, key) != 0)
+            continue;
+        if (r->acted) {
+            snprintf(ref, FAKE_REF_SIZE, "%s", r->ref);
+            snprintf(body, FAKE_BODY_SIZE, "{\"status\": \"sent\", \"message_id\": \"%s\"}",
+                     r->ref);
+            return FAKE_STATUS_SENT;
+        }
+        if (r->refused) {
+            snprintf(body, FAKE_BODY_SIZE, "{\"error\": \"mailbox unavailable\"}");
+            return FAKE_STATUS_REFUSED;
+        }
+    }
+    return FAKE_STATUS_NOT_FOUND;
+}
+
+int fake_provider_status(fake_provider *p, const char *downstream_key, char ref[FAKE_REF_SIZE],
+                         char body[FAKE_BODY_SIZE])
+{
+    enum fake_status_behaviour b;
+    int result;
+
+    ref[0] = body[0] = '\0';
+    pthread_mutex_lock(&p->lock);
+    b = next_status_behaviour(p);
+    p->status_requests++;
+    p->status_active++;
+    wait_status(p, b);
+    if (b == FAKE_STATUS_ERROR) {
+        result = FAKE_STATUS_FAILED;
+    } else if (b == FAKE_STATUS_GARBAGE) {
+        snprintf(body, FAKE_BODY_SIZE, "{\"status\": \"sent\", \"message_id\":");
+        result = FAKE_STATUS_MANGLED;
+    } else {
+        result = recorded_status(p, downstream_key, ref, body);
+    }
+    p->status_active--;
+    pthread_cond_broadcast(&p->unhung);
+    pthread_mutex_unlock(&p->lock);
+    return result;
+}
+
+unsigned int fake_provider_status_requests(fake_provider *p)
+{
+    unsigned int n;
+
+    pthread_mutex_lock(&p->lock);
+    n = p->status_requests;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+unsigned int fake_provider_status_active(fake_provider *p)
+{
+    unsigned int n;
+
+    pthread_mutex_lock(&p->lock);
+    n = p->status_active;
+    pthread_mutex_unlock(&p->lock);
+    return n;
 }

@@ -56,6 +56,17 @@ expect show_control_escaped contains 'error: bad\\x1b\[2Jreply\\x0d'
 expect show_control_no_escape test "$(printf '%s' "$out" | tr -d -c '\033\r' | wc -c)" = 0
 check show_json 0 "$tool" --dsn "dbname=$db" show acme op-1 --json
 expect show_json_history json_ok 'd["external"]["downstream_key"] == "key-op-1" and [a["outcome"] for a in d["external"]["attempts"]] == ["lease_expired", "unknown"] and d["external"]["lease_live"] is False'
+expect show_json_no_probes json_ok 'd["external"]["probes"] == []'
+# The provider's answers to a resolver, as the library records them (migration 0011).
+q "$db" "INSERT INTO idem.external_probes (tenant, operation_id, probe_id, took_ms, asked_by,
+    resolver, answer, reason, changed) VALUES ('acme', 'op-2',
+    '01900000-0000-7000-8000-000000000001', 2000, 'retry', 'mail status', 'unknown',
+    E'resolver mail status gave no answer within 2000 ms\x1b[2J', false)" >/dev/null
+check show_probes 0 "$tool" --dsn "dbname=$db" show acme op-2
+expect show_probes_count contains "provider asked: 1"
+expect show_probes_answer contains 'UTC by mail status (retry, 2000 ms): unknown; resolver mail status gave no answer within 2000 ms\\x1b\[2J'
+check show_probes_json 0 "$tool" --dsn "dbname=$db" show acme op-2 --json
+expect show_probes_json_answer json_ok '[(p["asked_by"], p["answer"], p["changed"], p["took_ms"]) for p in d["external"]["probes"]] == [("retry", "unknown", False, 2000)]'
 
 # Resolved as completed: the receipt every later call replays, the reference, the item.
 check resolve_completed 0 "$tool" --dsn "dbname=$db" resolve acme op-1 --as completed \

@@ -68,6 +68,30 @@ idem_external_history_at(const idem_external_history *h, size_t i);
 /** NULL is accepted. */
 IDEM_API void idem_external_history_free(idem_external_history *h);
 
+/** One question a resolver asked the provider (external.h, "Resolvers"), as recorded.
+ *  Read-only; owned by the ::idem_external_history that holds it. */
+typedef struct idem_external_probe_record {
+    int64_t answered_at;      /**< when the answer was recorded (microseconds since the epoch,
+                                   the database's clock) */
+    int took_ms;              /**< how long the resolver took, or was waited for */
+    const char *asked_by;     /**< "retry" (idem_external_begin()) or "probe"
+                                   (idem_external_probe()) */
+    const char *resolver;     /**< the resolver's name */
+    const char *answer;       /**< "done", "failed", "not_done", "unknown" */
+    const char *provider_ref; /**< NULL when none */
+    const char *result;       /**< done, failed: the provider's result (canonical JSON); else
+                                   NULL */
+    const char *reason;       /**< why unknown, or what the resolver said; NULL when none */
+    int changed;              /**< 1 for the answer that changed the record */
+} idem_external_probe_record;
+
+/** Number of recorded questions to the provider (0 on a schema before migration 0011). */
+IDEM_API size_t idem_external_history_probe_count(const idem_external_history *h);
+/** The @p i-th question, oldest first; borrowed until the history is freed; NULL when out of
+ *  range. */
+IDEM_API const idem_external_probe_record *
+idem_external_history_probe_at(const idem_external_history *h, size_t i);
+
 /** What reconciliation found out. */
 typedef enum idem_resolution_kind {
     IDEM_RESOLVE_COMPLETED = 0, /**< the provider did it: later calls replay the receipt */
