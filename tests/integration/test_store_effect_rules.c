@@ -342,6 +342,30 @@ ParameterizedTest(guard_case *c, store_effect_rules,
     idem_outcome_clear(&out);
 }
 
+/* The finishing statement makes the guard's checks itself and calls idem.finish_guard()
+ * only when one fails (for its errors): a call whose effect leaves its record alone never
+ * calls it. Shown with the function replaced by one that refuses every call; the guard's
+ * own cases are above. Plain PostgreSQL: the replacement is not propagated to workers. */
+Test(store_effect_rules, a_well_behaved_call_does_not_call_the_guard)
+{
+    effect_sql e = {"SELECT current_setting('idem.tenant')", 0, 0};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-unguarded", "{\"subject\":\"s\"}");
+
+    if (pgtest_citus_workers() != NULL)
+        cr_skip_test("the guard replaced on the coordinator only: plain PostgreSQL");
+    PQclear(pgtest_exec(fx.check, "CREATE OR REPLACE FUNCTION idem.finish_guard(call_tenant text,"
+                                  " finished bigint) RETURNS integer LANGUAGE plpgsql AS"
+                                  " $$BEGIN RAISE EXCEPTION 'finish_guard called'; END$$"));
+    storetest_open(NULL, 1);
+    cr_assert_eq(idem_store_execute(&out, fx.store, &req, write_then_run, &e, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(records_count(fx.check, "completed"), 1);
+    idem_outcome_clear(&out);
+}
+
 /* The application's tables for the next tests (plain PostgreSQL: under Citus they would
  * have to be distributed): one its role has no privilege on, and one it may write whose
  * row-level security policy admits only the call's tenant. */

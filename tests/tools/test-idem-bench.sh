@@ -100,16 +100,25 @@ for m in (new, replay):
 ' "$out" || fail "the report of a short rls run: $out"
 
 # The replay mode: idem's replays beside the bare read, and the bare read behind the
-# tenant's setting (what row-level security's setting costs a lookup).
+# tenant's setting (what row-level security's setting costs a lookup), in the run's
+# database and in a fresh one; every ratio with its two sides' numbers; the report says
+# the server's durability and the data directory's file system.
 out=$("$bench" --mode replay --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
 status=$?
 [ "$status" = 0 ] || fail "a short replay run: exit $status"
 python3 -c '
 import json, sys
-(m,) = json.loads(sys.argv[1])["results"]
-assert m["mode"] == "replay" and len(m["sides"]) == 4, m
-assert all(s["errors"] == 0 and s["ops"] > 0 for s in m["sides"]), m
-assert any("tenant setting" in r["ratio"] for r in m["ratios"]), m["ratios"]
+d = json.loads(sys.argv[1])
+warm, fresh = d["results"]
+assert warm["mode"] == "replay" and fresh["mode"] == "replay-fresh", d["results"]
+for m in (warm, fresh):
+    assert len(m["sides"]) == 4, m
+    assert all(s["errors"] == 0 and s["ops"] > 0 for s in m["sides"]), m
+    assert any("tenant setting" in r["ratio"] for r in m["ratios"]), m["ratios"]
+    assert all(r["a"] > 0 and r["b"] > 0 for r in m["ratios"]), m["ratios"]
+machine = d["machine"]
+assert machine["durability"].startswith("fsync "), machine
+assert machine["data_directory"] and " on /" in machine["data_file_system"], machine
 ' "$out" || fail "the report of a short replay run: $out"
 
 if [ "$failures" -ne 0 ]; then

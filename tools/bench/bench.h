@@ -18,7 +18,7 @@
 #define BENCH_MAX_SIDES    6
 #define BENCH_MAX_ROUNDS   200
 #define BENCH_MAX_RATIOS   8
-#define BENCH_MAX_MEASURES 16
+#define BENCH_MAX_MEASURES 24
 
 typedef struct bench_worker bench_worker;
 
@@ -75,6 +75,7 @@ typedef struct bench_ratio {
     double median, min, max;
     double target; /* 0: none */
     int at_least;  /* 1: the ratio should be >= target, 0: <= target */
+    double a, b;   /* the two sides' absolute numbers over all rounds (ops/s or p50 ms) */
 } bench_ratio;
 
 /* The contention mode's end-of-run check. */
@@ -120,6 +121,9 @@ typedef struct bench_results {
     int nmeasures;
     bench_measure measure[BENCH_MAX_MEASURES];
     char server_version[64];
+    char durability[128]; /* "fsync on, synchronous_commit on, full_page_writes on" */
+    char data_dir[256];   /* the server's data directory ... */
+    char data_fs[512];    /* ... and the file system it is on: "/dev/vda (ext4) on /" */
     char cpu_model[128];
     long cpus;
     double total_s;
@@ -190,6 +194,24 @@ int bench_existing_check(PGconn *admin, int *made);
 /* After a check that passed (@checked): delete the rows of the bench's tenants (bench-*),
  * and bench_hand_ops if it was made. */
 void bench_existing_clean(PGconn *admin, int made, int checked);
+/* The lean table of the create mode's sides without idem (create.c), the user's own: 8
+ * columns, the key its primary key, no other index. */
+#define BENCH_HAND_TABLE                                                                           \
+    "public.bench_hand_ops (tenant text NOT NULL, operation_id text NOT NULL,"                     \
+    " fingerprint bytea NOT NULL, state text NOT NULL, response text,"                             \
+    " created_at timestamptz NOT NULL DEFAULT now(), completed_at timestamptz,"                    \
+    " expires_at timestamptz NOT NULL DEFAULT now() + interval '1 day',"                           \
+    " PRIMARY KEY (tenant, operation_id))"
+
+/* The application role: idem_bench_app, a login in idem_app (row-level security applies),
+ * created when missing (the --dsn role must be a superuser or have CREATEROLE; it stays in
+ * the cluster), granted the example's table on @conninfo's database. 0 or -1 (said). */
+int bench_app_role_setup(const char *conninfo);
+/* @conninfo as the application role; with @tenant, idem.tenant = @tenant is the session's
+ * setting from its start (options=-c), so that a bare read sees that tenant's rows under
+ * row-level security. Caller frees; NULL when out of memory. */
+char *bench_app_conninfo(const char *conninfo, const char *tenant);
+
 /* A pool of min(threads, cap) connections, all opened now (cap: bench_config.pool_cap). */
 int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap);
 /* The same, with @pooler as idem_pool_options.pooler. */
@@ -198,6 +220,9 @@ int bench_pool_open_pooler(idem_pool **out, const char *conninfo, int threads, i
 /* Add completed operation records k<from>..k<to-1> for @tenant, every one replayable with
  * the replay arguments (bench_replay_arguments); then VACUUM ANALYZE. */
 int bench_load_operations(const char *conninfo, const char *tenant, long from, long to);
+/* The same without VACUUM ANALYZE, autovacuum off on idem.operations first: a table that
+ * is never analyzed during the run (a fresh database). */
+int bench_load_operations_fresh(const char *conninfo, const char *tenant, long from, long to);
 /* The operation ID of loaded key @i, into out (at least 16 bytes). */
 void bench_loaded_key(char *out, size_t size, uint64_t i);
 /* count(*) of @table (support_tasks or operations) rows of @tenant; -1 on failure. */
@@ -234,7 +259,8 @@ int bench_store_side_open(bench_store_side *s, const char *conninfo, idem_pooler
 void bench_store_sides_close(bench_store_side *s, int n);
 
 int bench_mode_create(bench_results *res, const bench_config *cfg, const char *conninfo);
-int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *conninfo);
+/* The replay mode: in database @db (warm), then in a fresh one beside it (dropped after). */
+int bench_mode_replay(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db);
 int bench_mode_contention(bench_results *res, const bench_config *cfg, const char *conninfo);
 int bench_mode_growth(bench_results *res, const bench_config *cfg, PGconn *admin,
                       const char *dbprefix);

@@ -70,10 +70,7 @@ static int exec_admin(PGconn *admin, const char *verb, const char *name, const c
 /* The table of the create mode's sides without idem (create.c). */
 static int create_hand_table(PGconn *pg)
 {
-    PGresult *res = PQexec(
-        pg, "CREATE TABLE IF NOT EXISTS bench_hand_ops (tenant text,"
-            " operation_id text, fingerprint bytea NOT NULL, state text NOT NULL, response text,"
-            " PRIMARY KEY (tenant, operation_id))");
+    PGresult *res = PQexec(pg, "CREATE TABLE IF NOT EXISTS " BENCH_HAND_TABLE);
     int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
 
     PQclear(res);
@@ -184,7 +181,7 @@ static int exec_simple(PGconn *pg, const char *sql)
     return rc;
 }
 
-int bench_load_operations(const char *conninfo, const char *tenant, long from, long to)
+static int load_operations(const char *conninfo, const char *tenant, long from, long to, int fresh)
 {
     idem_error err = IDEM_ERROR_INIT;
     idem_fingerprint fp;
@@ -193,16 +190,70 @@ int bench_load_operations(const char *conninfo, const char *tenant, long from, l
 
     if (PQstatus(pg) != CONNECTION_OK)
         rc = bench_error("connecting to load", PQerrorMessage(pg));
+    else if (fresh && exec_simple(pg, "ALTER TABLE idem.operations"
+                                      " SET (autovacuum_enabled = off)") != 0)
+        rc = -1;
     else if (idem_fingerprint_compute_text(&fp, EXAMPLE_TOOL_NAME, EXAMPLE_TOOL_VERSION,
                                            BENCH_REPLAY_ARGUMENTS, strlen(BENCH_REPLAY_ARGUMENTS),
                                            NULL, &err) != 0)
         rc = bench_error("fingerprint", err.message);
     for (long at = from; rc == 0 && at < to; at += LOAD_CHUNK)
         rc = load_chunk(pg, tenant, &fp, at, at + LOAD_CHUNK < to ? at + LOAD_CHUNK : to);
-    if (rc == 0)
+    if (rc == 0 && !fresh)
         rc = exec_simple(pg, "VACUUM ANALYZE idem.operations");
     PQfinish(pg);
     return rc;
+}
+
+int bench_load_operations(const char *conninfo, const char *tenant, long from, long to)
+{
+    return load_operations(conninfo, tenant, from, to, 0);
+}
+
+int bench_load_operations_fresh(const char *conninfo, const char *tenant, long from, long to)
+{
+    return load_operations(conninfo, tenant, from, to, 1);
+}
+
+#define BENCH_APP_ROLE "idem_bench_app"
+
+static const char sql_app_role[] =
+    "DO $$ BEGIN CREATE ROLE " BENCH_APP_ROLE " LOGIN IN ROLE idem_app;"
+    " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$";
+static const char sql_app_grants[] =
+    "GRANT USAGE ON SCHEMA idem_example TO " BENCH_APP_ROLE ";"
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idem_example TO " BENCH_APP_ROLE;
+
+int bench_app_role_setup(const char *conninfo)
+{
+    PGconn *pg = PQconnectdb(conninfo);
+    int rc = PQstatus(pg) == CONNECTION_OK
+                 ? 0
+                 : bench_error("connecting to set up the application role", PQerrorMessage(pg));
+
+    if (rc == 0)
+        rc = exec_simple(pg, sql_app_role);
+    if (rc == 0)
+        rc = exec_simple(pg, sql_app_grants);
+    PQfinish(pg);
+    return rc;
+}
+
+char *bench_app_conninfo(const char *conninfo, const char *tenant)
+{
+    size_t size = strlen(conninfo) + 2 * (tenant ? strlen(tenant) : 0) + 96;
+    char *buf = malloc(size);
+    char option[160];
+
+    if (buf == NULL)
+        return NULL;
+    snprintf(buf, size, "%s", conninfo);
+    append_kv(buf, size, "user", BENCH_APP_ROLE);
+    if (tenant != NULL) {
+        snprintf(option, sizeof(option), "-c idem.tenant=%s", tenant);
+        append_kv(buf, size, "options", option);
+    }
+    return buf;
 }
 
 long long bench_count_rows(const char *conninfo, const char *table, const char *tenant)

@@ -28,11 +28,7 @@ static int exec_ok(PGconn *pg, const char *sql, const char *what)
 /* In public, named: an unqualified CREATE would land in a schema named like the role (idem). */
 static int make_hand_table(PGconn *admin, int citus, int *made)
 {
-    if (exec_ok(admin,
-                "CREATE TABLE public.bench_hand_ops (tenant text, operation_id text,"
-                " fingerprint bytea NOT NULL, state text NOT NULL, response text,"
-                " PRIMARY KEY (tenant, operation_id))",
-                "creating bench_hand_ops") != 0)
+    if (exec_ok(admin, "CREATE TABLE " BENCH_HAND_TABLE, "creating bench_hand_ops") != 0)
         return -1;
     *made = 1;
     if (!citus)

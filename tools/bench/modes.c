@@ -4,8 +4,15 @@
  * (create is in create.c.)
  * replay   idem_store_execute() on an existing key, as a retry (attempt 2: the lookup
  *          answers) and as a request wrongly marked a first attempt (the claim answers),
- *          against a prepared primary-key SELECT of the same row's response bytes (copied
- *          out, as idem copies the receipt).
+ *          against the prepared primary-key read of the same row's response bytes (copied
+ *          out, as idem copies the receipt):
+ *            SELECT response FROM idem.operations WHERE tenant = $1 AND operation_id = $2
+ *          all sides through one pool, as the application role (idem_bench_app, row-level
+ *          security on; the session's idem.tenant is the replay's tenant, so that the
+ *          bare read sees its rows), in the run's database (warm: VACUUM ANALYZE after
+ *          loading) and again in a fresh one (replay-fresh: loaded, never analyzed,
+ *          autovacuum off on idem.operations, so every statement is planned on a table
+ *          without statistics). With --existing: in that database only, as the --dsn role.
  * growth   replay latency (1 thread) on tables of 10 k and 1 M records (10 M with --large),
  *          each in its own database, rounds interleaved.
  */
@@ -153,7 +160,8 @@ static bench_plan plan_for(const bench_config *cfg, const bench_side *sides, int
     return (bench_plan){sides, n, threads, cfg->duration_s, cfg->round_s, cfg->round_s};
 }
 
-static int replay_at(bench_results *res, const bench_config *cfg, const char *conninfo, int threads)
+static int replay_at(bench_results *res, const bench_config *cfg, const char *conninfo, int threads,
+                     const char *mode)
 {
     side_ctx c = {NULL, NULL, "bench-replay", REPLAY_KEYS};
     const bench_side sides[4] = {
@@ -162,16 +170,19 @@ static int replay_at(bench_results *res, const bench_config *cfg, const char *co
         {"idem (marked first attempt)", idem_replay_first, &c},
         {"bare SELECT behind the tenant setting", bare_read_as_tenant, &c}};
     bench_plan plan = plan_for(cfg, sides, 4, threads);
-    bench_measure *m = bench_results_add(res, "replay", threads,
-                                         "random existing keys among 10 k records; bare = a"
-                                         " prepared primary-key SELECT of the stored receipt");
+    bench_measure *m = bench_results_add(
+        res, mode, threads,
+        strcmp(mode, "replay") == 0
+            ? "random existing keys among 10 k records, analyzed; bare = the prepared"
+              " primary-key SELECT of the stored receipt, same pool, as the application role"
+            : "the same in a fresh database: its records never analyzed");
     int rc;
 
     if (m == NULL || open_side(&c, conninfo, threads, cfg->pool_cap) != 0) {
         close_side(&c);
         return -1;
     }
-    bench_say("replay, %d thread%s", threads, threads == 1 ? "" : "s");
+    bench_say("%s, %d thread%s", mode, threads, threads == 1 ? "" : "s");
     rc = bench_run(m, &plan);
     close_side(&c);
     bench_ratio_throughput(m, 0, 1, "idem (retry) / bare primary-key SELECT", 0.9);
@@ -181,16 +192,44 @@ static int replay_at(bench_results *res, const bench_config *cfg, const char *co
     return rc;
 }
 
-int bench_mode_replay(bench_results *res, const bench_config *cfg, const char *conninfo)
+/* The replay's measurements in the database @conninfo names, as the application role
+ * (with --existing: as the --dsn role), its records loaded: analyzed, or @fresh. */
+static int replay_in(bench_results *res, const bench_config *cfg, const char *conninfo, int fresh)
 {
-    bench_say("loading %ld operation records for replay", REPLAY_KEYS);
-    if (bench_load_operations(conninfo, "bench-replay", 0, REPLAY_KEYS) != 0)
+    char *as_app = NULL;
+    int rc = 0;
+
+    if (!cfg->existing && bench_app_role_setup(conninfo) != 0)
         return -1;
-    for (int i = 0; i < cfg->nthreads; i++) {
-        if (replay_at(res, cfg, conninfo, cfg->threads[i]) != 0)
-            return -1;
+    as_app = cfg->existing ? strdup(conninfo) : bench_app_conninfo(conninfo, "bench-replay");
+    if (as_app == NULL)
+        return bench_error("replay", "out of memory");
+    bench_say("loading %ld operation records for replay%s", REPLAY_KEYS,
+              fresh ? ", never analyzed" : "");
+    rc = fresh ? bench_load_operations_fresh(conninfo, "bench-replay", 0, REPLAY_KEYS)
+               : bench_load_operations(conninfo, "bench-replay", 0, REPLAY_KEYS);
+    for (int i = 0; rc == 0 && i < cfg->nthreads; i++)
+        rc = replay_at(res, cfg, as_app, cfg->threads[i], fresh ? "replay-fresh" : "replay");
+    free(as_app);
+    return rc;
+}
+
+int bench_mode_replay(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db)
+{
+    char fresh_db[96];
+    char *conninfo = bench_conninfo(cfg->dsn, db), *fresh = NULL;
+    int rc = conninfo != NULL ? replay_in(res, cfg, conninfo, 0) : -1;
+
+    snprintf(fresh_db, sizeof(fresh_db), "%s_fresh", db);
+    if (rc == 0 && !cfg->existing) {
+        rc = bench_db_create(admin, cfg->dsn, fresh_db);
+        fresh = rc == 0 ? bench_conninfo(cfg->dsn, fresh_db) : NULL;
+        rc = fresh != NULL ? replay_in(res, cfg, fresh, 1) : -1;
+        bench_db_drop(admin, fresh_db);
     }
-    return 0;
+    free(conninfo);
+    free(fresh);
+    return rc;
 }
 
 /* ---- growth -------------------------------------------------------------------------- */

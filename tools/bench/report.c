@@ -19,11 +19,13 @@ static void print_header(const bench_results *res, const bench_config *cfg)
 {
     printf("idem-bench %s: PostgreSQL %s on the same machine; %ld CPUs (%s)\n", idem_version(),
            res->server_version, res->cpus, res->cpu_model);
+    printf("durability: %s; data directory %s on %s\n", res->durability, res->data_dir,
+           res->data_fs);
     printf("%.0f s per measurement in rounds of %.2g s that alternate the sides (A B A B ...);"
            " pools of min(threads, %d) connections;\nlatencies in ms; cpu us: the client's CPU"
            " time (user + system) per operation\n\n",
            cfg->duration_s, cfg->round_s, cfg->pool_cap);
-    printf("%-10s %3s  %-30s %9s %8s %8s %8s %8s %6s\n", "mode", "thr", "side", "ops/s", "p50",
+    printf("%-12s %3s  %-38s %9s %8s %8s %8s %8s %6s\n", "mode", "thr", "side", "ops/s", "p50",
            "p99", "p99.9", "cpu us", "errors");
 }
 
@@ -32,7 +34,7 @@ static void print_sides(const bench_measure *m)
     for (int s = 0; s < m->nsides; s++) {
         const bench_side_result *r = &m->side[s];
 
-        printf("%-10s %3d  %-30s %9.0f %8.3f %8.3f %8.3f %8.1f %6lld\n", m->mode, m->threads,
+        printf("%-12s %3d  %-38s %9.0f %8.3f %8.3f %8.3f %8.1f %6lld\n", m->mode, m->threads,
                r->name, r->ops_per_s, r->p50_ms, r->p99_ms, r->p999_ms, r->cpu_us_per_op,
                r->errors);
         if (r->errors > 0)
@@ -40,25 +42,37 @@ static void print_sides(const bench_measure *m)
     }
 }
 
+/* The two sides' numbers beside their ratio: "3607 / 2608" ops/s, "0.274 / 0.310" ms. */
+static void format_pair(char *buf, size_t size, const bench_ratio *r)
+{
+    if (isnan(r->a) || isnan(r->b))
+        snprintf(buf, size, "-");
+    else if (strcmp(r->what, "throughput") == 0)
+        snprintf(buf, size, "%.0f / %.0f", r->a, r->b);
+    else
+        snprintf(buf, size, "%.3f / %.3f ms", r->a, r->b);
+}
+
 static void print_ratio(const bench_measure *m, const bench_ratio *r)
 {
-    char target[32] = "";
+    char target[32] = "", pair[48];
 
     if (r->target > 0)
         snprintf(target, sizeof(target), "target %s %.2f", r->at_least ? ">=" : "<=", r->target);
-    printf("%-10s %3d  %-40s %-11s %5.2f [%.2f-%.2f]  %-14s %s\n", m->mode, m->threads, r->label,
-           r->what, r->median, r->min, r->max, target, verdict(r));
+    format_pair(pair, sizeof(pair), r);
+    printf("%-12s %3d  %-54s %-11s %19s  %5.2f [%.2f-%.2f]  %-14s %s\n", m->mode, m->threads,
+           r->label, r->what, pair, r->median, r->min, r->max, target, verdict(r));
 }
 
 static void print_invariant(const bench_measure *m)
 {
     const bench_invariant *inv = &m->invariant;
 
-    printf("%-10s %3d  invariant: tasks %lld, operations %lld, distinct keys %lld, created %lld"
+    printf("%-12s %3d  invariant: tasks %lld, operations %lld, distinct keys %lld, created %lld"
            " (replayed %lld, retried %lld, keys created twice %lld): %s\n",
            m->mode, m->threads, inv->tasks, inv->operations, inv->distinct_keys, inv->created,
            inv->replayed, inv->retried, inv->twice_created, inv->pass ? "PASS" : "FAIL");
-    printf("%-10s %3d  inside the store: %lld serialization retries, %lld claim races\n", m->mode,
+    printf("%-12s %3d  inside the store: %lld serialization retries, %lld claim races\n", m->mode,
            m->threads, inv->serialization_retries, inv->claim_races);
 }
 
@@ -72,7 +86,7 @@ static void print_notes(const bench_results *res)
         const bench_measure *m = &res->measure[i];
 
         if (strcmp(m->mode, last) != 0)
-            printf("%-10s %s\n", m->mode, m->note);
+            printf("%-12s %s\n", m->mode, m->note);
         last = m->mode;
     }
 }
@@ -83,7 +97,8 @@ void bench_print_table(const bench_results *res, const bench_config *cfg)
     for (int i = 0; i < res->nmeasures; i++)
         print_sides(&res->measure[i]);
     print_notes(res);
-    printf("\nratios: the median of the per-round ratios [min-max over the rounds]; checks\n");
+    printf("\nratios: a / b over all rounds, then the median of the per-round ratios [min-max over"
+           " the rounds]; checks\n");
     for (int i = 0; i < res->nmeasures; i++) {
         const bench_measure *m = &res->measure[i];
 
@@ -119,8 +134,9 @@ static json_t *number(double x)
 
 static json_t *ratio_json(const bench_ratio *r)
 {
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "ratio", r->label, "of", r->what, "median",
-                          number(r->median), "min", number(r->min), "max", number(r->max));
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "ratio", r->label, "of", r->what,
+                          "a", number(r->a), "b", number(r->b), "median", number(r->median), "min",
+                          number(r->min), "max", number(r->max));
 
     if (o != NULL && r->target > 0) {
         json_object_set_new(o, "target", json_real(r->target));
@@ -164,11 +180,13 @@ int bench_print_json(const bench_results *res, const bench_config *cfg)
 
     for (int i = 0; i < res->nmeasures; i++)
         json_array_append_new(measures, measure_json(&res->measure[i]));
-    doc = json_pack("{s:s, s:{s:s, s:I, s:s}, s:{s:f, s:f, s:b, s:i}, s:o, s:f}", "idem_version",
-                    idem_version(), "machine", "postgresql", res->server_version, "cpus",
-                    (json_int_t)res->cpus, "cpu_model", res->cpu_model, "settings", "duration_s",
-                    cfg->duration_s, "round_s", cfg->round_s, "large", cfg->large, "pool_cap",
-                    cfg->pool_cap, "results", measures, "total_s", res->total_s);
+    doc = json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:s}, s:{s:f, s:f, s:b, s:i}, s:o, s:f}",
+                    "idem_version", idem_version(), "machine", "postgresql", res->server_version,
+                    "durability", res->durability, "data_directory", res->data_dir,
+                    "data_file_system", res->data_fs, "cpus", (json_int_t)res->cpus, "cpu_model",
+                    res->cpu_model, "settings", "duration_s", cfg->duration_s, "round_s",
+                    cfg->round_s, "large", cfg->large, "pool_cap", cfg->pool_cap, "results",
+                    measures, "total_s", res->total_s);
     text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
     json_decref(doc);
     if (text == NULL)

@@ -23,15 +23,8 @@
 #define RLS_REPLAY_KEYS 10000L
 #define TENANT_CREATE   "bench-rls"
 #define TENANT_REPLAY   "bench-rls-replay"
-#define BENCH_APP_ROLE  "idem_bench_app"
 #define RLS_TARGET      0.95
 
-static const char SQL_ROLE[] =
-    "DO $$ BEGIN CREATE ROLE " BENCH_APP_ROLE " LOGIN IN ROLE idem_app;"
-    " EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$";
-static const char SQL_GRANTS[] =
-    "GRANT USAGE ON SCHEMA idem_example TO " BENCH_APP_ROLE ";"
-    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idem_example TO " BENCH_APP_ROLE;
 static const char SQL_RLS_OFF[] =
     "DO $$ DECLARE t regclass; BEGIN"
     " FOR t IN SELECT c.oid::regclass FROM pg_class c JOIN pg_namespace n"
@@ -86,23 +79,12 @@ static int exec_on(const char *conninfo, const char *sql, const char *what)
  * with @rls_off its idem tables without row-level security. */
 static int prepare_db(const char *conninfo, int rls_off)
 {
-    if (exec_on(conninfo, SQL_ROLE, "creating the login role " BENCH_APP_ROLE) != 0 ||
-        exec_on(conninfo, SQL_GRANTS, "granting the example's table") != 0)
+    if (bench_app_role_setup(conninfo) != 0)
         return -1;
     if (rls_off && exec_on(conninfo, SQL_RLS_OFF, "disabling row-level security") != 0)
         return -1;
     bench_say("loading %ld operation records for the rls mode's replay", RLS_REPLAY_KEYS);
     return bench_load_operations(conninfo, TENANT_REPLAY, 0, RLS_REPLAY_KEYS);
-}
-
-static char *as_app_role(const char *conninfo)
-{
-    size_t len = strlen(conninfo) + sizeof(" user=" BENCH_APP_ROLE);
-    char *s = malloc(len);
-
-    if (s != NULL)
-        snprintf(s, len, "%s user=" BENCH_APP_ROLE, conninfo);
-    return s;
 }
 
 int bench_mode_rls(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db)
@@ -115,7 +97,7 @@ int bench_mode_rls(bench_results *res, const bench_config *cfg, PGconn *admin, c
     direct[0] = bench_conninfo(cfg->dsn, db);
     direct[1] = bench_conninfo(cfg->dsn, off_db);
     for (int i = 0; rc == 0 && i < 2; i++) {
-        if (direct[i] == NULL || (as_app[i] = as_app_role(direct[i])) == NULL)
+        if (direct[i] == NULL || (as_app[i] = bench_app_conninfo(direct[i], NULL)) == NULL)
             rc = bench_error("rls", "out of memory");
         else
             rc = prepare_db(direct[i], i == 1);

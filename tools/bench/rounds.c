@@ -235,28 +235,29 @@ static int by_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void add_ratio(bench_measure *m, const double *a, const double *b, int n, const char *label,
-                      const char *what, double target, int at_least)
+static bench_ratio *add_ratio(bench_measure *m, const double *a, const double *b, int n,
+                              const char *label, const char *what, double target, int at_least)
 {
     double r[BENCH_MAX_ROUNDS];
     bench_ratio *out;
     int k = 0;
 
     if (m->nratios == BENCH_MAX_RATIOS)
-        return;
+        return NULL;
     for (int i = 0; i < n; i++) {
         if (b[i] > 0)
             r[k++] = a[i] / b[i];
     }
     out = &m->ratio[m->nratios++];
-    *out = (bench_ratio){"", what, NAN, NAN, NAN, target, at_least};
+    *out = (bench_ratio){"", what, NAN, NAN, NAN, target, at_least, NAN, NAN};
     snprintf(out->label, sizeof(out->label), "%s", label);
     if (k == 0)
-        return;
+        return out;
     qsort(r, (size_t)k, sizeof(double), by_double);
     out->median = k % 2 ? r[k / 2] : (r[k / 2 - 1] + r[k / 2]) / 2;
     out->min = r[0];
     out->max = r[k - 1];
+    return out;
 }
 
 static int common_rounds(const bench_measure *m, int a, int b)
@@ -268,14 +269,24 @@ static int common_rounds(const bench_measure *m, int a, int b)
 
 void bench_ratio_throughput(bench_measure *m, int a, int b, const char *label, double target)
 {
-    add_ratio(m, m->side[a].round_ops_per_s, m->side[b].round_ops_per_s, common_rounds(m, a, b),
-              label, "throughput", target, 1);
+    bench_ratio *r = add_ratio(m, m->side[a].round_ops_per_s, m->side[b].round_ops_per_s,
+                               common_rounds(m, a, b), label, "throughput", target, 1);
+
+    if (r != NULL) {
+        r->a = m->side[a].ops_per_s;
+        r->b = m->side[b].ops_per_s;
+    }
 }
 
 void bench_ratio_p50(bench_measure *m, int a, int b, const char *label, double target)
 {
-    add_ratio(m, m->side[a].round_p50_ms, m->side[b].round_p50_ms, common_rounds(m, a, b), label,
-              "p50 latency", target, 0);
+    bench_ratio *r = add_ratio(m, m->side[a].round_p50_ms, m->side[b].round_p50_ms,
+                               common_rounds(m, a, b), label, "p50 latency", target, 0);
+
+    if (r != NULL) {
+        r->a = m->side[a].p50_ms;
+        r->b = m->side[b].p50_ms;
+    }
 }
 
 bench_measure *bench_results_add(bench_results *res, const char *mode, int threads,

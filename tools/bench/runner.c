@@ -37,6 +37,60 @@ static void describe_machine(bench_results *res, PGconn *admin)
         fclose(f);
 }
 
+/* SHOW @name's value into out ("?" when it cannot be read). */
+static void show(PGconn *admin, const char *name, char *out, size_t size)
+{
+    char sql[64];
+    PGresult *res;
+
+    snprintf(sql, sizeof(sql), "SHOW %s", name);
+    res = PQexec(admin, sql);
+    snprintf(out, size, "%s", PQresultStatus(res) == PGRES_TUPLES_OK ? PQgetvalue(res, 0, 0) : "?");
+    PQclear(res);
+}
+
+/* The mount that holds @path, from /proc/self/mountinfo (the longest mount point that is a
+ * prefix of it): "SOURCE (FSTYPE) on MOUNTPOINT". */
+static void file_system_of(const char *path, char *out, size_t size)
+{
+    char line[1024], point[256], fstype[32], source[128];
+    size_t best = 0;
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+
+    snprintf(out, size, "an unknown file system");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        const char *dash = strstr(line, " - ");
+        size_t n;
+
+        if (dash == NULL || sscanf(line, "%*s %*s %*s %*s %255s", point) != 1 ||
+            sscanf(dash + 3, "%31s %127s", fstype, source) != 2)
+            continue;
+        n = strlen(point);
+        if (strncmp(path, point, n) == 0 && (path[n] == '/' || path[n] == '\0' || n == 1) &&
+            n >= best) {
+            best = n;
+            snprintf(out, size, "%s (%s) on %s", source, fstype, point);
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+}
+
+/* The server's durability settings and where its data directory is (the bench runs on the
+ * server's machine). */
+static void describe_server(bench_results *res, PGconn *admin)
+{
+    char fsync[16], sync_commit[16], fpw[16];
+
+    show(admin, "fsync", fsync, sizeof(fsync));
+    show(admin, "synchronous_commit", sync_commit, sizeof(sync_commit));
+    show(admin, "full_page_writes", fpw, sizeof(fpw));
+    snprintf(res->durability, sizeof(res->durability),
+             "fsync %s, synchronous_commit %s, full_page_writes %s", fsync, sync_commit, fpw);
+    show(admin, "data_directory", res->data_dir, sizeof(res->data_dir));
+    file_system_of(res->data_dir, res->data_fs, sizeof(res->data_fs));
+}
+
 static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db)
 {
     char *conninfo = bench_conninfo(cfg->dsn, db);
@@ -45,7 +99,7 @@ static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin,
     if (rc == 0 && (cfg->modes & BENCH_MODE_CREATE))
         rc = bench_mode_create(res, cfg, conninfo);
     if (rc == 0 && (cfg->modes & BENCH_MODE_REPLAY))
-        rc = bench_mode_replay(res, cfg, conninfo);
+        rc = bench_mode_replay(res, cfg, admin, db);
     if (rc == 0 && (cfg->modes & BENCH_MODE_CONTENTION))
         rc = bench_mode_contention(res, cfg, conninfo);
     if (rc == 0 && (cfg->modes & BENCH_MODE_GROWTH))
@@ -97,6 +151,7 @@ int bench_main(const bench_config *cfg)
     }
     PQsetNoticeProcessor(admin, quiet, NULL);
     describe_machine(&res, admin);
+    describe_server(&res, admin);
     if (cfg->existing) {
         int made = 0;
 

@@ -350,7 +350,7 @@ static void add_ratio(bench_measure *m, const char *label, const char *what, dou
     if (m->nratios == BENCH_MAX_RATIOS)
         return;
     r = &m->ratio[m->nratios++];
-    *r = (bench_ratio){"", what, value, value, value, target, 0};
+    *r = (bench_ratio){"", what, value, value, value, target, 0, NAN, NAN};
     snprintf(r->label, sizeof(r->label), "%s", label);
 }
 
