@@ -86,6 +86,10 @@ cat >"$cfg" <<JSON
       "sql": {"statement": "INSERT INTO app.notes (tenant, text, operation_id) VALUES (\$1, \$2, \$3) RETURNING json_build_object('note_id', id)",
               "params": ["\$tenant", "/text", "\$operation_id"]}
     },
+    "divide": {
+      "arguments": {"type": "object", "properties": {"d": {"type": "integer"}}},
+      "sql": {"statement": "SELECT json_build_object('q', 10 / \$1::int)", "params": ["/d"]}
+    },
     "bump": {
       "arguments": {"type": "object", "required": ["by"],
                     "properties": {"by": {"type": "integer", "minimum": 1, "maximum": 10}}},
@@ -96,6 +100,35 @@ cat >"$cfg" <<JSON
 }
 JSON
 check check_config 0 "$gateway" --check-config "$cfg"
+
+# broken NAME PYTHON-EDIT WANT: the configuration changed by PYTHON-EDIT (on d) is refused
+# with 65, the message containing WANT.
+broken() {
+    python3 - "$cfg" "$scratch/$1.json" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    check "check_config_$1" 65 "$gateway" --check-config "$scratch/$1.json"
+    expect "check_config_$1_names_it" err_contains "$3"
+}
+broken operation_id_argument_declared 'd["tools"]["add_note"]["operation_id_argument"] = "text"' \
+    '/tools/add_note/operation_id_argument: "text" is one of the schema'"'"'s properties'
+broken destructive_not_boolean 'd["tools"]["bump"]["destructive"] = "yes"' \
+    '/tools/bump/destructive: must be true or false'
+broken title_not_string 'd["tools"]["bump"]["title"] = 5' '/tools/bump/title: must be a string'
+broken stdio_tenant_unknown 'd["mcp"]["stdio_tenant"] = "nobody"' \
+    '/mcp/stdio_tenant: "nobody" is not one of the tenants'
+broken origin_not_string 'd["mcp"]["allowed_origins"] = ["https://a.example", 5]' \
+    '/mcp/allowed_origins/1: must be an origin'
+broken mcp_unknown_member 'd["mcp"]["session"] = True' '/mcp/session: unknown member'
+broken grace_too_long 'd["mcp"]["stdio_grace_s"] = 3601' '/mcp/stdio_grace_s: must be a whole number'
+check stdio_needs_config 64 "$gateway" --stdio
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); del d['mcp']['stdio_tenant']; json.dump(d, open(sys.argv[2], 'w'))" \
+    "$cfg" "$scratch/no-tenant.json"
+check stdio_needs_tenant 65 "$gateway" --stdio --config "$scratch/no-tenant.json"
+expect stdio_needs_tenant_says err_contains '/mcp/stdio_tenant: is required with --stdio'
 
 # An operation left pending past the deadline, as an interrupted effect leaves it: every
 # later call on it is outcome_unknown. One per transport.

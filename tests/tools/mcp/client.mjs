@@ -92,7 +92,7 @@ async function main() {
     // tools/list: from the configuration.
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    check("list_names", ["add_note", "bump", "create_note"].every((x) => byName[x]), tools.map((t) => t.name));
+    check("list_names", ["add_note", "bump", "create_note", "divide"].every((x) => byName[x]), tools.map((t) => t.name));
     const note = byName.create_note;
     check("list_title_description", note.title === "Create a note" && /note/.test(note.description), note);
     check("list_annotations", note.annotations.idempotentHint === true && note.annotations.destructiveHint === false
@@ -169,6 +169,18 @@ async function main() {
     check("outcome_unknown", ou.isError === true && sc(ou).status === "outcome_unknown"
         && sc(ou).reconciliation?.show === `idem-reconcile show acme ${process.env.OU_KEY}`
         && /Do not retry under a new operation ID/.test(ou.content[0].text), ou);
+
+    // expired: a UUIDv7 older than the tool's key memory; never run, a person reconciles.
+    const old = "016e0000-0000-7000-8000-00000000000" + (mode === "http" ? "1" : "2");
+    const expired = await call(client, "create_note", { text: "late" }, old);
+    check("expired", expired.isError === true && sc(expired).status === "expired"
+        && sc(expired).reconciliation?.operation_id === old && /a person must reconcile/.test(expired.content[0].text), expired);
+    check("expired_ran_nothing", sql(`SELECT count(*) FROM app.notes WHERE operation_id = '${old}'`) === "0");
+
+    // effect_failed: the statement fails; nothing stored, the SQLSTATE given.
+    const failedCall = await call(client, "divide", { d: 0 }, `${T}-div-1`);
+    check("effect_failed", failedCall.isError === true && sc(failedCall).status === "effect_failed"
+        && sc(failedCall).sqlstate === "22012", failedCall);
 
     // notifications/cancelled does not abort the effect: it finishes and is stored, and
     // the retry replays it.

@@ -113,7 +113,7 @@ async function overHttp() {
     r = await post(init("2024-11-05"));
     check("http_initialize_other_gets_latest", r.json?.result?.protocolVersion === "2025-11-25", r.text);
     r = await post(msg({ id: 2, method: "tools/list" }), { "MCP-Protocol-Version": "2025-06-18" });
-    check("http_list_on_2025_06_18", r.json?.result?.tools?.length === 3, r.text);
+    check("http_list_on_2025_06_18", r.json?.result?.tools?.length === 4, r.text);
     r = await post(msg({ id: "still", method: "ping" }));
     check("http_still_serving", r.status === 200 && r.json?.id === "still", r.text);
 }
