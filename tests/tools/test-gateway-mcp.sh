@@ -167,6 +167,14 @@ run_node() {
         sed 's/^/    stderr: /' "$scratch/node.err" | tail -30 >&2
         grep -q '^FAIL ' <<<"$out" || failures=$((failures + 1))
     fi
+    # The stdio gateways the SDK starts write their standard error there: under ASan, a
+    # report of theirs fails the test.
+    n=$((n + 1))
+    if grep -q 'Sanitizer\|runtime error:' "$scratch/node.err"; then
+        echo "FAIL: $1: a gateway's sanitizer report:" >&2
+        grep -A30 'Sanitizer\|runtime error:' "$scratch/node.err" | head -60 >&2
+        failures=$((failures + 1))
+    fi
 }
 
 url="http://127.0.0.1:$port/mcp"
@@ -179,5 +187,7 @@ run_node bench.mjs "$port" "$token" "${IDEM_MCP_BENCH_CALLS:-300}"
 kill -TERM "$gw_pid"
 wait "$gw_pid"
 expect sigterm_exit_0 test $? = 0
+no_report() { ! grep -q 'Sanitizer\|runtime error:' "$1"; }
+expect no_sanitizer_report no_report "$scratch/gateway.log"
 pids=()
 finish
