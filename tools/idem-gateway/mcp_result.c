@@ -24,79 +24,105 @@ json_t *gw_mcp_refusal(const char *status, const char *key, const char *text, js
     return result;
 }
 
-/* The next step for a model, from the status table. */
-static void next_step(char *text, size_t size, const gw_run *run, const gw_config *cfg,
-                      const gw_tenant *tenant, const char *key)
+/* The stored answers: created, replayed, rejected. */
+static void stored_text(char *text, size_t size, const gw_run *run, const char *key)
 {
-    const char *why = run->err.message;
-
-    switch (run->out.status) {
-    case IDEM_STATUS_CREATED:
+    if (run->out.status == IDEM_STATUS_CREATED)
         snprintf(text, size, "Done: the tool ran once under operation ID %s. Receipt: %.1500s", key,
                  run->out.receipt);
-        return;
-    case IDEM_STATUS_REPLAYED:
+    else if (run->out.status == IDEM_STATUS_REPLAYED)
         snprintf(text, size,
                  "Already done: operation ID %s ran before; nothing ran again. The first "
                  "receipt: %.1500s",
                  key, run->out.receipt);
-        return;
-    case IDEM_STATUS_REJECTED:
+    else
         snprintf(text, size,
                  "Refused, finally: operation ID %s was refused and the refusal is stored; every "
                  "retry gets the same answer. Report it; do not retry under a new operation ID. "
                  "The refusal: %.1500s",
                  key, run->out.receipt);
-        return;
-    case IDEM_STATUS_INVALID:
-        snprintf(text, size,
-                 "Invalid request, nothing ran: %.1000s. Fix the arguments and call again with "
-                 "the same operation ID.",
-                 why);
-        return;
-    case IDEM_STATUS_CONFLICT:
-        snprintf(text, size,
-                 "Conflict, nothing ran: operation ID %s was already used for a different "
-                 "request (%s changed). If this is the same action, send exactly its original "
-                 "arguments; if it is a new action, allocate a new operation ID for it.",
-                 key, run->err.field[0] != '\0' ? run->err.field : "the request");
-        return;
-    case IDEM_STATUS_IN_PROGRESS:
-        snprintf(text, size,
-                 "In progress: operation ID %s is running in another attempt. Retry in %u "
-                 "seconds with the same operation ID; never with a new one.",
-                 key, cfg->retry_after_s);
-        return;
-    case IDEM_STATUS_EXPIRED:
+}
+
+/* Nobody knows whether it ran: expired, outcome_unknown. */
+static void reconcile_text(char *text, size_t size, const gw_run *run, const gw_tenant *tenant,
+                           const char *key)
+{
+    if (run->out.status == IDEM_STATUS_EXPIRED)
         snprintf(text, size,
                  "Expired, nothing ran: operation ID %s is older than the tool remembers, so "
                  "whether it ran cannot be told. Do not retry under a new operation ID; a person "
                  "must reconcile it (idem-reconcile show %s %s).",
                  key, tenant->name, key);
-        return;
-    case IDEM_STATUS_OUTCOME_UNKNOWN:
+    else
         snprintf(text, size,
                  "Outcome unknown: the effect of operation ID %s may or may not have happened. "
                  "Do not retry under a new operation ID; a person must reconcile it "
                  "(idem-reconcile show %s %s). Until then every retry gets this answer.",
                  key, tenant->name, key);
-        return;
-    case IDEM_STATUS_EFFECT_FAILED:
+}
+
+/* The request was wrong: invalid, conflict. */
+static void request_text(char *text, size_t size, const gw_run *run, const char *key)
+{
+    if (run->out.status == IDEM_STATUS_INVALID)
+        snprintf(text, size,
+                 "Invalid request, nothing ran: %.1000s. Fix the arguments and call again with "
+                 "the same operation ID.",
+                 run->err.message);
+    else
+        snprintf(text, size,
+                 "Conflict, nothing ran: operation ID %s was already used for a different "
+                 "request (%s changed). If this is the same action, send exactly its original "
+                 "arguments; if it is a new action, allocate a new operation ID for it.",
+                 key, run->err.field[0] != '\0' ? run->err.field : "the request");
+}
+
+/* Nothing stored, and a retry with the same ID may do: in_progress, effect_failed,
+ * misconfigured, unavailable. */
+static void retry_text(char *text, size_t size, const gw_run *run, const gw_config *cfg,
+                       const char *key)
+{
+    if (run->out.status == IDEM_STATUS_IN_PROGRESS)
+        snprintf(text, size,
+                 "In progress: operation ID %s is running in another attempt. Retry in %u "
+                 "seconds with the same operation ID; never with a new one.",
+                 key, cfg->retry_after_s);
+    else if (run->out.status == IDEM_STATUS_EFFECT_FAILED)
         snprintf(text, size,
                  "Failed, nothing was stored: %.1000s. A retry with the same operation ID runs "
                  "it again; retry only once the cause is fixed.",
-                 why);
-        return;
-    case IDEM_STATUS_MISCONFIGURED:
+                 run->err.message);
+    else if (run->out.status == IDEM_STATUS_MISCONFIGURED)
         snprintf(text, size,
                  "The gateway's deployment is misconfigured; nothing ran. An operator must fix "
                  "it (the gateway's log says what); retrying now cannot help.");
-        return;
-    default:
+    else
         snprintf(text, size,
                  "Unavailable, nothing ran: %.1000s. Retry in %u seconds with the same "
                  "operation ID; never with a new one.",
-                 why, cfg->retry_after_s);
+                 run->err.message, cfg->retry_after_s);
+}
+
+/* The next step for a model, from the status table. */
+static void next_step(char *text, size_t size, const gw_run *run, const gw_config *cfg,
+                      const gw_tenant *tenant, const char *key)
+{
+    switch (run->out.status) {
+    case IDEM_STATUS_CREATED:
+    case IDEM_STATUS_REPLAYED:
+    case IDEM_STATUS_REJECTED:
+        stored_text(text, size, run, key);
+        return;
+    case IDEM_STATUS_EXPIRED:
+    case IDEM_STATUS_OUTCOME_UNKNOWN:
+        reconcile_text(text, size, run, tenant, key);
+        return;
+    case IDEM_STATUS_INVALID:
+    case IDEM_STATUS_CONFLICT:
+        request_text(text, size, run, key);
+        return;
+    default:
+        retry_text(text, size, run, cfg, key);
         return;
     }
 }
