@@ -192,4 +192,8 @@ expect sigterm_exit_0 test $? = 0
 no_report() { ! grep -q 'Sanitizer\|runtime error:' "$1"; }
 expect no_sanitizer_report no_report "$scratch/gateway.log"
 pids=()
+if [ "$failures" != 0 ]; then
+    echo "the gateway's log:" >&2
+    tail -40 "$scratch/gateway.log" | sed 's/^/    /' >&2
+fi
 finish

@@ -32,21 +32,21 @@ static int check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *too
     json_t *args = NULL;
     gw_pointer at;
     char why[512];
-    int rc;
+    int rc, parsed;
 
     opts.max_bytes = cfg->max_body_bytes;
+    gw_pointer_init(&at);
+    parsed = idem_json_parse_arguments(&args, body, len, &opts, &run->err) == 0;
+    if (parsed) {
+        rc = gw_schema_validate(tool->schema, args, &at, why, sizeof(why));
+        json_decref(args);
+        if (rc == 0)
+            return 0;
+    }
     run->out.status = IDEM_STATUS_INVALID;
     run->schema_invalid = 1;
-    if (idem_json_parse_arguments(&args, body, len, &opts, &run->err) != 0)
-        return -1;
-    gw_pointer_init(&at);
-    rc = gw_schema_validate(tool->schema, args, &at, why, sizeof(why));
-    json_decref(args);
-    if (rc == 0) {
-        run->out.status = IDEM_STATUS_CREATED;
-        run->schema_invalid = 0;
-        return 0;
-    }
+    if (!parsed)
+        return -1; /* not JSON, or a number I-JSON refuses: the library's words */
     snprintf(run->err.message, sizeof(run->err.message), "%.150s: %.300s",
              at.len > 0 ? at.text : "the arguments", why);
     snprintf(run->pointer, sizeof(run->pointer), "%s", at.text);

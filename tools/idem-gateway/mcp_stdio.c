@@ -14,9 +14,11 @@ typedef struct stdio_server {
     gw_mcp mcp;
     const gw_config *cfg;
     FILE *out;
-    pthread_mutex_t lock; /* guards out and running */
+    pthread_mutex_t lock; /* guards out, running and ended */
     pthread_cond_t done;  /* a call ended */
     unsigned int running;
+    pthread_t *ended; /* threads that have answered, to be joined; owned */
+    size_t nended, capended;
 } stdio_server;
 
 /* The signal that stops the reader (SIGTERM, SIGINT), or 0. */
@@ -44,6 +46,7 @@ typedef struct message {
     stdio_server *s;
     char *text; /* owned */
     size_t len;
+    int threaded; /* answered in a thread of its own (else by the reader) */
 } message;
 
 static void write_line(stdio_server *s, const char *text)
@@ -55,12 +58,47 @@ static void write_line(stdio_server *s, const char *text)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* The calling thread has answered: it is joined by reap(), so that it has ended (its
+ * thread-local state freed) before the server returns. Under @s->lock. */
+static void ended(stdio_server *s)
+{
+    if (s->nended == s->capended) {
+        size_t cap = s->capended == 0 ? 16 : 2 * s->capended;
+        pthread_t *grown = realloc(s->ended, cap * sizeof(*grown));
+
+        if (grown == NULL) {
+            pthread_detach(pthread_self()); /* it ends unjoined */
+            return;
+        }
+        s->ended = grown;
+        s->capended = cap;
+    }
+    s->ended[s->nended++] = pthread_self();
+}
+
+/* Join the threads that have answered. */
+static void reap(stdio_server *s)
+{
+    pthread_t *threads;
+    size_t n;
+
+    pthread_mutex_lock(&s->lock);
+    threads = s->ended;
+    n = s->nended;
+    s->ended = NULL;
+    s->nended = s->capended = 0;
+    pthread_mutex_unlock(&s->lock);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(threads[i], NULL);
+    free(threads);
+}
+
 static void *answer(void *arg)
 {
     message *msg = arg;
     stdio_server *s = msg->s;
     char *reply = NULL;
-    int refused;
+    int refused, threaded = msg->threaded;
 
     if (gw_mcp_handle(&reply, &refused, &s->mcp, s->cfg->stdio_tenant, msg->text, msg->len) != 0)
         fprintf(stderr, "idem-gateway: stdio: out of memory answering a message\n");
@@ -70,6 +108,8 @@ static void *answer(void *arg)
     free(msg->text);
     free(msg);
     pthread_mutex_lock(&s->lock);
+    if (threaded)
+        ended(s);
     s->running--;
     pthread_cond_broadcast(&s->done);
     pthread_mutex_unlock(&s->lock);
@@ -81,7 +121,6 @@ static void *answer(void *arg)
 static void dispatch(stdio_server *s, char *text, size_t len)
 {
     message *msg = malloc(sizeof(*msg));
-    pthread_attr_t attr;
     pthread_t t;
     sigset_t stop, old;
 
@@ -90,7 +129,8 @@ static void dispatch(stdio_server *s, char *text, size_t len)
         fprintf(stderr, "idem-gateway: stdio: out of memory; a message is dropped\n");
         return;
     }
-    *msg = (message){s, text, len};
+    *msg = (message){s, text, len, 1};
+    reap(s);
     pthread_mutex_lock(&s->lock);
     while (s->running >= s->cfg->max_connections)
         pthread_cond_wait(&s->done, &s->lock);
@@ -101,11 +141,10 @@ static void dispatch(stdio_server *s, char *text, size_t len)
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, &old);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, answer, msg) != 0)
+    if (pthread_create(&t, NULL, answer, msg) != 0) {
+        msg->threaded = 0;
         answer(msg); /* no thread to be had: answer it here */
-    pthread_attr_destroy(&attr);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -183,13 +222,15 @@ static unsigned int drain(stdio_server *s, unsigned int grace_s)
         ;
     left = s->running;
     pthread_mutex_unlock(&s->lock);
+    if (left == 0)
+        reap(s);
     return left;
 }
 
 int gw_mcp_stdio_serve(const gw_config *cfg, idem_store *store, FILE *in, FILE *out)
 {
     stdio_server s = {
-        {cfg, store}, cfg, out, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+        {cfg, store}, cfg, out, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, 0, 0};
     char *text = NULL;
     size_t len = 0;
     unsigned int left;

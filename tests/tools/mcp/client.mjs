@@ -65,6 +65,11 @@ async function waitForLockWait() {
     }
     return false;
 }
+// Wait until the counter shows the effect (committed with its record).
+async function waitForCounter(counter, want) {
+    for (let i = 0; i < 600 && counter() !== want; i++) await sleep(100);
+    return counter() === want;
+}
 // Retry with the same operation ID while it is in progress.
 async function retry(client, name, args, key) {
     let r;
@@ -194,6 +199,8 @@ async function main() {
     await cancelled;
     await sleep(300);
     await lock.release();
+    // The cancelled call commits by itself (no retry made it run); then the retry replays.
+    check("cancel_effect_committed", await waitForCounter(counter, c0 + 2), [counter(), c0]);
     const afterCancel = await retry(client, "bump", { by: 2 }, `${T}-cancel-1`);
     check("cancel_effect_stored_and_replayed", sc(afterCancel).status === "replayed" && counter() === c0 + 2,
         [afterCancel, counter(), c0]);
@@ -209,6 +216,7 @@ async function main() {
     await sleep(300);
     await lock.release();
     await closing;
+    check("lost_effect_committed", await waitForCounter(counter, c0 + 5), [counter(), c0]);
     const again = await connect();
     const replay = await retry(again.client, "bump", { by: 3 }, lostKey);
     check("lost_reply_replayed", sc(replay).status === "replayed" && counter() === c0 + 5, [replay, counter(), c0]);
