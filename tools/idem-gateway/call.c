@@ -24,32 +24,60 @@ static void problem(gw_reply *r, unsigned int status, const char *type, const ch
         gw_internal_error(r);
 }
 
-/* The arguments: JSON text, then the schema. 0, or -1 with @r filled (400). */
-static int check_arguments(gw_reply *r, const gw_config *cfg, const gw_tool *tool, const char *body,
+/* The arguments: JSON text, then the schema. 0, or -1 with @run's status invalid. */
+static int check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *tool, const char *body,
                            size_t len)
 {
     idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
-    idem_error err = IDEM_ERROR_INIT;
     json_t *args = NULL;
     gw_pointer at;
-    char why[512], detail[1100];
-    int rc;
+    char why[512];
+    int rc, parsed;
 
     opts.max_bytes = cfg->max_body_bytes;
-    if (idem_json_parse_arguments(&args, body, len, &opts, &err) != 0) {
-        problem(r, 400, "invalid-arguments", "Invalid arguments", err.message,
-                json_pack("{s:s}", "pointer", ""));
-        return -1;
-    }
     gw_pointer_init(&at);
-    rc = gw_schema_validate(tool->schema, args, &at, why, sizeof(why));
-    json_decref(args);
-    if (rc == 0)
-        return 0;
-    snprintf(detail, sizeof(detail), "%s: %s", at.len > 0 ? at.text : "the arguments", why);
-    problem(r, 400, "invalid-arguments", "Invalid arguments", detail,
-            json_pack("{s:s}", "pointer", at.text));
+    parsed = idem_json_parse_arguments(&args, body, len, &opts, &run->err) == 0;
+    if (parsed) {
+        rc = gw_schema_validate(tool->schema, args, &at, why, sizeof(why));
+        json_decref(args);
+        if (rc == 0)
+            return 0;
+    }
+    run->out.status = IDEM_STATUS_INVALID;
+    run->schema_invalid = 1;
+    if (!parsed)
+        return -1; /* not JSON, or a number I-JSON refuses: the library's words */
+    snprintf(run->err.message, sizeof(run->err.message), "%.150s: %.300s",
+             at.len > 0 ? at.text : "the arguments", why);
+    snprintf(run->pointer, sizeof(run->pointer), "%s", at.text);
     return -1;
+}
+
+void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+                 const gw_tool *tool, const char *key, const char *body, size_t len)
+{
+    idem_request req = IDEM_REQUEST_INIT;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    memset(run, 0, sizeof(*run));
+    run->out = out;
+    run->err = err;
+    if (check_arguments(run, cfg, tool, body, len) != 0)
+        return;
+    req.tenant = tenant->name;
+    req.operation_id = key;
+    req.tool = tool->name;
+    req.payload_version = tool->payload_version;
+    req.arguments = body;
+    req.arguments_len = len;
+    idem_store_execute_declared(&run->out, store, &req, tool->effect, &run->err);
+}
+
+void gw_run_clear(gw_run *run)
+{
+    if (run != NULL)
+        idem_outcome_clear(&run->out);
 }
 
 static void receipt(gw_reply *r, unsigned int status, const idem_outcome *out, int replayed)
@@ -122,30 +150,21 @@ static void failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, 
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
              const gw_tool *tool, const char *key, const char *body, size_t len)
 {
-    idem_request req = IDEM_REQUEST_INIT;
-    idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_error err = IDEM_ERROR_INIT;
+    gw_run run;
 
     gw_reply_header(r, "Idem-Operation-Id", "%s", key);
-    if (check_arguments(r, cfg, tool, body, len) != 0) {
-        gw_reply_header(r, "Idem-Status", "invalid");
-        return;
-    }
-    req.tenant = tenant->name;
-    req.operation_id = key;
-    req.tool = tool->name;
-    req.payload_version = tool->payload_version;
-    req.arguments = body;
-    req.arguments_len = len;
-    idem_store_execute_declared(&out, store, &req, tool->effect, &err);
-    gw_reply_header(r, "Idem-Status", "%s", idem_status_name(out.status));
-    if (out.status == IDEM_STATUS_CREATED || out.status == IDEM_STATUS_REPLAYED)
-        receipt(r, 201, &out, out.status == IDEM_STATUS_REPLAYED);
-    else if (out.status == IDEM_STATUS_REJECTED)
-        receipt(r, 422, &out, 1);
+    gw_run_call(&run, cfg, store, tenant, tool, key, body, len);
+    gw_reply_header(r, "Idem-Status", "%s", idem_status_name(run.out.status));
+    if (run.schema_invalid)
+        problem(r, 400, "invalid-arguments", "Invalid arguments", run.err.message,
+                json_pack("{s:s}", "pointer", run.pointer));
+    else if (run.out.status == IDEM_STATUS_CREATED || run.out.status == IDEM_STATUS_REPLAYED)
+        receipt(r, 201, &run.out, run.out.status == IDEM_STATUS_REPLAYED);
+    else if (run.out.status == IDEM_STATUS_REJECTED)
+        receipt(r, 422, &run.out, 1);
     else
-        failure(r, cfg, tenant, key, out.status, &err);
-    idem_outcome_clear(&out);
+        failure(r, cfg, tenant, key, run.out.status, &run.err);
+    gw_run_clear(&run);
 }
 
 static json_t *tool_entry(const gw_tool *t)

@@ -1,6 +1,6 @@
 /* A tool call (POST /v1/tools/{tool}), its key and tenant already known, answered with
  * one HTTP answer per idem status (README.md in this folder, "Statuses"); and the tool
- * list (GET /v1/tools). */
+ * list (GET /v1/tools). The call itself (gw_run_call()) is shared with MCP (mcp.h). */
 #ifndef IDEM_GATEWAY_CALL_H
 #define IDEM_GATEWAY_CALL_H
 
@@ -10,8 +10,26 @@
 #include "config.h"
 #include "reply.h"
 
-/* Validate @body (@len bytes: the arguments) against the tool's schema, execute the tool
- * through @store and fill @r. Never fails: a failure of its own is a 500 problem. */
+/* One tool call's outcome, whatever the transport (HTTP here, MCP in mcp.h). */
+typedef struct gw_run {
+    idem_outcome out;   /* status and receipt; cleared by gw_run_clear() */
+    idem_error err;     /* why, for every status but created, replayed and rejected */
+    int schema_invalid; /* status invalid: the arguments failed the schema or are not JSON */
+    char pointer[512];  /* then: the field as a JSON Pointer into the arguments ("" the whole) */
+} gw_run;
+
+/* Run a call of @tool as @tenant under operation ID @key with the arguments @body (@len
+ * bytes of JSON text): parsed and validated against the tool's schema, then executed
+ * through @store. @run is filled (what it held is ignored); its status says how it went;
+ * free it with gw_run_clear(). Never fails itself. */
+void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+                 const gw_tool *tool, const char *key, const char *body, size_t len);
+
+/* NULL is accepted. */
+void gw_run_clear(gw_run *run);
+
+/* gw_run_call(), answered over HTTP in @r: one answer per status. Never fails: a failure of
+ * its own is a 500 problem. */
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
              const gw_tool *tool, const char *key, const char *body, size_t len);
 

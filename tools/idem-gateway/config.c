@@ -19,7 +19,7 @@
 #define BODY_MAX_BYTES   (64ULL << 20)
 #define CONNECTIONS_MAX  10000
 
-static const char *const top_members[] = {"http", "database", "tenants", "tools", NULL};
+static const char *const top_members[] = {"http", "database", "tenants", "tools", "mcp", NULL};
 static const char *const http_members[] = {
     "address",       "port", "max_body_bytes", "max_connections", "idle_timeout_s",
     "retry_after_s", NULL};
@@ -113,6 +113,7 @@ static void set_defaults(gw_config *cfg)
     cfg->max_connections = 256;
     cfg->idle_timeout_s = 60;
     cfg->retry_after_s = 1;
+    cfg->stdio_grace_s = 30;
     pool.application_name = "idem-gateway";
     cfg->pool = pool;
     cfg->store = store;
@@ -141,7 +142,9 @@ static int read_document(cfg_reader *r, gw_config *cfg)
     cfg->store.max_arguments_bytes = cfg->max_body_bytes;
     if ((rc = cfg_tenants(r, cfg, json_object_get(doc, "tenants"))) != 0)
         return rc;
-    return cfg_tools(r, cfg, json_object_get(doc, "tools"));
+    if ((rc = cfg_tools(r, cfg, json_object_get(doc, "tools"))) != 0)
+        return rc;
+    return cfg_mcp(r, cfg, json_object_get(doc, "mcp"));
 }
 
 /* The file's text as JSON: 66 when it cannot be read, 65 when it is not one JSON value
@@ -215,6 +218,7 @@ void gw_config_free(gw_config *cfg)
     for (size_t i = 0; i < cfg->ntools; i++) {
         free(cfg->tools[i].params);
         idem_declared_free(cfg->tools[i].effect);
+        json_decref(cfg->tools[i].input_schema);
     }
     free(cfg->tools);
     free(cfg->windows);

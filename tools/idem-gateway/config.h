@@ -31,6 +31,12 @@ typedef struct gw_tool {
     const char **params; /* owned array of borrowed strings */
     size_t nparams;
     idem_declared *effect; /* owned */
+    /* For MCP hosts (config_mcp.c): */
+    const char *title;                 /* NULL: none */
+    const char *description;           /* NULL: none */
+    int destructive;                   /* destructiveHint; 1 unless configured false */
+    const char *operation_id_argument; /* the argument carrying the operation ID, or NULL */
+    json_t *input_schema;              /* the schema MCP lists (with that argument); owned */
 } gw_tool;
 
 typedef struct gw_config {
@@ -49,6 +55,9 @@ typedef struct gw_config {
     size_t ntenants;
     gw_tool *tools;
     size_t ntools;
+    const json_t *mcp_origins;     /* mcp.allowed_origins: an array of strings, or NULL */
+    const gw_tenant *stdio_tenant; /* mcp.stdio_tenant, or NULL */
+    unsigned int stdio_grace_s;    /* mcp.stdio_grace_s */
 } gw_config;
 
 /* Load and check the file at @path. @out: caller owns, gw_config_free(). On failure

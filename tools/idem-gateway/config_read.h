@@ -32,4 +32,9 @@ int cfg_string(cfg_reader *r, const json_t *obj, const char *key, int required, 
 int cfg_tenants(cfg_reader *r, gw_config *cfg, const json_t *tenants);
 int cfg_tools(cfg_reader *r, gw_config *cfg, const json_t *tools);
 
+/* What MCP hosts are told of a tool (config_mcp.c): title, description, destructive,
+ * operation_id_argument; and the gateway's mcp member. */
+int cfg_tool_mcp(cfg_reader *r, gw_tool *t, const json_t *tool);
+int cfg_mcp(cfg_reader *r, gw_config *cfg, const json_t *mcp);
+
 #endif

@@ -7,8 +7,9 @@
 #include "schema.h"
 
 static const char *const tenant_members[] = {"tokens", NULL};
-static const char *const tool_members[] = {"payload_version", "retention_s", "key_memory_s",
-                                           "arguments",       "sql",         NULL};
+static const char *const tool_members[] = {
+    "payload_version", "retention_s", "key_memory_s",          "arguments",   "sql",
+    "title",           "description", "operation_id_argument", "destructive", NULL};
 static const char *const sql_members[] = {"statement", "params", NULL};
 
 static int hex_value(char c)
@@ -239,7 +240,8 @@ static int read_tool(cfg_reader *r, gw_config *cfg, const char *name, const json
     if ((rc = cfg_object(r, tool, tool_members)) != 0 ||
         (rc = cfg_uint(r, tool, "payload_version", 1, 2147483647, &version)) != 0 ||
         (rc = read_windows(r, cfg, t, tool)) != 0 ||
-        (rc = read_schema(r, t, json_object_get(tool, "arguments"))) != 0)
+        (rc = read_schema(r, t, json_object_get(tool, "arguments"))) != 0 ||
+        (rc = cfg_tool_mcp(r, t, tool)) != 0)
         return rc;
     t->payload_version = (int)version;
     return read_sql(r, t, json_object_get(tool, "sql"));

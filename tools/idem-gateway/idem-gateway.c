@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <idem/idem.h>
 
 #include "../cli.h"
 #include "auth.h"
 #include "config.h"
+#include "mcp_stdio.h"
 #include "server.h"
 
 enum exit_code {
@@ -27,6 +29,7 @@ enum exit_code {
 
 static const char usage_text[] =
     "usage: idem-gateway --config FILE\n"
+    "       idem-gateway --stdio --config FILE\n"
     "       idem-gateway --check-config FILE\n"
     "       idem-gateway hash-token < TOKEN\n"
     "       idem-gateway --help | --version\n"
@@ -35,11 +38,16 @@ static const char usage_text[] =
     "Authorization: Bearer TOKEN, Idempotency-Key: KEY and the arguments as JSON runs the\n"
     "tool at most once per (the token's tenant, KEY) and answers every retry with the\n"
     "first answer's bytes (Idempotent-Replayed: true); GET /v1/tools lists the tools.\n"
+    "The same tools are served over the Model Context Protocol: Streamable HTTP at\n"
+    "POST /mcp, or on standard input and output with --stdio.\n"
     "Stops on SIGTERM or SIGINT, after the calls under way. Its manual is\n"
     "tools/idem-gateway/README.md.\n"
     "\n"
     "Commands and options:\n"
     "  --config FILE         serve the configuration in FILE\n"
+    "  --stdio               serve FILE's tools over MCP on standard input and output\n"
+    "                        (the tenant is mcp.stdio_tenant; logs on standard error);\n"
+    "                        stops at the end of input once the calls under way end\n"
     "  --check-config FILE   check FILE (schemas, SQL declarations, token digests,\n"
     "                        windows, names) without serving or connecting; prints\n"
     "                        \"FILE: ok\" on stdout\n"
@@ -49,9 +57,11 @@ static const char usage_text[] =
     "  -V, --version         print the version\n"
     "\n"
     "Exit status:\n"
-    "   0  done; the server stopped on SIGTERM or SIGINT\n"
+    "   0  done; the server stopped on SIGTERM or SIGINT (--stdio: at the end of input,\n"
+    "      every call finished)\n"
     "   1  the server could not start: the address cannot be listened on, the pool or\n"
-    "      the store could not be created\n"
+    "      the store could not be created; --stdio: calls were still running at the end\n"
+    "      of the grace period (mcp.stdio_grace_s)\n"
     "  64  usage error\n"
     "  65  the configuration is not valid (the message names the place as a JSON\n"
     "      Pointer into the file), or hash-token's input is not a bearer token\n"
@@ -174,17 +184,54 @@ done:
     return rc;
 }
 
+/* MCP on standard input and output until the input ends (mcp_stdio.h). */
+static int serve_stdio(const char *path)
+{
+    gw_config *cfg = NULL;
+    idem_pool *pool = NULL;
+    idem_store *store = NULL;
+    char why[1200];
+    int rc;
+
+    if ((rc = gw_config_load(&cfg, path, why, sizeof(why))) != 0) {
+        cli_say(PROG, "%s", why);
+        return rc;
+    }
+    if (cfg->stdio_tenant == NULL) {
+        cli_say(PROG,
+                "%s: /mcp/stdio_tenant: is required with --stdio: the tenant the calls "
+                "are made for",
+                path);
+        rc = EXIT_DATAERR;
+        goto done;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if ((rc = open_store(&pool, &store, cfg)) != 0)
+        goto done;
+    cli_say(PROG, "serving MCP on stdio for tenant %s (%zu tool%s)", cfg->stdio_tenant->name,
+            cfg->ntools, cfg->ntools == 1 ? "" : "s");
+    if (gw_mcp_stdio_serve(cfg, store, stdin, stdout) != 0) {
+        fflush(stdout);
+        fflush(stderr);
+        _exit(EXIT_ERROR); /* calls still use the store: nothing may be freed under them */
+    }
+    cli_say(PROG, "end of input: stopped");
+done:
+    idem_store_free(store);
+    idem_pool_free(pool);
+    gw_config_free(cfg);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"check-config", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"check-config", required_argument, NULL, 'k'},
+        {"stdio", no_argument, NULL, 's'},        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *check = NULL;
-    int opt;
+    int opt, stdio_mode = 0;
 
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "+hV", longs, NULL)) != -1) {
@@ -200,6 +247,8 @@ int main(int argc, char **argv)
             config = optarg;
         else if (opt == 'k')
             check = optarg;
+        else if (opt == 's')
+            stdio_mode = 1;
         else
             return usage_error("unknown option or missing argument: %s", argv[optind - 1]);
     }
@@ -210,5 +259,9 @@ int main(int argc, char **argv)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if ((config == NULL) == (check == NULL))
         return usage_error("give one of --config FILE and --check-config FILE");
+    if (stdio_mode && config == NULL)
+        return usage_error("--stdio serves a configuration: give --config FILE");
+    if (stdio_mode)
+        return serve_stdio(config);
     return check != NULL ? check_config(check) : serve(config);
 }

@@ -12,6 +12,7 @@
 #include "auth.h"
 #include "call.h"
 #include "key.h"
+#include "mcp_http.h"
 #include "server.h"
 
 #define TOOLS_PATH "/v1/tools"
@@ -25,6 +26,7 @@ typedef struct request {
     char *body;
     size_t len, cap;
     int too_large;
+    int mcp; /* a message to /mcp (mcp_http.h) */
 } request;
 
 /* The same bytes for a missing and for an unknown token. */
@@ -95,6 +97,15 @@ static const char *header(struct MHD_Connection *c, const char *name)
     return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
+static void mcp_too_large(gw_reply *r, size_t max)
+{
+    char message[96];
+
+    snprintf(message, sizeof(message), "message too large: longer than %zu bytes (max_body_bytes)",
+             max);
+    gw_mcp_http_refuse(r, 413, GW_RPC_INVALID_REQUEST, message);
+}
+
 static void unknown_tool(gw_reply *r, const char *name)
 {
     char detail[160];
@@ -156,10 +167,42 @@ static void route_call(gw_server *s, struct MHD_Connection *c, request *q, const
         bad_key(&q->reply, key, why);
 }
 
+/* POST /mcp: the origin, the method, the token, the protocol revision, the media type
+ * and the size, in this order. */
+static void route_mcp(gw_server *s, struct MHD_Connection *c, request *q, const char *method)
+{
+    const char *version = header(c, "MCP-Protocol-Version");
+    gw_reply *r = &q->reply;
+
+    q->mcp = 1;
+    if (!gw_mcp_http_origin_allowed(s->cfg, header(c, "Origin")))
+        gw_mcp_http_refuse(r, 403, GW_RPC_INVALID_REQUEST,
+                           "Origin not allowed: list it in mcp.allowed_origins");
+    else if (strcmp(method, "POST") != 0) {
+        gw_reply_header(r, "Allow", "POST");
+        gw_mcp_http_refuse(r, 405, GW_RPC_INVALID_REQUEST,
+                           "the gateway's MCP endpoint is stateless: POST one message; it "
+                           "offers no stream (GET) and no session (DELETE)");
+    } else if ((q->tenant = gw_auth_tenant(s->cfg, header(c, "Authorization"))) == NULL)
+        unauthorized(r);
+    else if (version != NULL && !gw_mcp_version_supported(version))
+        gw_mcp_http_refuse(
+            r, 400, GW_RPC_INVALID_REQUEST,
+            "unsupported MCP-Protocol-Version: the gateway speaks " GW_MCP_VERSION_LATEST
+            " and " GW_MCP_VERSION_PREV);
+    else if (!is_json(header(c, "Content-Type")))
+        gw_mcp_http_refuse(r, 415, GW_RPC_INVALID_REQUEST,
+                           "send the message as Content-Type: application/json");
+    else if (declared_too_large(c, s->cfg->max_body_bytes))
+        mcp_too_large(r, s->cfg->max_body_bytes);
+}
+
 static void route(gw_server *s, struct MHD_Connection *c, request *q, const char *url,
                   const char *method)
 {
-    if (strcmp(url, TOOLS_PATH) == 0 && strcmp(method, "GET") != 0)
+    if (strcmp(url, GW_MCP_PATH) == 0)
+        route_mcp(s, c, q, method);
+    else if (strcmp(url, TOOLS_PATH) == 0 && strcmp(method, "GET") != 0)
         method_not_allowed(&q->reply, "GET", method);
     else if (strcmp(url, TOOLS_PATH) == 0 &&
              gw_auth_tenant(s->cfg, header(c, "Authorization")) == NULL)
@@ -171,7 +214,8 @@ static void route(gw_server *s, struct MHD_Connection *c, request *q, const char
         route_call(s, c, q, url + sizeof(TOOLS_PATH), method);
     else
         refuse(&q->reply, 404, "not-found", "Not found",
-               "the gateway serves GET " TOOLS_PATH " and POST " TOOLS_PATH "/{tool}");
+               "the gateway serves GET " TOOLS_PATH ", POST " TOOLS_PATH
+               "/{tool} and POST " GW_MCP_PATH);
 }
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, const gw_reply *r)
@@ -237,8 +281,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_size = 0;
         return MHD_YES;
     }
-    if (q->reply.status == 0 && q->too_large)
+    if (q->reply.status == 0 && q->too_large && q->mcp)
+        mcp_too_large(&q->reply, s->cfg->max_body_bytes);
+    else if (q->reply.status == 0 && q->too_large)
         too_large(&q->reply, s->cfg->max_body_bytes);
+    else if (q->reply.status == 0 && q->mcp)
+        gw_mcp_http_answer(&q->reply, &s->mcp, q->tenant, q->body != NULL ? q->body : "", q->len);
     else if (q->reply.status == 0)
         gw_call(&q->reply, s->cfg, s->store, q->tenant, q->tool, q->key,
                 q->body != NULL ? q->body : "", q->len);
@@ -333,6 +381,8 @@ int gw_server_start(gw_server *s, const gw_config *cfg, idem_store *store, char 
 
     s->cfg = cfg;
     s->store = store;
+    s->mcp.cfg = cfg;
+    s->mcp.store = store;
     if (socket_address(&ss, &v6, cfg) != 0) {
         snprintf(why, size, "http.address: \"%s\" is not an IPv4 or IPv6 address", cfg->address);
         return -1;

@@ -1,0 +1,197 @@
+/* tools/list and tools/call: the configured tools, the operation ID (from _meta or the
+ * tool's operation ID argument), and the call through gw_run_call() as over HTTP. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "mcp.h"
+
+static json_t *tool_entry(const gw_tool *t)
+{
+    json_t *entry = json_pack("{s:s, s:O, s:{s:b, s:b, s:b, s:b}}", "name", t->name, "inputSchema",
+                              t->input_schema, "annotations", "readOnlyHint", 0, "idempotentHint",
+                              1, "destructiveHint", t->destructive, "openWorldHint", 0);
+
+    if (entry != NULL && t->title != NULL) {
+        json_object_set_new(entry, "title", json_string(t->title));
+        json_object_set_new(json_object_get(entry, "annotations"), "title", json_string(t->title));
+    }
+    if (entry != NULL && t->description != NULL)
+        json_object_set_new(entry, "description", json_string(t->description));
+    return entry;
+}
+
+json_t *gw_mcp_tools_list(const gw_config *cfg)
+{
+    json_t *tools = json_array();
+
+    for (size_t i = 0; tools != NULL && i < cfg->ntools; i++) {
+        if (json_array_append_new(tools, tool_entry(&cfg->tools[i])) != 0) {
+            json_decref(tools);
+            return NULL;
+        }
+    }
+    return tools != NULL ? json_pack("{s:o}", "tools", tools) : NULL;
+}
+
+static json_t *allocate(void)
+{
+    char id[IDEM_UUID_STRING_SIZE], text[400];
+    idem_error err = IDEM_ERROR_INIT;
+
+    if (idem_uuid_v7(id, &err) != 0)
+        return NULL;
+    snprintf(text, sizeof(text),
+             "Allocated operation ID %s. Nothing ran. Store it with the approved action and "
+             "send it as _meta[\"" GW_MCP_META_OPERATION_ID "\"] on every attempt of this "
+             "action, retries included; never allocate another for the same action.",
+             id);
+    return json_pack("{s:[{s:s, s:s}], s:{s:s, s:s}, s:{s:s}}", "content", "type", "text", "text",
+                     text, "structuredContent", "status", "allocated", "operation_id", id, "_meta",
+                     GW_MCP_META_OPERATION_ID, id);
+}
+
+/* The call's parts, taken apart from params. */
+typedef struct call_parts {
+    const gw_tool *tool;
+    json_t *arguments; /* owned: a copy without the operation ID argument */
+    const char *key;   /* borrowed from params; NULL when none was sent */
+    const json_t *meta;
+} call_parts;
+
+/* params' shape: -32602 when it is not a tools/call's. */
+static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, char *why, size_t size)
+{
+    const json_t *name = json_object_get(params, "name");
+    const json_t *args = json_object_get(params, "arguments");
+
+    c->meta = json_object_get(params, "_meta");
+    if (!json_is_string(name)) {
+        snprintf(why, size, "tools/call: params.name must be the tool's name, a string");
+        return GW_RPC_INVALID_PARAMS;
+    }
+    c->tool = gw_config_tool(m->cfg, json_string_value(name), json_string_length(name));
+    if (c->tool == NULL) {
+        snprintf(why, size, "unknown tool: no tool is called \"%.64s\"; tools/list lists them",
+                 json_string_value(name));
+        return GW_RPC_INVALID_PARAMS;
+    }
+    if (json_object_get(c->meta, GW_MCP_META_OPERATION_ID) != NULL &&
+        !json_is_string(json_object_get(c->meta, GW_MCP_META_OPERATION_ID))) {
+        snprintf(why, size, "tools/call: params._meta[\"%s\"] must be a string",
+                 GW_MCP_META_OPERATION_ID);
+        return GW_RPC_INVALID_PARAMS;
+    }
+    if ((args != NULL && !json_is_object(args)) || (c->meta != NULL && !json_is_object(c->meta))) {
+        snprintf(why, size, "tools/call: params.%s must be an object",
+                 args != NULL && !json_is_object(args) ? "arguments" : "_meta");
+        return GW_RPC_INVALID_PARAMS;
+    }
+    c->arguments = args != NULL ? json_deep_copy(args) : json_object();
+    return 0;
+}
+
+/* The operation ID from _meta, else the tool's argument (removed from the arguments).
+ * NULL with @why set when one is malformed, NULL with @why empty when none was sent. */
+static const char *operation_id(call_parts *c, char *why, size_t size)
+{
+    const json_t *meta = json_object_get(c->meta, GW_MCP_META_OPERATION_ID);
+    const char *arg = c->tool->operation_id_argument;
+    json_t *v = arg != NULL ? json_object_get(c->arguments, arg) : NULL;
+    const char *key = json_string_value(meta);
+
+    why[0] = '\0';
+    if (v != NULL && !json_is_string(v))
+        snprintf(why, size, "/%s: the operation ID must be a string", arg);
+    else if (v != NULL && key != NULL && strcmp(key, json_string_value(v)) != 0)
+        snprintf(why, size,
+                 "/%s: two different operation IDs were sent, in _meta and in the arguments", arg);
+    else if (key == NULL && v != NULL)
+        key = json_string_value(v);
+    return why[0] != '\0' ? NULL : key;
+}
+
+static json_t *invalid_key(const char *key, const char *why)
+{
+    char text[700];
+
+    snprintf(text, sizeof(text),
+             "Invalid operation ID: %s. Nothing ran. Send the operation ID stored with the "
+             "approved action; allocate one with _meta {\"" GW_MCP_META_ALLOCATE
+             "\": true} if the action has none yet.",
+             why);
+    return gw_mcp_refusal("invalid", key, text, json_pack("{s:s}", "field", "operation_id"));
+}
+
+static json_t *missing_key(void)
+{
+    return gw_mcp_refusal(
+        "operation_id_required", NULL,
+        "Refused: this tool needs an operation ID and none was sent; nothing ran. Allocate one "
+        "(tools/call with _meta {\"" GW_MCP_META_ALLOCATE "\": true}), store it with the "
+        "approved action, and send it as _meta[\"" GW_MCP_META_OPERATION_ID "\"] on this call "
+        "and on every retry of it.",
+        NULL);
+}
+
+/* Run it: the arguments as text, through the same path as HTTP's calls. */
+static json_t *run(const gw_mcp *m, const gw_tenant *tenant, const call_parts *c, const char *key)
+{
+    char *text = json_dumps(c->arguments, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_t *result = NULL;
+    gw_run r;
+
+    if (text == NULL)
+        return NULL;
+    gw_run_call(&r, m->cfg, m->store, tenant, c->tool, key, text, strlen(text));
+    result = gw_mcp_result(&r, m->cfg, tenant, key);
+    gw_run_clear(&r);
+    free(text);
+    return result;
+}
+
+static json_t *call(const gw_mcp *m, const gw_tenant *tenant, call_parts *c)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    char why[300], id[IDEM_OPERATION_ID_MAX + 1];
+    const char *key;
+
+    if (json_is_true(json_object_get(c->meta, GW_MCP_META_ALLOCATE)))
+        return allocate();
+    if ((key = operation_id(c, why, sizeof(why))) == NULL && why[0] != '\0')
+        return invalid_key(NULL, why);
+    if (key == NULL)
+        return missing_key();
+    if (idem_validate_operation_id(key, &err) != 0)
+        return invalid_key(NULL, err.message);
+    snprintf(id, sizeof(id), "%s", key); /* the argument it may come from goes next */
+    if (c->tool->operation_id_argument != NULL)
+        json_object_del(c->arguments, c->tool->operation_id_argument);
+    return run(m, tenant, c, id);
+}
+
+int gw_mcp_tools_call(json_t **result, const gw_mcp *m, const gw_tenant *tenant,
+                      const json_t *params, char *why, size_t size)
+{
+    call_parts c = {0};
+    const json_t *alloc;
+    int code;
+
+    if (params == NULL) {
+        snprintf(why, size, "tools/call needs params: the tool's name and its arguments");
+        return GW_RPC_INVALID_PARAMS;
+    }
+    if ((code = take_apart(&c, m, params, why, size)) != 0)
+        return code;
+    alloc = json_object_get(c.meta, GW_MCP_META_ALLOCATE);
+    if (alloc != NULL && !json_is_boolean(alloc)) {
+        snprintf(why, size, "_meta[\"%s\"] must be true or false", GW_MCP_META_ALLOCATE);
+        code = GW_RPC_INVALID_PARAMS;
+    } else if (c.arguments == NULL || (*result = call(m, tenant, &c)) == NULL) {
+        snprintf(why, size, "the gateway ran out of memory");
+        code = GW_RPC_INTERNAL_ERROR;
+    }
+    json_decref(c.arguments);
+    return code;
+}
