@@ -131,6 +131,10 @@ void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tena
         gw_reply_header(r, "Idem-Status", "invalid");
         return;
     }
+    if (tool->http != NULL) {
+        gw_http_call(r, cfg, tenant, tool, key, body, len);
+        return;
+    }
     req.tenant = tenant->name;
     req.operation_id = key;
     req.tool = tool->name;
@@ -146,6 +150,12 @@ void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tena
     else
         failure(r, cfg, tenant, key, out.status, &err);
     idem_outcome_clear(&out);
+}
+
+void gw_call_failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const char *key,
+                     idem_status status, const idem_error *err)
+{
+    failure(r, cfg, tenant, key, status, err);
 }
 
 static json_t *tool_entry(const gw_tool *t)

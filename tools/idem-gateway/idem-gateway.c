@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "config.h"
 #include "server.h"
+#include "upstream.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -112,6 +113,27 @@ static int hash_token(void)
     return EXIT_OK;
 }
 
+/* Each http tool's client and external-effect path. */
+static int open_upstreams(gw_config *cfg, idem_store *store)
+{
+    char why[512];
+
+    for (size_t i = 0; i < cfg->ntools; i++) {
+        if (cfg->tools[i].http != NULL &&
+            gw_upstream_open(cfg->tools[i].http, store, why, sizeof(why)) != 0) {
+            cli_say(PROG, "tool %s: %s", cfg->tools[i].name, why);
+            return EXIT_ERROR;
+        }
+    }
+    return 0;
+}
+
+static void close_upstreams(gw_config *cfg)
+{
+    for (size_t i = 0; cfg != NULL && i < cfg->ntools; i++)
+        gw_upstream_close(cfg->tools[i].http);
+}
+
 /* The pool and the store over it; 0, or EXIT_ERROR having said why. */
 static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
 {
@@ -128,7 +150,7 @@ static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
                 err.message);
         return EXIT_ERROR;
     }
-    return 0;
+    return open_upstreams(cfg, *store);
 }
 
 /* Serve until SIGTERM or SIGINT. The signals are blocked in every thread (the server's
@@ -168,6 +190,7 @@ static int serve(const char *path)
     gw_server_stop(&server);
     cli_say(PROG, "stopped");
 done:
+    close_upstreams(cfg);
     idem_store_free(store);
     idem_pool_free(pool);
     gw_config_free(cfg);
