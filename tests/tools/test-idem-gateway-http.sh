@@ -180,6 +180,16 @@ broken bad_class 'h["statuses"] = {"404": "retry"}' \
 broken unknown_member 'h["verify_tls"] = False' '/tools/send_email/http/verify_tls: unknown member'
 broken no_url 'del h["url"]' '/tools/send_email/http/url: is required'
 
+# The manual's example, checked as written (its secret from the environment).
+python3 - "$(dirname "$0")/../../tools/idem-gateway/README.md" "$scratch/readme.json" <<'PY'
+import re, sys
+blocks = re.findall(r"```json\n(.*?)```", open(sys.argv[1]).read(), re.S)
+open(sys.argv[2], "w").write([b for b in blocks if '"send_email"' in b][0])
+PY
+check readme_example_valid 0 "$gateway" --check-config "$scratch/readme.json"
+check readme_example_needs_secret 65 env -u MAILER_TOKEN "$gateway" --check-config "$scratch/readme.json"
+expect readme_example_names_secret err_contains '/tools/send_email/http/headers/Authorization/env: the environment variable MAILER_TOKEN is not set'
+
 # ---------------------------------------------------------------------------------------
 # The server.
 db=$(newdb main)
