@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""upstream.py PORT-FILE: an HTTP service for idem-gateway's http tools, on a free loopback
-port written to PORT-FILE. It records every request it receives (method, path, headers,
+"""upstream.py PORT-FILE [CERT KEY]: an HTTP service for idem-gateway's http tools, on a free
+loopback port written to PORT-FILE (HTTPS with CERT and KEY). It records every request it receives (method, path, headers,
 Idempotency-Key, body) and answers each by the next action scripted for its path:
 
   ok      act, 200 with a JSON document naming the action
   text    act, 202 text/plain
   refuse  422 with a JSON body of irregular spacing (bytes to compare)
+  binary  400 with bytes that are not UTF-8
   fail    503
   hang    no answer until released
   drop    act, then close the connection without an answer
@@ -18,6 +19,8 @@ Control: POST /_script {"path", "actions", "honour"}; GET /_log (the requests re
 and "acts": the actions by path); POST /_release (every hang and hold ends).
 """
 import json
+import os
+import ssl
 import sys
 import threading
 from collections import deque
@@ -32,6 +35,7 @@ acts = {}  # path: actions taken
 log = []
 
 REFUSAL = b'{"error" :  "invalid recipient",\n "code": 7}'
+BINARY = b"\xff\x00\xfe refused"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -80,6 +84,7 @@ class Handler(BaseHTTPRequestHandler):
         key = self.headers.get("Idempotency-Key")
         with lock:
             log.append({"method": self.command, "path": self.path, "key": key,
+                        "peer": self.client_address[1],
                         "headers": dict(self.headers), "body": data.decode("utf-8", "replace")})
             known = honour.get(path, True) and (path, key) in answers
             script = scripts.setdefault(path, deque())
@@ -95,6 +100,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(202, "text/plain", b"queued")
         if action == "refuse":
             return self.send(422, "application/json", REFUSAL)
+        if action == "binary":
+            return self.send(400, "application/octet-stream", BINARY)
         if action == "fail":
             return self.send(503, "application/json", b'{"error": "try later"}')
         if action == "hang":
@@ -121,9 +128,12 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    if len(sys.argv) > 3:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
-    import os
     os.rename(sys.argv[1] + ".tmp", sys.argv[1])
     server.serve_forever()
 
