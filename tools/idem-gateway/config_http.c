@@ -17,6 +17,13 @@
 #define LEASE_MAX_MS     86400000U /* the library's bound */
 #define WAIT_MAX_MS      3600000U
 #define ATTEMPTS_MAX     20U
+/* The defaults (README.md in this folder, "HTTP tools"): an exchange of ten seconds at most,
+ * three attempts with backoffs from 100 ms to 2 s, no retry 30 s after the first attempt. */
+#define TIMEOUT_DEFAULT_MS    10000U
+#define ATTEMPTS_DEFAULT      3U
+#define BASE_DELAY_DEFAULT_MS 100U
+#define MAX_DELAY_DEFAULT_MS  2000U
+#define DEADLINE_DEFAULT_MS   30000U
 
 static const char *const http_members[] = {"method",     "url",      "headers",    "body",
                                            "timeout_ms", "lease_ms", "key_header", "ca_file",
@@ -250,7 +257,8 @@ static int read_statuses(cfg_reader *r, gw_http *h, const json_t *statuses)
 
 static int read_retry(cfg_reader *r, gw_http *h, const json_t *retry)
 {
-    unsigned long long attempts = 3, base = 100, max = 2000, deadline = 30000;
+    unsigned long long attempts = ATTEMPTS_DEFAULT, base = BASE_DELAY_DEFAULT_MS;
+    unsigned long long max = MAX_DELAY_DEFAULT_MS, deadline = DEADLINE_DEFAULT_MS;
     size_t mark = gw_pointer_push(&r->at, "retry");
     int rc;
 
@@ -272,7 +280,7 @@ static int read_retry(cfg_reader *r, gw_http *h, const json_t *retry)
 /* The timeout, and a lease that outlasts it by at least the report's margin. */
 static int read_times(cfg_reader *r, gw_http *h, const json_t *http)
 {
-    unsigned long long timeout = 10000, lease = 0;
+    unsigned long long timeout = TIMEOUT_DEFAULT_MS, lease = 0;
     int rc;
 
     if ((rc = cfg_uint(r, http, "timeout_ms", 1, TIMEOUT_MAX_MS, &timeout)) != 0 ||

@@ -10,8 +10,10 @@
 #include "call.h"
 #include "upstream.h"
 
-/* Reports that could not be made (the database unavailable) are made again this often. */
-#define REPORT_TRIES 3
+/* Reports that could not be made (the database unavailable) are made again this often,
+ * after 200 ms, then 400 ms: the store's deadline bounds each. */
+#define REPORT_TRIES      3
+#define REPORT_BACKOFF_MS 100U
 
 static void sleep_ms(unsigned int ms)
 {
@@ -116,7 +118,7 @@ static int report(idem_outcome *out, idem_external_attempt *a, const gw_upstream
         snprintf(what, sizeof(what), "%s", res->error);
     for (int i = 0; i < REPORT_TRIES && rc == IDEM_EUNAVAIL; i++) {
         if (i > 0)
-            sleep_ms(100U << i);
+            sleep_ms(REPORT_BACKOFF_MS << i);
         idem_outcome_clear(out);
         if (res->cls == GW_CLASS_SUCCESS)
             rc = idem_external_complete(out, a, NULL, doc, err);
