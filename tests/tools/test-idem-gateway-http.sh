@@ -351,6 +351,10 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 expect held_dispatched test "$(received /v1/held)" = 1
+call send_held k-held-1 "$to" # the lease is live: not sent again
+answer held_in_progress 409 in-progress
+expect held_in_progress_retry_after test "$(hdr Retry-After)" = 3
+expect held_still_once test "$(received /v1/held)" = 1
 kill -KILL "$gw_pid"
 wait "$gw_pid" 2>/dev/null
 wait "$client" 2>/dev/null
