@@ -8,6 +8,11 @@
 
 #include "upstream.h"
 
+/* A connection idle longer than this is not reused: servers commonly close idle ones after
+ * 5 s, and a request sent on one they have just closed has no answer, which counts as sent
+ * (unknown) since it cannot be resent (prereq() below). */
+#define REUSE_IDLE_MAX_S 4L
+
 /* The longest upstream answer kept; a longer one ends the exchange (after sending: unknown). */
 #define RESPONSE_MAX_BYTES ((size_t)1 << 20)
 
@@ -89,6 +94,7 @@ static void set_options(CURL *c, gw_http *h, const gw_upstream_request *req,
 {
     curl_easy_setopt(c, CURLOPT_URL, req->url);
     curl_easy_setopt(c, CURLOPT_SHARE, h->share);
+    curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, REUSE_IDLE_MAX_S);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
