@@ -98,7 +98,7 @@ config() {
   "database": {"dsn": "$2", "deadline_ms": 30000},
   "tenants": {"acme": {"tokens": ["$(printf '%s' $tok | "$gateway" hash-token)"]}},
   "tools": {
-$(tool send_email /v1/messages 10000 11000),
+$(tool send_email /v1/messages 10000 11000 ', "reference": "/id"'),
 $(tool send_case '/v1/cases/{/case}/messages' 10000 11000),
 $(tool send_hang /v1/hang 1000 2000),
 $(tool send_held /v1/held 15000 16000),
@@ -198,6 +198,7 @@ broken bad_class 'h["statuses"] = {"404": "retry"}' \
     '/tools/send_email/http/statuses/404: must be "success", "final", "transient" or "unknown"'
 broken unknown_member 'h["verify_tls"] = False' '/tools/send_email/http/verify_tls: unknown member'
 broken no_url 'del h["url"]' '/tools/send_email/http/url: is required'
+broken bad_reference 'h["reference"] = "id"' '/tools/send_email/http/reference: must be a JSON Pointer'
 
 # The manual's example, checked as written (its secret from the environment).
 python3 - "$(dirname "$0")/../../tools/idem-gateway/README.md" "$scratch/readme.json" <<'PY'
@@ -231,6 +232,8 @@ expect ok_key_sent python3 -c "import sys; k=sys.argv[1]; assert len(k) >= 16 an
 expect ok_secret_sent test "$(upstream_log "d['requests'][-1]['headers']['Authorization']")" = "Bearer $secret"
 expect ok_body_mapped test "$(upstream_log "d['requests'][-1]['body']")" = \
     '{"to":"ada@example.com","subject":"hello","from":"noreply@example.com"}'
+expect ok_reference_stored test "$(q "$db" "SELECT provider_ref FROM idem.operations WHERE operation_id = 'k-ok-1'")" = \
+    "$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['id'])" "$first")"
 expect ok_json_type test "$(upstream_log "d['requests'][-1]['headers']['Content-Type']")" = application/json
 
 # The URL template: the argument percent-encoded into the path; a missing one is a 400.
@@ -245,6 +248,7 @@ expect case_missing_names_it python3 -c "import json,sys; d=json.load(open(sys.a
 script /v1/messages '["text"]'
 call send_email k-text-1 "$to"
 answer text_created 201
+expect text_no_reference test -z "$(q "$db" "SELECT provider_ref FROM idem.operations WHERE operation_id = 'k-text-1'")"
 expect text_envelope python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d == {'status': 202, 'content_type': 'text/plain', 'body': 'queued'}, d" "$body"
 
 # 5xx, then success: retried with the same downstream key, done once.

@@ -27,7 +27,7 @@
 
 static const char *const http_members[] = {"method",     "url",      "headers",    "body",
                                            "timeout_ms", "lease_ms", "key_header", "ca_file",
-                                           "statuses",   "retry",    NULL};
+                                           "statuses",   "retry",    "reference",  NULL};
 static const char *const retry_members[] = {"max_attempts", "base_delay_ms", "max_delay_ms",
                                             "deadline_ms", NULL};
 static const char *const secret_members[] = {"env", "prefix", NULL};
@@ -195,6 +195,11 @@ static int read_target(cfg_reader *r, gw_http *h, const json_t *http)
         return rc;
     if (h->ca_file != NULL && access(h->ca_file, R_OK) != 0)
         return cfg_refuse(r, "ca_file", "cannot read %s", h->ca_file);
+    if ((rc = cfg_string(r, http, "reference", 0, &h->reference)) != 0)
+        return rc;
+    if (h->reference != NULL && (h->reference[0] != '/' || !gw_upstream_pointer_ok(h->reference)))
+        return cfg_refuse(r, "reference",
+                          "must be a JSON Pointer into the answer, such as \"/id\"");
     if ((rc = cfg_string(r, http, "key_header", 0, &h->key_header)) != 0)
         return rc;
     if (!is_token(h->key_header))

@@ -38,6 +38,7 @@ typedef struct gw_http {
     int has_body;            /* POST, PUT and PATCH send a JSON body */
     const char *key_header;  /* the header that carries the downstream key */
     const char *ca_file;     /* NULL: the system's CAs */
+    const char *reference;   /* a JSON Pointer to the provider's reference in its answer */
     gw_http_header *headers; /* owned */
     size_t nheaders;
     unsigned int timeout_ms;                  /* the whole exchange, connection included */
@@ -71,6 +72,11 @@ typedef struct gw_upstream_result {
 /* Check a template at load: its {/pointer} placeholders well formed and only in the path
  * and query. Returns 0, or -1 with @why. */
 int gw_upstream_check_url(const char *url, char *why, size_t size);
+/* Whether @p is a JSON Pointer ("" or "/a/b", '~' escaped); and the value it names in
+ * @doc, or NULL (borrowed). */
+int gw_upstream_pointer_ok(const char *p);
+const json_t *gw_upstream_resolve(const json_t *doc, const char *p);
+
 /* Check a body template's {"$arg": "/pointer"} references (the first bad one in @at). */
 int gw_upstream_check_body(const json_t *body, gw_pointer *at, char *why, size_t size);
 

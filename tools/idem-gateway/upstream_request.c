@@ -102,6 +102,16 @@ static const json_t *resolve(const json_t *doc, const char *p, size_t n)
     return doc;
 }
 
+int gw_upstream_pointer_ok(const char *p)
+{
+    return pointer_ok(p, strlen(p));
+}
+
+const json_t *gw_upstream_resolve(const json_t *doc, const char *p)
+{
+    return resolve(doc, p, strlen(p));
+}
+
 int gw_upstream_check_url(const char *url, char *why, size_t size)
 {
     const char *rest, *path, *open;
