@@ -33,6 +33,15 @@ void gw_run_clear(gw_run *run);
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
              const gw_tool *tool, const char *key, const char *body, size_t len);
 
+/* An http tool's call (http_call.c), its arguments valid: the upstream call as an
+ * external effect. */
+void gw_http_call(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                  const char *key, const char *body, size_t len);
+
+/* The problem answering @status (any but created, replayed and rejected). */
+void gw_call_failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const char *key,
+                     idem_status status, const idem_error *err);
+
 /* Fill @r with GET /v1/tools's document. */
 void gw_list_tools(gw_reply *r, const gw_config *cfg);
 

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "config_read.h"
+#include "upstream.h"
 
 #define DEFAULT_PORT 8080
 #define PORT_MAX     65535
@@ -218,6 +219,7 @@ void gw_config_free(gw_config *cfg)
     for (size_t i = 0; i < cfg->ntools; i++) {
         free(cfg->tools[i].params);
         idem_declared_free(cfg->tools[i].effect);
+        gw_upstream_free(cfg->tools[i].http);
         json_decref(cfg->tools[i].input_schema);
     }
     free(cfg->tools);

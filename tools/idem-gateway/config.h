@@ -21,6 +21,8 @@ typedef struct gw_tenant {
     size_t ndigests;
 } gw_tenant;
 
+struct gw_http; /* upstream.h */
+
 typedef struct gw_tool {
     const char *name; /* borrowed from the document, as every string here */
     int payload_version;
@@ -30,7 +32,8 @@ typedef struct gw_tool {
     const char *sql;
     const char **params; /* owned array of borrowed strings */
     size_t nparams;
-    idem_declared *effect; /* owned */
+    idem_declared *effect; /* owned; NULL for an http tool */
+    struct gw_http *http;  /* owned; NULL for a sql tool */
     /* For MCP hosts (config_mcp.c): */
     const char *title;                 /* NULL: none */
     const char *description;           /* NULL: none */

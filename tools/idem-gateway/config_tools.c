@@ -3,13 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_http.h"
 #include "config_read.h"
 #include "schema.h"
 
 static const char *const tenant_members[] = {"tokens", NULL};
 static const char *const tool_members[] = {
-    "payload_version", "retention_s", "key_memory_s",          "arguments",   "sql",
-    "title",           "description", "operation_id_argument", "destructive", NULL};
+    "payload_version", "retention_s", "key_memory_s", "arguments",   "sql",
+    "http",            "title",       "description",  "operation_id_argument", "destructive", NULL};
 static const char *const sql_members[] = {"statement", "params", NULL};
 
 static int hex_value(char c)
@@ -214,7 +215,7 @@ static int read_sql(cfg_reader *r, gw_tool *t, const json_t *sql)
     int rc;
 
     if (sql == NULL)
-        return cfg_refuse(r, "sql", "is required: the tool's effect");
+        return cfg_refuse(r, "sql", "is required: the tool's effect (or http: a call upstream)");
     mark = gw_pointer_push(&r->at, "sql");
     if ((rc = cfg_object(r, sql, sql_members)) != 0 ||
         (rc = cfg_string(r, sql, "statement", 1, &t->sql)) != 0 ||
@@ -244,6 +245,10 @@ static int read_tool(cfg_reader *r, gw_config *cfg, const char *name, const json
         (rc = cfg_tool_mcp(r, t, tool)) != 0)
         return rc;
     t->payload_version = (int)version;
+    if (json_object_get(tool, "http") != NULL && json_object_get(tool, "sql") != NULL)
+        return cfg_refuse(r, "http", "a tool is either sql or http, not both");
+    if (json_object_get(tool, "http") != NULL)
+        return cfg_http(r, &t->http, json_object_get(tool, "http"));
     return read_sql(r, t, json_object_get(tool, "sql"));
 }
 

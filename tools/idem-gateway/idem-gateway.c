@@ -15,6 +15,7 @@
 #include "config.h"
 #include "mcp_stdio.h"
 #include "server.h"
+#include "upstream.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -48,7 +49,8 @@ static const char usage_text[] =
     "  --stdio               serve FILE's tools over MCP on standard input and output\n"
     "                        (the tenant is mcp.stdio_tenant; logs on standard error);\n"
     "                        stops at the end of input once the calls under way end\n"
-    "  --check-config FILE   check FILE (schemas, SQL declarations, token digests,\n"
+    "  --check-config FILE   check FILE (schemas, SQL declarations, http tools and the\n"
+    "                        environment variables of their secrets, token digests,\n"
     "                        windows, names) without serving or connecting; prints\n"
     "                        \"FILE: ok\" on stdout\n"
     "  hash-token            read one token on stdin (a trailing newline is dropped) and\n"
@@ -122,6 +124,27 @@ static int hash_token(void)
     return EXIT_OK;
 }
 
+/* Each http tool's client and external-effect path. */
+static int open_upstreams(gw_config *cfg, idem_store *store)
+{
+    char why[512];
+
+    for (size_t i = 0; i < cfg->ntools; i++) {
+        if (cfg->tools[i].http != NULL &&
+            gw_upstream_open(cfg->tools[i].http, store, why, sizeof(why)) != 0) {
+            cli_say(PROG, "tool %s: %s", cfg->tools[i].name, why);
+            return EXIT_ERROR;
+        }
+    }
+    return 0;
+}
+
+static void close_upstreams(gw_config *cfg)
+{
+    for (size_t i = 0; cfg != NULL && i < cfg->ntools; i++)
+        gw_upstream_close(cfg->tools[i].http);
+}
+
 /* The pool and the store over it; 0, or EXIT_ERROR having said why. */
 static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
 {
@@ -138,7 +161,7 @@ static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
                 err.message);
         return EXIT_ERROR;
     }
-    return 0;
+    return open_upstreams(cfg, *store);
 }
 
 /* Serve until SIGTERM or SIGINT. The signals are blocked in every thread (the server's
@@ -178,6 +201,7 @@ static int serve(const char *path)
     gw_server_stop(&server);
     cli_say(PROG, "stopped");
 done:
+    close_upstreams(cfg);
     idem_store_free(store);
     idem_pool_free(pool);
     gw_config_free(cfg);

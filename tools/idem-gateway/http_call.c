@@ -1,0 +1,267 @@
+/* An `http` tool's call as an idem external effect: begin (the key claimed, the
+ * downstream key made, a lease taken), one dispatch upstream, the report; transient
+ * answers retried with the same downstream key by the tool's retry policy. */
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "call.h"
+#include "upstream.h"
+
+/* Reports that could not be made (the database unavailable) are made again this often,
+ * after 200 ms, then 400 ms: the store's deadline bounds each. */
+#define REPORT_TRIES      3
+#define REPORT_BACKOFF_MS 100U
+/* The longest provider reference the library stores (external.h). */
+#define REFERENCE_MAX 256
+
+static void sleep_ms(unsigned int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static void internal(gw_reply *r)
+{
+    gw_internal_error(r);
+}
+
+/* The stored refusal's envelope back into the upstream's status and bytes; 0, or -1 when
+ * the receipt is not one (a refusal an operator resolved). */
+static int unwrap(gw_reply *r, const idem_outcome *out)
+{
+    json_t *env = json_loadb(out->receipt, out->receipt_len, 0, NULL);
+    json_int_t status = json_integer_value(json_object_get(env, "status"));
+    const char *type = json_string_value(json_object_get(env, "content_type"));
+    const json_t *text = json_object_get(env, "body"), *b64 = json_object_get(env, "body_base64");
+    unsigned char *bytes = NULL;
+    int n = -1, rc = -1;
+
+    if (status < 100 || status > 599 || (!json_is_string(text) && !json_is_string(b64)))
+        goto done;
+    if (json_is_string(text)) {
+        rc = gw_reply_body(r, (unsigned int)status, NULL, json_string_value(text),
+                           json_string_length(text));
+    } else if ((bytes = malloc(json_string_length(b64) + 1)) != NULL) {
+        n = EVP_DecodeBlock(bytes, (const unsigned char *)json_string_value(b64),
+                            (int)json_string_length(b64));
+        for (size_t i = json_string_length(b64);
+             n > 0 && i > 0 && json_string_value(b64)[i - 1] == '='; i--)
+            n--;
+        rc = n < 0 ? -1 : gw_reply_body(r, (unsigned int)status, NULL, (char *)bytes, (size_t)n);
+    }
+    if (rc == 0) {
+        gw_reply_header(r, "Content-Type", "%s", type != NULL ? type : "application/octet-stream");
+        gw_reply_header(r, "Idem-Upstream-Status", "%d", (int)status);
+    }
+done:
+    free(bytes);
+    json_decref(env);
+    return rc;
+}
+
+/* The answer for the record's status. */
+static void answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const char *key,
+                   const idem_outcome *out, const idem_error *err)
+{
+    gw_reply_header(r, "Idem-Status", "%s", idem_status_name(out->status));
+    if (out->status == IDEM_STATUS_CREATED || out->status == IDEM_STATUS_REPLAYED) {
+        if (gw_reply_body(r, 201, "application/json", out->receipt, out->receipt_len) != 0) {
+            internal(r);
+            return;
+        }
+        if (out->status == IDEM_STATUS_REPLAYED)
+            gw_reply_header(r, "Idempotent-Replayed", "true");
+    } else if (out->status == IDEM_STATUS_REJECTED) {
+        if (unwrap(r, out) != 0 &&
+            gw_reply_body(r, 422, "application/json", out->receipt, out->receipt_len) != 0) {
+            internal(r);
+            return;
+        }
+        gw_reply_header(r, "Idempotent-Replayed", "true");
+    } else {
+        gw_call_failure(r, cfg, tenant, key, out->status, err);
+    }
+}
+
+/* What went back and forth, on standard error: the status or libcurl's words, never a
+ * header or a body. */
+static void log_attempt(const gw_tool *tool, const gw_tenant *tenant, const char *key, int n,
+                        const gw_upstream_result *res)
+{
+    static const char *const names[] = {"", "success", "final", "transient", "unknown"};
+
+    if (res->status != 0)
+        fprintf(stderr, "idem-gateway: %s: %s %s: attempt %d: HTTP %ld (%s)\n", tool->name,
+                tenant->name, key, n, res->status, names[res->cls]);
+    else
+        fprintf(stderr, "idem-gateway: %s: %s %s: attempt %d: no answer (%s): %s\n", tool->name,
+                tenant->name, key, n, names[res->cls], res->error);
+}
+
+/* The provider's reference at the tool's pointer in its answer @doc: a string or an
+ * integer of 1 to REFERENCE_MAX printable ASCII characters; otherwise none (NULL). */
+static const char *reference(char buf[REFERENCE_MAX + 1], const gw_http *h, const json_t *doc)
+{
+    const json_t *v = h->reference != NULL ? gw_upstream_resolve(doc, h->reference) : NULL;
+    size_t n;
+
+    if (json_is_integer(v))
+        snprintf(buf, REFERENCE_MAX + 1, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_string(v) && json_string_length(v) <= REFERENCE_MAX)
+        memcpy(buf, json_string_value(v), json_string_length(v) + 1);
+    else
+        return NULL;
+    n = strlen(buf);
+    if (n == 0 || (json_is_string(v) && n != json_string_length(v)))
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] < 0x21 || buf[i] > 0x7e)
+            return NULL;
+    }
+    return buf;
+}
+
+/* One report of @res, made again while the database is unavailable. */
+static int report(idem_outcome *out, idem_external_attempt *a, const gw_http *h,
+                  const gw_upstream_result *res, idem_error *err)
+{
+    json_t *doc = NULL;
+    char what[sizeof(res->error) + 32], ref[REFERENCE_MAX + 1];
+    int rc = IDEM_EUNAVAIL;
+
+    if (res->cls == GW_CLASS_SUCCESS || res->cls == GW_CLASS_FINAL)
+        if ((doc = gw_upstream_document(res, res->cls == GW_CLASS_FINAL)) == NULL)
+            return IDEM_ENOMEM;
+    if (res->status != 0)
+        snprintf(what, sizeof(what), "HTTP %ld", res->status);
+    else
+        snprintf(what, sizeof(what), "%s", res->error);
+    for (int i = 0; i < REPORT_TRIES && rc == IDEM_EUNAVAIL; i++) {
+        if (i > 0)
+            sleep_ms(REPORT_BACKOFF_MS << i);
+        idem_outcome_clear(out);
+        if (res->cls == GW_CLASS_SUCCESS)
+            rc = idem_external_complete(out, a, reference(ref, h, doc), doc, err);
+        else if (res->cls == GW_CLASS_FINAL)
+            rc = idem_external_fail(out, a, IDEM_EXTERNAL_FINAL, doc, what, err);
+        else if (res->cls == GW_CLASS_TRANSIENT)
+            rc = idem_external_fail(out, a, IDEM_EXTERNAL_TRANSIENT, NULL, what, err);
+        else
+            rc = idem_external_unknown(out, a, NULL, what, err);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+static void spent(gw_reply *r, const gw_config *cfg, const gw_upstream_result *res,
+                  unsigned int attempts)
+{
+    char detail[sizeof(res->error) + 160];
+
+    if (res->status != 0)
+        snprintf(detail, sizeof(detail),
+                 "the upstream answered HTTP %ld to %u attempt%s; nothing was done: retry later "
+                 "with the same key",
+                 res->status, attempts, attempts == 1 ? "" : "s");
+    else
+        snprintf(detail, sizeof(detail),
+                 "the upstream could not be reached in %u attempt%s (%s); nothing was sent: "
+                 "retry later with the same key",
+                 attempts, attempts == 1 ? "" : "s", res->error);
+    gw_reply_header(r, "Idem-Status", "unavailable");
+    gw_reply_header(r, "Retry-After", "%u", cfg->retry_after_s);
+    if (gw_problem(r, 503, "unavailable", "Service unavailable: retry later with the same key",
+                   detail, NULL) != 0)
+        internal(r);
+}
+
+/* One attempt: begin, send, report. 1 when a transient answer may be retried (@res filled),
+ * 0 when @r holds the answer. */
+static int attempt(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                   const idem_request *req, const gw_upstream_request *up, gw_upstream_result *res)
+{
+    idem_external_attempt *a = NULL;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    int rc, again = 0;
+
+    idem_external_begin(&a, &out, tool->http->ext, req, &err);
+    if (a == NULL) {
+        answer(r, cfg, tenant, req->operation_id, &out, &err);
+        goto done;
+    }
+    gw_upstream_send(res, tool->http, up, idem_external_attempt_downstream_key(a));
+    if (res->cls != GW_CLASS_SUCCESS)
+        log_attempt(tool, tenant, req->operation_id, idem_external_attempt_number(a), res);
+    rc = report(&out, a, tool->http, res, &err);
+    if (rc == IDEM_EEFFECT && res->cls == GW_CLASS_TRANSIENT)
+        again = 1;
+    else if (rc == IDEM_ENOMEM)
+        internal(r);
+    else
+        answer(r, cfg, tenant, req->operation_id, &out, &err);
+done:
+    idem_external_attempt_free(a);
+    idem_outcome_clear(&out);
+    return again;
+}
+
+static void run(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                const idem_request *req, const gw_upstream_request *up)
+{
+    gw_upstream_result res;
+    idem_retry_state st;
+    unsigned int delay;
+
+    memset(&res, 0, sizeof(res));
+    idem_retry_state_init(&st);
+    while (attempt(r, cfg, tenant, tool, req, up, &res)) {
+        if (!idem_retry_next(&delay, &st, &tool->http->retry, NULL, IDEM_STATUS_UNAVAILABLE)) {
+            spent(r, cfg, &res, st.attempts);
+            gw_upstream_result_clear(&res);
+            return;
+        }
+        gw_upstream_result_clear(&res);
+        sleep_ms(delay);
+    }
+    gw_upstream_result_clear(&res);
+}
+
+void gw_http_call(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                  const char *key, const char *body, size_t len)
+{
+    idem_request req = IDEM_REQUEST_INIT;
+    idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    gw_upstream_request up = {NULL, NULL};
+    json_t *args = NULL;
+    gw_pointer at;
+    char why[600];
+
+    gw_pointer_init(&at);
+    opts.max_bytes = cfg->max_body_bytes;
+    if (idem_json_parse_arguments(&args, body, len, &opts, &err) != 0 ||
+        gw_upstream_prepare(&up, tool->http, args, &at, why, sizeof(why)) != 0) {
+        json_decref(args);
+        gw_reply_header(r, "Idem-Status", "invalid");
+        if (gw_problem(r, 400, "invalid-arguments", "Invalid arguments",
+                       args == NULL ? err.message : why,
+                       json_pack("{s:s}", "pointer", at.text)) != 0)
+            internal(r);
+        return;
+    }
+    json_decref(args);
+    req.tenant = tenant->name;
+    req.operation_id = key;
+    req.tool = tool->name;
+    req.payload_version = tool->payload_version;
+    req.arguments = body;
+    req.arguments_len = len;
+    run(r, cfg, tenant, tool, &req, &up);
+    gw_upstream_request_clear(&up);
+}

@@ -1,0 +1,286 @@
+/* The upstream client: libcurl, connections shared across calls, a request sent at most
+ * once per attempt, its answer classified. */
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "upstream.h"
+
+/* A connection idle longer than this is not reused: servers commonly close idle ones after
+ * 5 s, and a request sent on one they have just closed has no answer, which counts as sent
+ * (unknown) since it cannot be resent (prereq() below). */
+#define REUSE_IDLE_MAX_S 4L
+
+/* The longest upstream answer kept; a longer one ends the exchange (after sending: unknown). */
+#define RESPONSE_MAX_BYTES ((size_t)1 << 20)
+
+typedef struct exchange {
+    gw_upstream_result *res;
+    size_t cap;
+    int too_long;
+} exchange;
+
+/* Called by libcurl just before it sends the request, on each connection it uses. A second
+ * call is libcurl resending on a fresh connection after a reused one died without an
+ * answer, which a provider may take as a second request: refused. */
+static int prereq(void *cls, char *ip, char *local_ip, int remote_port, int local_port)
+{
+    exchange *x = cls;
+
+    if (x->res->sent)
+        return CURL_PREREQFUNC_ABORT;
+    x->res->sent = 1;
+    return CURL_PREREQFUNC_OK;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *cls)
+{
+    exchange *x = cls;
+    gw_upstream_result *res = x->res;
+
+    n *= size;
+    if (n > RESPONSE_MAX_BYTES - res->len) {
+        x->too_long = 1;
+        return 0;
+    }
+    if (res->len + n + 1 > x->cap) {
+        size_t cap = x->cap == 0 ? 4096 : x->cap;
+        char *grown;
+
+        while (cap < res->len + n + 1)
+            cap *= 2;
+        if ((grown = realloc(res->body, cap)) == NULL)
+            return 0;
+        res->body = grown;
+        x->cap = cap;
+    }
+    memcpy(res->body + res->len, data, n);
+    res->len += n;
+    res->body[res->len] = '\0';
+    return n;
+}
+
+/* The header lines: the configured ones, the key, and the body's type. NULL on no memory. */
+static struct curl_slist *header_list(const gw_http *h, const char *key)
+{
+    struct curl_slist *list = NULL, *next;
+    char line[8192];
+
+    for (size_t i = 0; i <= h->nheaders + 2; i++) {
+        if (i < h->nheaders)
+            snprintf(line, sizeof(line), "%s: %s", h->headers[i].name, h->headers[i].value);
+        else if (i == h->nheaders)
+            snprintf(line, sizeof(line), "%s: %s", h->key_header, key);
+        else if (i == h->nheaders + 1)
+            snprintf(line, sizeof(line), "%s",
+                     h->has_body ? "Content-Type: application/json" : "Content-Type:");
+        else
+            snprintf(line, sizeof(line), "Expect:"); /* no 100-continue round trip */
+        next = curl_slist_append(list, line);
+        OPENSSL_cleanse(line, sizeof(line));
+        if (next == NULL) {
+            curl_slist_free_all(list);
+            return NULL;
+        }
+        list = next;
+    }
+    return list;
+}
+
+static void set_options(CURL *c, gw_http *h, const gw_upstream_request *req,
+                        struct curl_slist *headers, exchange *x, char *errbuf)
+{
+    curl_easy_setopt(c, CURLOPT_URL, req->url);
+    curl_easy_setopt(c, CURLOPT_SHARE, h->share);
+    curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, REUSE_IDLE_MAX_S);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (h->ca_file != NULL)
+        curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, prereq);
+    curl_easy_setopt(c, CURLOPT_PREREQDATA, x);
+    if (req->body != NULL) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->body));
+    }
+    if (strcmp(h->method, "GET") != 0 && strcmp(h->method, "POST") != 0)
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, h->method);
+}
+
+/* After the exchange: the status's class, or, without an answer, transient when nothing
+ * was sent and unknown after. */
+static void classify(gw_upstream_result *res, const gw_http *h, CURL *c, CURLcode rc,
+                     const exchange *x, const char *errbuf)
+{
+    const char *type = NULL;
+
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &res->status);
+        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
+        res->content_type = type != NULL ? strdup(type) : NULL;
+        res->cls = res->status >= GW_STATUS_MIN && res->status <= GW_STATUS_MAX
+                       ? (gw_class)h->classes[res->status]
+                       : GW_CLASS_UNKNOWN;
+        return;
+    }
+    res->status = 0;
+    res->cls = res->sent ? GW_CLASS_UNKNOWN : GW_CLASS_TRANSIENT;
+    snprintf(res->error, sizeof(res->error), "%s%s",
+             x->too_long                       ? "the answer is longer than 1 MiB: "
+             : rc == CURLE_ABORTED_BY_CALLBACK ? "the connection was lost after sending: "
+                                               : "",
+             errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc));
+}
+
+void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_request *req,
+                      const char *key)
+{
+    exchange x = {out, 0, 0};
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *headers = NULL;
+    CURL *c = curl_easy_init();
+    CURLcode rc;
+
+    memset(out, 0, sizeof(*out));
+    if (c == NULL || (headers = header_list(h, key)) == NULL) {
+        out->cls = GW_CLASS_TRANSIENT;
+        snprintf(out->error, sizeof(out->error), "out of memory before sending");
+        curl_easy_cleanup(c);
+        return;
+    }
+    set_options(c, h, req, headers, &x, errbuf);
+    rc = curl_easy_perform(c);
+    classify(out, h, c, rc, &x, errbuf);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(headers);
+}
+
+void gw_upstream_result_clear(gw_upstream_result *res)
+{
+    free(res->content_type);
+    free(res->body);
+    res->content_type = res->body = NULL;
+    res->len = 0;
+}
+
+/* The bytes as a JSON string, or base64 when they are not UTF-8. */
+static int set_bytes(json_t *env, const gw_upstream_result *res)
+{
+    json_t *s = json_stringn(res->len > 0 ? res->body : "", res->len);
+    unsigned char *b64;
+    int rc;
+
+    if (s != NULL)
+        return json_object_set_new(env, "body", s);
+    if ((b64 = malloc(4 * ((res->len + 2) / 3) + 1)) == NULL)
+        return -1;
+    EVP_EncodeBlock(b64, (const unsigned char *)res->body, (int)res->len);
+    rc = json_object_set_new(env, "body_base64", json_string((char *)b64));
+    free(b64);
+    return rc;
+}
+
+json_t *gw_upstream_document(const gw_upstream_result *res, int raw)
+{
+    json_t *doc = NULL;
+
+    if (!raw && res->len > 0)
+        doc = json_loadb(res->body, res->len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+    if (doc != NULL)
+        return doc;
+    doc = json_pack("{s:i, s:s?}", "status", (int)res->status, "content_type", res->content_type);
+    if (doc != NULL && set_bytes(doc, res) != 0) {
+        json_decref(doc);
+        doc = NULL;
+    }
+    return doc;
+}
+
+static void lock(CURL *c, curl_lock_data data, curl_lock_access access, void *cls)
+{
+    gw_http *h = cls;
+
+    pthread_mutex_lock(&h->locks[data]);
+}
+
+static void unlock(CURL *c, curl_lock_data data, void *cls)
+{
+    gw_http *h = cls;
+
+    pthread_mutex_unlock(&h->locks[data]);
+}
+
+static int open_share(gw_http *h)
+{
+    if ((h->share = curl_share_init()) == NULL)
+        return -1;
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&h->locks[i], NULL);
+    h->opened = 1;
+    if (curl_share_setopt(h->share, CURLSHOPT_LOCKFUNC, lock) != CURLSHE_OK ||
+        curl_share_setopt(h->share, CURLSHOPT_UNLOCKFUNC, unlock) != CURLSHE_OK ||
+        curl_share_setopt(h->share, CURLSHOPT_USERDATA, h) != CURLSHE_OK ||
+        curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+        curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
+        curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK)
+        return -1;
+    return 0;
+}
+
+int gw_upstream_open(gw_http *h, idem_store *store, char *why, size_t size)
+{
+    idem_external_options opts = IDEM_EXTERNAL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return snprintf(why, size, "libcurl cannot be initialized"), -1;
+    if (open_share(h) != 0)
+        return snprintf(why, size, "libcurl's connection sharing cannot be set up"), -1;
+    opts.lease_ms = h->lease_ms;
+    if (idem_external_new(&h->ext, store, &opts, &err) != 0)
+        return snprintf(why, size, "cannot create the external-effect path: %s%s%s", err.field,
+                        err.field[0] != '\0' ? ": " : "", err.message),
+               -1;
+    return 0;
+}
+
+void gw_upstream_close(gw_http *h)
+{
+    if (h == NULL)
+        return;
+    idem_external_free(h->ext);
+    h->ext = NULL;
+    if (h->share != NULL)
+        curl_share_cleanup(h->share);
+    h->share = NULL;
+    if (h->opened) {
+        for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+            pthread_mutex_destroy(&h->locks[i]);
+        curl_global_cleanup();
+    }
+    h->opened = 0;
+}
+
+void gw_upstream_free(gw_http *h)
+{
+    if (h == NULL)
+        return;
+    gw_upstream_close(h);
+    for (size_t i = 0; i < h->nheaders; i++) {
+        if (h->headers[i].value != NULL)
+            OPENSSL_cleanse(h->headers[i].value, strlen(h->headers[i].value));
+        free(h->headers[i].value);
+    }
+    free(h->headers);
+    free(h);
+}
