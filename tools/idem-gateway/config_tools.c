@@ -9,8 +9,8 @@
 
 static const char *const tenant_members[] = {"tokens", NULL};
 static const char *const tool_members[] = {
-    "payload_version", "retention_s", "key_memory_s", "arguments",   "sql",
-    "http",            "title",       "description",  "operation_id_argument", "destructive", NULL};
+    "payload_version", "retention_s", "key_memory_s",          "arguments",   "sql", "http",
+    "title",           "description", "operation_id_argument", "destructive", NULL};
 static const char *const sql_members[] = {"statement", "params", NULL};
 
 static int hex_value(char c)
