@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parse.h"
 #include "error.h"
 #include "external_internal.h"
 #include "idem/validate.h"
@@ -109,19 +110,10 @@ done:
     return rc;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 static void fingerprint_from_hex(idem_fingerprint *fp, const char *hex)
 {
-    for (size_t i = 0; i < IDEM_FINGERPRINT_SIZE && hex[2 * i] && hex[2 * i + 1]; i++)
-        fp->bytes[i] = (unsigned char)(hex_value(hex[2 * i]) << 4 | hex_value(hex[2 * i + 1]));
+    if (idem__hex_decode(fp->bytes, IDEM_FINGERPRINT_SIZE, hex) != 0)
+        memset(fp->bytes, 0, IDEM_FINGERPRINT_SIZE); /* never: the database wrote it */
 }
 
 /* Row @i of the claim: operation_id, token, attempt, downstream key, lease end, fingerprint

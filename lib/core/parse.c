@@ -35,3 +35,20 @@ int idem__parse_libpq_int(int *out, const char *text)
     *out = (int)v;
     return 0;
 }
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int idem__hex_decode(unsigned char *out, size_t n, const char *hex)
+{
+    for (size_t i = 0; i < n; i++) {
+        int hi = hex_value(hex[2 * i]), lo = hi >= 0 ? hex_value(hex[2 * i + 1]) : -1;
+
+        if (lo < 0)
+            return -1;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 0;
+}

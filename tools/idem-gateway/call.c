@@ -72,13 +72,19 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
                  tool->name);
         return;
     }
-    req.tenant = tenant->name;
-    req.operation_id = key;
-    req.tool = tool->name;
-    req.payload_version = tool->payload_version;
-    req.arguments = body;
-    req.arguments_len = len;
+    gw_request(&req, tenant, tool, key, body, len);
     idem_store_execute_declared(&run->out, store, &req, tool->effect, &run->err);
+}
+
+void gw_request(idem_request *req, const gw_tenant *tenant, const gw_tool *tool, const char *key,
+                const char *body, size_t len)
+{
+    req->tenant = tenant->name;
+    req->operation_id = key;
+    req->tool = tool->name;
+    req->payload_version = tool->payload_version;
+    req->arguments = body;
+    req->arguments_len = len;
 }
 
 void gw_run_clear(gw_run *run)

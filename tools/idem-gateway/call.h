@@ -28,6 +28,11 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
 /* NULL is accepted. */
 void gw_run_clear(gw_run *run);
 
+/* @req (initialized by the caller) for a call of @tool as @tenant under operation ID @key
+ * with the arguments @body (@len bytes); the strings are borrowed. */
+void gw_request(idem_request *req, const gw_tenant *tenant, const gw_tool *tool, const char *key,
+                const char *body, size_t len);
+
 /* gw_run_call(), answered over HTTP in @r: one answer per status. Never fails: a failure of
  * its own is a 500 problem. */
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,

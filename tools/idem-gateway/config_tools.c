@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parse.h"
 #include "config_http.h"
 #include "config_read.h"
 #include "schema.h"
@@ -13,15 +14,6 @@ static const char *const tool_members[] = {
     "title",           "description", "operation_id_argument", "destructive", NULL};
 static const char *const sql_members[] = {"statement", "params", NULL};
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* 64 lower-case hex digits into @out. */
 static int parse_digest(unsigned char out[GW_DIGEST_SIZE], const json_t *v)
 {
@@ -29,14 +21,7 @@ static int parse_digest(unsigned char out[GW_DIGEST_SIZE], const json_t *v)
 
     if (s == NULL || json_string_length(v) != 2 * GW_DIGEST_SIZE)
         return -1;
-    for (size_t i = 0; i < GW_DIGEST_SIZE; i++) {
-        int hi = hex_value(s[2 * i]), lo = hex_value(s[2 * i + 1]);
-
-        if (hi < 0 || lo < 0)
-            return -1;
-        out[i] = (unsigned char)(hi << 4 | lo);
-    }
-    return 0;
+    return idem__hex_decode(out, GW_DIGEST_SIZE, s);
 }
 
 /* Whether @d is already a digest of a tenant before @upto (or of @t's before @j). */

@@ -256,12 +256,7 @@ void gw_http_call(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, co
         return;
     }
     json_decref(args);
-    req.tenant = tenant->name;
-    req.operation_id = key;
-    req.tool = tool->name;
-    req.payload_version = tool->payload_version;
-    req.arguments = body;
-    req.arguments_len = len;
+    gw_request(&req, tenant, tool, key, body, len);
     run(r, cfg, tenant, tool, &req, &up);
     gw_upstream_request_clear(&up);
 }
