@@ -11,6 +11,7 @@
 set -uo pipefail
 gateway=$1 migrate=$2 fingerprint=$3 src=$4 work=$5 prefix=gwmcp
 . "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/gateway.sh"
 
 # cannot WHY: skip, or under CI fail.
 cannot() {
@@ -148,14 +149,7 @@ pending stdio-unknown-1
 "$gateway" --config "$cfg" 2>"$scratch/gateway.log" &
 gw_pid=$!
 pids+=("$gw_pid")
-port=
-for _ in $(seq 1 600); do
-    port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$scratch/gateway.log")
-    [ -n "$port" ] && break
-    kill -0 "$gw_pid" 2>/dev/null || break
-    sleep 0.1
-done
-[ -n "$port" ] || { cat "$scratch/gateway.log" >&2; echo "FAIL: the gateway did not start" >&2; exit 1; }
+gateway_port "$scratch/gateway.log" "$gw_pid"
 
 # node SCRIPT ARGS...: its "ok"/"FAIL" lines counted as checks.
 run_node() {

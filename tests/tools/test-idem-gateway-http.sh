@@ -9,14 +9,8 @@
 set -uo pipefail
 gateway=$1 migrate=$2 prefix=gwh
 . "$(dirname "$0")/common.sh"
-if [ -z "$gateway" ] || [ ! -x "$gateway" ]; then
-    echo "SKIPPED: idem-gateway is not built (meson option gateway; needs libmicrohttpd, libcurl)" >&2
-    exit 77
-fi
-if ! command -v curl >/dev/null; then
-    echo "SKIPPED: curl is not installed" >&2
-    exit 77
-fi
+. "$(dirname "$0")/gateway.sh"
+gateway_required "libmicrohttpd, libcurl"
 
 pids=()
 cleanup() {
@@ -120,14 +114,7 @@ start() {
     "$gateway" --config "$2" 2>>"$log" &
     gw_pid=$!
     pids+=("$gw_pid")
-    port=
-    for _ in $(seq 1 600); do
-        port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$log" | tail -1)
-        [ -n "$port" ] && kill -0 "$gw_pid" 2>/dev/null && grep -c listening "$log" | grep -qx "$3" && break
-        kill -0 "$gw_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    [ -n "$port" ] || { cat "$log" >&2; echo "FAIL: the gateway did not start" >&2; exit 1; }
+    gateway_port "$log" "$gw_pid" "$3"
 }
 
 # http ARGS...: curl; the status in $status, the body in $scratch/body (and $body), the

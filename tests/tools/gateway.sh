@@ -1,0 +1,34 @@
+# Sourced by the gateway's tests after common.sh: skipping when it is not built, and
+# waiting for a gateway to listen.
+
+# gateway_required NEEDS: skip (77) unless $gateway is an executable and curl is there;
+# NEEDS says what building the gateway needs, for the message.
+gateway_required() {
+    if [ -z "$gateway" ] || [ ! -x "$gateway" ]; then
+        echo "SKIPPED: idem-gateway is not built (meson option gateway; needs $1)" >&2
+        exit 77
+    fi
+    if ! command -v curl >/dev/null; then
+        echo "SKIPPED: curl is not installed" >&2
+        exit 77
+    fi
+}
+
+# gateway_port LOG PID [NTH]: wait until the gateway PID has said it listens NTH times
+# (default 1) in LOG; set $port to the port of its latest such line. Fails the test, with
+# the log, when the gateway exits or a minute passes first.
+gateway_port() {
+    local log=$1 pid=$2 nth=${3:-1}
+    port=
+    for _ in $(seq 1 600); do
+        if kill -0 "$pid" 2>/dev/null && [ "$(grep -c 'listening on' "$log")" -ge "$nth" ]; then
+            port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$log" | tail -1)
+            [ -n "$port" ] && return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$log" >&2
+    echo "FAIL: the gateway did not start" >&2
+    exit 1
+}
