@@ -320,6 +320,35 @@ answer hang_third_unknown 502 outcome-unknown
 expect hang_dispatched_once test "$(received /v1/hang)" = 1
 expect hang_logged grep -q "send_hang: acme k-hang-1: attempt 1: no answer (unknown)" "$scratch/main.log"
 
+# Over MCP (POST /mcp), through the same call path: created, then replayed, sent once; a
+# hang ends outcome_unknown as an isError result, never sent again.
+mcp_call() { # TOOL OPERATION-ID: a tools/call of TOOL with $to
+    http -X POST "http://127.0.0.1:$port/mcp" -H "Authorization: Bearer $tok" \
+        -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+        -H 'MCP-Protocol-Version: 2025-11-25' --data-binary "{\"jsonrpc\": \"2.0\", \"id\": 7,
+        \"method\": \"tools/call\", \"params\": {\"name\": \"$1\", \"arguments\": $to,
+        \"_meta\": {\"idem/operation_id\": \"$2\"}}}"
+}
+# tools/list: an http tool reaches the world outside (openWorldHint).
+http -X POST "http://127.0.0.1:$port/mcp" -H "Authorization: Bearer $tok" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2025-11-25' --data-binary '{"jsonrpc": "2.0", "id": 6, "method": "tools/list"}'
+expect mcp_list_open_world python3 -c "import json,sys; t=[x for x in json.loads(sys.argv[1])['result']['tools'] if x['name'] == 'send_email'][0]; assert t['annotations']['openWorldHint'] is True, t" "$body"
+mcp_status() { python3 -c "import json,sys; r=json.loads(sys.argv[1])['result']; assert r['structuredContent']['status'] == sys.argv[2] and bool(r.get('isError')) == (sys.argv[3] == 'error'), r" "$body" "$1" "$2"; }
+sent=$(received /v1/messages)
+mcp_call send_email k-mcp-1
+answer mcp_ok 200 && expect mcp_ok_created mcp_status created ok
+mcp_call send_email k-mcp-1
+answer mcp_ok_again 200 && expect mcp_ok_replayed mcp_status replayed ok
+expect mcp_ok_sent_once test "$(received /v1/messages)" = $((sent + 1))
+script /v1/hang '["hang"]' false
+sent=$(received /v1/hang)
+mcp_call send_hang k-mcp-hang
+answer mcp_hang 200 && expect mcp_hang_unknown mcp_status outcome_unknown error
+mcp_call send_hang k-mcp-hang
+answer mcp_hang_again 200 && expect mcp_hang_still_unknown mcp_status outcome_unknown error
+expect mcp_hang_sent_once test "$(received /v1/hang)" = $((sent + 1))
+
 # Done, then the connection dropped without an answer: outcome_unknown, not sent again
 # (libcurl's own resend on a fresh connection is refused).
 script /v1/closed '["ok", "drop"]' false

@@ -65,11 +65,8 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
     run->err = err;
     if (check_arguments(run, cfg, tool, body, len) != 0)
         return;
-    if (tool->http != NULL) { /* answered by gw_http_call(), over HTTP only for now */
-        run->out.status = IDEM_STATUS_MISCONFIGURED;
-        snprintf(run->err.message, sizeof(run->err.message),
-                 "%s is an http tool, which this gateway serves over its HTTP API only",
-                 tool->name);
+    if (tool->http != NULL) {
+        gw_http_run(run, cfg, tenant, tool, key, body, len);
         return;
     }
     gw_request(&req, tenant, tool, key, body, len);
@@ -166,31 +163,23 @@ void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tena
     gw_run run;
 
     gw_reply_header(r, "Idem-Operation-Id", "%s", key);
-    memset(&run, 0, sizeof(run));
-    if (tool->http != NULL && check_arguments(&run, cfg, tool, body, len) == 0) {
-        /* An http tool: the upstream call as an external effect (http_call.c). */
-        gw_http_call(r, cfg, tenant, tool, key, body, len);
-        return;
-    }
-    if (tool->http == NULL)
-        gw_run_call(&run, cfg, store, tenant, tool, key, body, len);
+    gw_run_call(&run, cfg, store, tenant, tool, key, body, len);
     gw_reply_header(r, "Idem-Status", "%s", idem_status_name(run.out.status));
-    if (run.schema_invalid)
+    if (run.out_of_memory)
+        gw_internal_error(r);
+    else if (run.schema_invalid)
         problem(r, 400, "invalid-arguments", "Invalid arguments", run.err.message,
                 json_pack("{s:s}", "pointer", run.pointer));
     else if (run.out.status == IDEM_STATUS_CREATED || run.out.status == IDEM_STATUS_REPLAYED)
         receipt(r, 201, &run.out, run.out.status == IDEM_STATUS_REPLAYED);
+    else if (run.out.status == IDEM_STATUS_REJECTED && tool->http != NULL &&
+             gw_http_unwrap(r, &run.out) == 0)
+        gw_reply_header(r, "Idempotent-Replayed", "true");
     else if (run.out.status == IDEM_STATUS_REJECTED)
         receipt(r, 422, &run.out, 1);
     else
         failure(r, cfg, tenant, key, run.out.status, &run.err);
     gw_run_clear(&run);
-}
-
-void gw_call_failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const char *key,
-                     idem_status status, const idem_error *err)
-{
-    failure(r, cfg, tenant, key, status, err);
 }
 
 static json_t *tool_entry(const gw_tool *t)

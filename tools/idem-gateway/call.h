@@ -16,6 +16,7 @@ typedef struct gw_run {
     idem_error err;     /* why, for every status but created, replayed and rejected */
     int schema_invalid; /* status invalid: the arguments failed the schema or are not JSON */
     char pointer[512];  /* then: the field as a JSON Pointer into the arguments ("" the whole) */
+    int out_of_memory;  /* the gateway's own failure: answered as such, whatever the status */
 } gw_run;
 
 /* Run a call of @tool as @tenant under operation ID @key with the arguments @body (@len
@@ -38,14 +39,16 @@ void gw_request(idem_request *req, const gw_tenant *tenant, const gw_tool *tool,
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
              const gw_tool *tool, const char *key, const char *body, size_t len);
 
-/* An http tool's call (http_call.c), its arguments valid: the upstream call as an
- * external effect. */
-void gw_http_call(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                  const char *key, const char *body, size_t len);
+/* An http tool's call (http_call.c), its arguments valid against its schema: the upstream
+ * call as an external effect, its outcome into @run (set up by gw_run_call()); a transient
+ * answer retried until the tool's policy is spent ends unavailable. */
+void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                 const char *key, const char *body, size_t len);
 
-/* The problem answering @status (any but created, replayed and rejected). */
-void gw_call_failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const char *key,
-                     idem_status status, const idem_error *err);
+/* A stored refusal of an http tool back into the upstream's status, Content-Type and bytes
+ * (http_call.c), with Idem-Upstream-Status; 0, or -1 when the receipt is not one (a refusal
+ * an operator resolved, say). */
+int gw_http_unwrap(gw_reply *r, const idem_outcome *out);
 
 /* Fill @r with GET /v1/tools's document. */
 void gw_list_tools(gw_reply *r, const gw_config *cfg);

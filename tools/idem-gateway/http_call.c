@@ -25,14 +25,7 @@ static void sleep_ms(unsigned int ms)
         ;
 }
 
-static void internal(gw_reply *r)
-{
-    gw_internal_error(r);
-}
-
-/* The stored refusal's envelope back into the upstream's status and bytes; 0, or -1 when
- * the receipt is not one (a refusal an operator resolved). */
-static int unwrap(gw_reply *r, const idem_outcome *out)
+int gw_http_unwrap(gw_reply *r, const idem_outcome *out)
 {
     json_t *env = json_loadb(out->receipt, out->receipt_len, 0, NULL);
     json_int_t status = json_integer_value(json_object_get(env, "status"));
@@ -64,28 +57,15 @@ done:
     return rc;
 }
 
-/* The answer for the record's status. */
-static void answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const char *key,
-                   const idem_outcome *out, const idem_error *err)
+/* @out and @err as @run's outcome; @run takes @out's receipt (@out is left empty). */
+static void settle(gw_run *run, idem_outcome *out, const idem_error *err)
 {
-    gw_reply_header(r, "Idem-Status", "%s", idem_status_name(out->status));
-    if (out->status == IDEM_STATUS_CREATED || out->status == IDEM_STATUS_REPLAYED) {
-        if (gw_reply_body(r, 201, "application/json", out->receipt, out->receipt_len) != 0) {
-            internal(r);
-            return;
-        }
-        if (out->status == IDEM_STATUS_REPLAYED)
-            gw_reply_header(r, "Idempotent-Replayed", "true");
-    } else if (out->status == IDEM_STATUS_REJECTED) {
-        if (unwrap(r, out) != 0 &&
-            gw_reply_body(r, 422, "application/json", out->receipt, out->receipt_len) != 0) {
-            internal(r);
-            return;
-        }
-        gw_reply_header(r, "Idempotent-Replayed", "true");
-    } else {
-        gw_call_failure(r, cfg, tenant, key, out->status, err);
-    }
+    idem_outcome empty = IDEM_OUTCOME_INIT;
+
+    idem_outcome_clear(&run->out);
+    run->out = *out;
+    *out = empty;
+    run->err = *err;
 }
 
 /* What went back and forth, on standard error: the status or libcurl's words, never a
@@ -158,31 +138,24 @@ static int report(idem_outcome *out, idem_external_attempt *a, const gw_http *h,
     return rc;
 }
 
-static void spent(gw_reply *r, const gw_config *cfg, const gw_upstream_result *res,
-                  unsigned int attempts)
+static void spent(gw_run *run, const gw_upstream_result *res, unsigned int attempts)
 {
-    char detail[sizeof(res->error) + 160];
-
+    run->out.status = IDEM_STATUS_UNAVAILABLE;
     if (res->status != 0)
-        snprintf(detail, sizeof(detail),
+        snprintf(run->err.message, sizeof(run->err.message),
                  "the upstream answered HTTP %ld to %u attempt%s; nothing was done: retry later "
                  "with the same key",
                  res->status, attempts, attempts == 1 ? "" : "s");
     else
-        snprintf(detail, sizeof(detail),
-                 "the upstream could not be reached in %u attempt%s (%s); nothing was sent: "
+        snprintf(run->err.message, sizeof(run->err.message),
+                 "the upstream could not be reached in %u attempt%s (%.300s); nothing was sent: "
                  "retry later with the same key",
                  attempts, attempts == 1 ? "" : "s", res->error);
-    gw_reply_header(r, "Idem-Status", "unavailable");
-    gw_reply_header(r, "Retry-After", "%u", cfg->retry_after_s);
-    if (gw_problem(r, 503, "unavailable", "Service unavailable: retry later with the same key",
-                   detail, NULL) != 0)
-        internal(r);
 }
 
 /* One attempt: begin, send, report. 1 when a transient answer may be retried (@res filled),
- * 0 when @r holds the answer. */
-static int attempt(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+ * 0 when @run holds the outcome. */
+static int attempt(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
                    const idem_request *req, const gw_upstream_request *up, gw_upstream_result *res)
 {
     idem_external_attempt *a = NULL;
@@ -192,7 +165,7 @@ static int attempt(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, c
 
     idem_external_begin(&a, &out, tool->http->ext, req, &err);
     if (a == NULL) {
-        answer(r, cfg, tenant, req->operation_id, &out, &err);
+        settle(run, &out, &err);
         goto done;
     }
     gw_upstream_send(res, tool->http, up, idem_external_attempt_downstream_key(a));
@@ -202,17 +175,17 @@ static int attempt(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, c
     if (rc == IDEM_EEFFECT && res->cls == GW_CLASS_TRANSIENT)
         again = 1;
     else if (rc == IDEM_ENOMEM)
-        internal(r);
+        run->out_of_memory = 1;
     else
-        answer(r, cfg, tenant, req->operation_id, &out, &err);
+        settle(run, &out, &err);
 done:
     idem_external_attempt_free(a);
     idem_outcome_clear(&out);
     return again;
 }
 
-static void run(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                const idem_request *req, const gw_upstream_request *up)
+static void dispatch(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
+                     const idem_request *req, const gw_upstream_request *up)
 {
     gw_upstream_result res;
     idem_retry_state st;
@@ -220,9 +193,9 @@ static void run(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, cons
 
     memset(&res, 0, sizeof(res));
     idem_retry_state_init(&st);
-    while (attempt(r, cfg, tenant, tool, req, up, &res)) {
+    while (attempt(run, tenant, tool, req, up, &res)) {
         if (!idem_retry_next(&delay, &st, &tool->http->retry, NULL, IDEM_STATUS_UNAVAILABLE)) {
-            spent(r, cfg, &res, st.attempts);
+            spent(run, &res, st.attempts);
             gw_upstream_result_clear(&res);
             return;
         }
@@ -232,8 +205,8 @@ static void run(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, cons
     gw_upstream_result_clear(&res);
 }
 
-void gw_http_call(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                  const char *key, const char *body, size_t len)
+void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                 const char *key, const char *body, size_t len)
 {
     idem_request req = IDEM_REQUEST_INIT;
     idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
@@ -247,16 +220,16 @@ void gw_http_call(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, co
     opts.max_bytes = cfg->max_body_bytes;
     if (idem_json_parse_arguments(&args, body, len, &opts, &err) != 0 ||
         gw_upstream_prepare(&up, tool->http, args, &at, why, sizeof(why)) != 0) {
+        run->out.status = IDEM_STATUS_INVALID;
+        run->schema_invalid = 1;
+        snprintf(run->err.message, sizeof(run->err.message), "%.500s",
+                 args == NULL ? err.message : why);
+        snprintf(run->pointer, sizeof(run->pointer), "%s", at.text);
         json_decref(args);
-        gw_reply_header(r, "Idem-Status", "invalid");
-        if (gw_problem(r, 400, "invalid-arguments", "Invalid arguments",
-                       args == NULL ? err.message : why,
-                       json_pack("{s:s}", "pointer", at.text)) != 0)
-            internal(r);
         return;
     }
     json_decref(args);
     gw_request(&req, tenant, tool, key, body, len);
-    run(r, cfg, tenant, tool, &req, &up);
+    dispatch(run, tenant, tool, &req, &up);
     gw_upstream_request_clear(&up);
 }

@@ -9,9 +9,10 @@
 
 static json_t *tool_entry(const gw_tool *t)
 {
-    json_t *entry = json_pack("{s:s, s:O, s:{s:b, s:b, s:b, s:b}}", "name", t->name, "inputSchema",
-                              t->input_schema, "annotations", "readOnlyHint", 0, "idempotentHint",
-                              1, "destructiveHint", t->destructive, "openWorldHint", 0);
+    json_t *entry =
+        json_pack("{s:s, s:O, s:{s:b, s:b, s:b, s:b}}", "name", t->name, "inputSchema",
+                  t->input_schema, "annotations", "readOnlyHint", 0, "idempotentHint", 1,
+                  "destructiveHint", t->destructive, "openWorldHint", t->http != NULL);
 
     if (entry != NULL && t->title != NULL) {
         json_object_set_new(entry, "title", json_string(t->title));
