@@ -15,8 +15,8 @@ expect help_lists_exit_codes contains "Exit status:"
 expect help_lists_drift_code contains "4  drift"
 expect help_lists_no_schema_code contains "7  verify: the schema is not installed"
 help_text=$out
-expect readme_lists_exit_codes test -n "$(readme_codes "$data/../../README.md")"
-expect help_codes_match_readme test "$(help_codes "$help_text")" = "$(readme_codes "$data/../../README.md")"
+expect readme_lists_exit_codes test -n "$(readme_codes "$data/../../tools/README.md")"
+expect help_codes_match_readme test "$(help_codes "$help_text")" = "$(readme_codes "$data/../../tools/README.md")"
 check version 0 "$tool" --version
 expect version_names_schema contains "schema version"
 check usage_no_command 64 "$tool"
