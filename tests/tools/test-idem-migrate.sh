@@ -152,6 +152,19 @@ check multiline_up 5 "$tool" --dsn "dbname=$db" --dir "$scratch/multiline" -q up
 expect multiline_one_line test -z "$out" -a "$(wc -l <<<"$err")" = 1
 expect multiline_joined err_contains "0009_raise.sql:1: first line second line (detail one detail two) (hint: hint one)"
 
+# A hint naming the roles script of the source tree (migration 0007's, when the roles are
+# missing and the migrator may not create them) also names the installed one.
+mkdir "$scratch/roles"
+cat >"$scratch/roles/0010_roles.sql" <<'SQL'
+DO $$ BEGIN
+  RAISE EXCEPTION 'role "idem_app" does not exist' USING ERRCODE = '42501',
+    HINT = 'A superuser runs tools/idem-roles.sql once per cluster, then idem-migrate up again.';
+END $$;
+SQL
+check roles_hint_up 5 "$tool" --dsn "dbname=$db" --dir "$scratch/roles" -q up
+expect roles_hint_installed err_contains "(installed: /"
+expect roles_hint_share err_contains "/share/idem/idem-roles.sql)"
+
 # A tampered applied migration: verify and status exit 4 naming it; up refuses with 4.
 db=$(emptydb drift)
 mkdir "$scratch/drift"
