@@ -276,14 +276,21 @@ static int exit_for(int rc, const idem_error *err, int migration_failed)
     }
 }
 
-/* The error on one line, with the server's hint when the message does not carry it. */
+/* Migration 0007's hint names the roles script by its place in the source tree; an
+ * installed idem has it under share/idem. */
+#define ROLES_SCRIPT_SOURCE "tools/idem-roles.sql"
+
+/* The error on one line, with the server's hint when the message does not carry it, and
+ * the installed roles script where either names the source tree's. */
 static int fail(const char *what, int rc, const idem_error *err, int migration_failed)
 {
     const char *message = err->message[0] != '\0' ? err->message : idem_strerror(rc);
     int hint = err->hint[0] != '\0' && strstr(message, err->hint) == NULL;
+    int roles = strstr(message, ROLES_SCRIPT_SOURCE) != NULL ||
+                (hint && strstr(err->hint, ROLES_SCRIPT_SOURCE) != NULL);
 
-    say("%s: %s%s%s%s", what, message, hint ? " (hint: " : "", hint ? err->hint : "",
-        hint ? ")" : "");
+    say("%s: %s%s%s%s%s", what, message, hint ? " (hint: " : "", hint ? err->hint : "",
+        hint ? ")" : "", roles ? " (installed: " IDEM_ROLES_SCRIPT ")" : "");
     return exit_for(rc, err, migration_failed);
 }
 

@@ -5,7 +5,7 @@
 --     psql -v ON_ERROR_STOP=1 -d postgres -f tools/idem-roles.sql
 --
 -- It only creates the roles that are missing; running it again changes nothing. The roles
--- cannot log in: grant them to login roles, then (README, "Security"):
+-- cannot log in: grant them to login roles, then (migrations/README.md, "Security"):
 --
 --     GRANT idem_app TO my_server;            -- the application, linked with libidem
 --     GRANT idem_sweeper TO my_sweeper;       -- idem-sweep

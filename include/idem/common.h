@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /*
- * Names kept for applications written against an earlier release (README, "Compatibility")
+ * Names kept for applications written against an earlier release (lib/README.md, "Compatibility")
  * are marked IDEM_DEPRECATED: the compiler warns where they are used. Define
  * IDEM_NO_DEPRECATED before including any idem header to hide them, and the old header
  * names' includes of the new ones, so that a program uses only the current names.

@@ -28,7 +28,7 @@ static const struct {
     {"3F000", IDEM__SQLSTATE_SCHEMA, MIGRATE},  /* no schema */
     {"42501", IDEM__SQLSTATE_ACCESS,
      "grant the connecting role idem_app (the application: GRANT idem_app TO <role>), "
-     "idem_sweeper or idem_operator, as its work needs (README, \"Security\")"},
+     "idem_sweeper or idem_operator, as its work needs (migrations/README.md, \"Security\")"},
     {"3D000", IDEM__SQLSTATE_ACCESS, "check the database name in the connection string"},
     {"28000", IDEM__SQLSTATE_ACCESS,
      "check the role and its authentication in the connection string"},

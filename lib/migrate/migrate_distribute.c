@@ -169,7 +169,7 @@ static int check_plan(const idem_distribution *d, idem_error *err)
         return idem__error_set(err, IDEM_ESCHEMA,
                                "the citus extension is not installed in this database: run "
                                "CREATE EXTENSION citus on the coordinator and add the workers "
-                               "first (see README, Scaling out)");
+                               "first (see migrations/README.md, \"Scaling out on Citus\")");
     for (size_t i = 0; i < d->count; i++) {
         const idem_distributed_table *t = &d->tables[i];
 

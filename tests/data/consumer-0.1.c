@@ -1,7 +1,7 @@
 /* A program written against idem 0.1, built unchanged against an installed idem: the
  * header names of 0.1 (fingerprint.h for JSON and JCS; external.h for the outbox, the
  * history and the resolution; reconcile.h, sweep.h) and its names now deprecated
- * (idem_reconcile_resolve(), idem_intent_state_get()). Needs no server. README.md,
+ * (idem_reconcile_resolve(), idem_intent_state_get()). Needs no server. lib/README.md,
  * "Compatibility". */
 #include <idem/external.h>
 #include <idem/fingerprint.h>

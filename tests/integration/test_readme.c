@@ -1,5 +1,5 @@
-/* The README's external-effect example (send_confirmation, "External effects") and its
- * resolver (ask_mail_api), compiled from README.md itself (readme-snippet.py) and run
+/* The library guide's external-effect example (send_confirmation, "External effects") and its
+ * resolver (ask_mail_api), compiled from lib/README.md itself (readme-snippet.py) and run
  * against a real server, with a fake mail API standing in for the provider: what they tell
  * their caller is what the manual promises. */
 #include <criterion/criterion.h>

@@ -14,8 +14,8 @@
 #include "intenttest.h"
 #include "storetest.h"
 
-/* A transaction of tenant A's, as README's "Security" says to open one: SET LOCAL behind
- * Citus's propagation setting, so that on Citus the workers see the tenant too. One
+/* A transaction of tenant A's, as migrations/README.md, "Security", says to open one: SET LOCAL
+ * behind Citus's propagation setting, so that on Citus the workers see the tenant too. One
  * statement at a time: sent as one string, they make Citus 13's workers warn "there is
  * already a transaction in progress". */
 static void begin_as_a(PGconn *conn)

@@ -17,7 +17,8 @@ static void declared_init(void)
 
     storetest_init();
     /* The receipt in immutable operators (json_build_object() is stable), which Citus
-     * accepts in the RETURNING of a distributed INSERT (README, "Scaling out on Citus"). */
+     * accepts in the RETURNING of a distributed INSERT (migrations/README.md, "Scaling out on
+     * Citus"). */
     cr_assert_eq(idem_declared_new(&create_task,
                                    "INSERT INTO idem_example.support_tasks"
                                    " (tenant, subject, operation_id) VALUES ($1, $2, $3)"

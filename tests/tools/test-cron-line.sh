@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-cron-line.sh BUILD-DIR README: the crontab line of README.md ("Running the sweeper"),
+# test-cron-line.sh BUILD-DIR README: the crontab line of tools/README.md ("Running the sweeper"),
 # as written, runs as cron runs it: installed under a prefix, with PATH=/usr/bin:/bin and
 # no other environment but HOME, whose .pg_service.conf names the database (the manual's
 # service=idem).

@@ -15,8 +15,8 @@ expect help_lists_exit_codes contains "Exit status:"
 expect help_lists_drift_code contains "4  drift"
 expect help_lists_no_schema_code contains "7  verify: the schema is not installed"
 help_text=$out
-expect readme_lists_exit_codes test -n "$(readme_codes "$data/../../README.md")"
-expect help_codes_match_readme test "$(help_codes "$help_text")" = "$(readme_codes "$data/../../README.md")"
+expect readme_lists_exit_codes test -n "$(readme_codes "$data/../../tools/README.md")"
+expect help_codes_match_readme test "$(help_codes "$help_text")" = "$(readme_codes "$data/../../tools/README.md")"
 check version 0 "$tool" --version
 expect version_names_schema contains "schema version"
 check usage_no_command 64 "$tool"
@@ -151,6 +151,19 @@ SQL
 check multiline_up 5 "$tool" --dsn "dbname=$db" --dir "$scratch/multiline" -q up
 expect multiline_one_line test -z "$out" -a "$(wc -l <<<"$err")" = 1
 expect multiline_joined err_contains "0009_raise.sql:1: first line second line (detail one detail two) (hint: hint one)"
+
+# A hint naming the roles script of the source tree (migration 0007's, when the roles are
+# missing and the migrator may not create them) also names the installed one.
+mkdir "$scratch/roles"
+cat >"$scratch/roles/0010_roles.sql" <<'SQL'
+DO $$ BEGIN
+  RAISE EXCEPTION 'role "idem_app" does not exist' USING ERRCODE = '42501',
+    HINT = 'A superuser runs tools/idem-roles.sql once per cluster, then idem-migrate up again.';
+END $$;
+SQL
+check roles_hint_up 5 "$tool" --dsn "dbname=$db" --dir "$scratch/roles" -q up
+expect roles_hint_installed err_contains "(installed: /"
+expect roles_hint_share err_contains "/share/idem/idem-roles.sql)"
 
 # A tampered applied migration: verify and status exit 4 naming it; up refuses with 4.
 db=$(emptydb drift)

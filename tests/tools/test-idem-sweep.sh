@@ -21,7 +21,7 @@ digest() { q "$1" "SELECT md5(string_agg(o::text, ',' ORDER BY operation_id)) FR
 
 # The contract is in --help, and the README's table has the same exit codes.
 help_codes() { sed -n '/^Exit status:/,$p' <<<"$1" | sed -n 's/^ \{1,3\}\([0-9]\{1,3\}\)  .*/\1/p'; }
-readme_codes() { sed -n 's/^| `\([0-9]\{1,3\}\)` | .*/\1/p' "$(dirname "$0")/../../README.md"; }
+readme_codes() { sed -n 's/^| `\([0-9]\{1,3\}\)` | .*/\1/p' "$(dirname "$0")/../../tools/README.md"; }
 check help 0 "$tool" --help
 expect help_lists_exit_codes contains "75  database unavailable"
 expect help_codes_match_readme test "$(help_codes "$out")" = "$(readme_codes)"
