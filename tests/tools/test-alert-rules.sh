@@ -12,14 +12,8 @@ set -uo pipefail
 sweep=$1 migrate=$2 rules=$3 prefix=al
 . "$(dirname "$0")/common.sh"
 
-if ! command -v promtool >/dev/null; then
-    if [ "${IDEM_CI:-}" = 1 ]; then
-        echo "FAIL (IDEM_CI=1): promtool is not installed (apt-get install --no-install-recommends prometheus)" >&2
-        exit 1
-    fi
-    echo "SKIPPED: promtool is not installed (apt-get install --no-install-recommends prometheus; tools/run test does)" >&2
-    exit 77
-fi
+. "$(dirname "$0")/need.sh"
+need promtool "apt-get install --no-install-recommends prometheus"
 
 check rules_valid 0 promtool check rules "$rules"
 

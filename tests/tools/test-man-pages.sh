@@ -7,14 +7,8 @@
 set -uo pipefail
 failures=0 n=0
 
-if ! command -v mandoc >/dev/null; then
-    if [ "${IDEM_CI:-}" = 1 ]; then
-        echo "FAIL (IDEM_CI=1): mandoc is not installed (apt-get install mandoc)" >&2
-        exit 1
-    fi
-    echo "SKIPPED: mandoc is not installed (apt-get install mandoc; tools/run test does)" >&2
-    exit 77
-fi
+. "$(dirname "$0")/need.sh"
+need mandoc "apt-get install mandoc"
 
 fail() {
     echo "FAIL: $*" >&2
