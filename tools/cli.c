@@ -193,7 +193,6 @@ static int all_tenants_failed(PGconn *conn, const PGresult *res, const char *pro
                               const char *group_role)
 {
     const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
     idem_error err = IDEM_ERROR_INIT;
 
     if (PQstatus(conn) != CONNECTION_OK) {
