@@ -18,8 +18,9 @@ libdir=$(pc --variable=libdir)
 fail() { echo "$*" >&2; exit 1; }
 
 # What an install puts where (README.md, "Installing"): the tools an operator runs in bin,
-# the demo out of it, the roles script and the migrations' SQL under share/idem, the
-# migrations byte for byte those the programs embed (the same files, at build time).
+# the demo out of it, the roles script, the alert rules and the migrations' SQL under
+# share/idem, the migrations byte for byte those the programs embed (the same files, at
+# build time), the man pages under share/man.
 root=$(find "$dest" -path '*/bin/idem-migrate' | head -n 1)
 root=${root%/bin/idem-migrate}
 [ -n "$root" ] || fail "idem-migrate not installed in a bin"
@@ -29,6 +30,14 @@ done
 [ ! -e "$root/bin/idem-demo" ] || fail "idem-demo installed in bin (it belongs under libexec)"
 [ -x "$root/libexec/idem/idem-demo" ] || fail "idem-demo not installed in libexec/idem"
 [ -f "$root/share/idem/idem-roles.sql" ] || fail "share/idem/idem-roles.sql not installed"
+# Each tool's man page in its section, the gateway's when the gateway is built.
+for page in man1/idem-migrate.1 man1/idem-reconcile.1 man1/idem-fingerprint.1 man8/idem-sweep.8; do
+    [ -f "$root/share/man/$page" ] || fail "share/man/$page not installed"
+done
+if [ -x "$root/bin/idem-gateway" ]; then
+    [ -f "$root/share/man/man8/idem-gateway.8" ] || fail "share/man/man8/idem-gateway.8 not installed"
+fi
+[ -f "$root/share/idem/idem-alerts.yml" ] || fail "share/idem/idem-alerts.yml not installed"
 sources=$(cd "$data/../../migrations" && pwd)
 for f in "$sources"/[0-9][0-9][0-9][0-9]_*.sql; do
     cmp -s "$f" "$root/share/idem/migrations/${f##*/}" ||

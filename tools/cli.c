@@ -31,7 +31,7 @@ int cli_usage_error(const char *prog, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nTry '%s --help'.\n", prog);
-    return CLI_EXIT_USAGE;
+    return EXIT_USAGE;
 }
 
 void cli_say(const char *prog, const char *fmt, ...)
@@ -139,18 +139,65 @@ static const char SQL_ALL_TENANTS[] =
     " ELSE pg_has_role(current_user, $1::name, 'USAGE') END"
     " FROM pg_catalog.pg_roles r WHERE r.rolname = current_user";
 
+int cli_exit_for(int rc, const idem_error *err)
+{
+    const char *state = err != NULL ? err->sqlstate : NULL;
+
+    switch (rc) {
+    case IDEM_OK:
+        return EXIT_OK;
+    case IDEM_EINVAL:
+        return EXIT_USAGE;
+    case IDEM_ENOMEM:
+        return EXIT_OSERR;
+    case IDEM_EUNAVAIL:
+    case IDEM_ETIMEDOUT:
+    case IDEM_EBUSY:
+    case IDEM_ELOCKED:
+        return EXIT_TEMPFAIL;
+    case IDEM_ESCHEMA:
+        return EXIT_NO_SCHEMA;
+    case IDEM_ENOTFOUND:
+        return EXIT_NOT_FOUND;
+    case IDEM_EPERM:
+        return EXIT_NOPERM;
+    case IDEM_EIO:
+        return EXIT_IOERR;
+    case IDEM_EDB:
+        break;
+    default:
+        return EXIT_SOFTWARE;
+    }
+    if (idem__sqlstate_is_transient(state))
+        return EXIT_TEMPFAIL;
+    switch (idem__sqlstate_classify(state)) {
+    case IDEM__SQLSTATE_SCHEMA:
+        return EXIT_NO_SCHEMA;
+    case IDEM__SQLSTATE_ACCESS:
+        return EXIT_NOPERM;
+    default:
+        return EXIT_DATABASE;
+    }
+}
+
+int cli_connect_exit(int transient)
+{
+    return transient ? EXIT_TEMPFAIL : EXIT_CONFIG;
+}
+
 /* The check's query failed: a missing privilege (no USAGE on schema idem, as for a role
  * outside the group, or a NOINHERIT member that does not use the group's rights) is for
- * a GRANT; other permanent errors are configuration errors too; a lost connection or a
- * timeout may pass. */
+ * a GRANT; other failures go by their SQLSTATE (a lost connection or a timeout may
+ * pass). */
 static int all_tenants_failed(PGconn *conn, const PGresult *res, const char *prog,
                               const char *group_role)
 {
     const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    idem_error err = IDEM_ERROR_INIT;
 
-    if (PQstatus(conn) != CONNECTION_OK || idem__sqlstate_is_transient(state)) {
+    if (PQstatus(conn) != CONNECTION_OK) {
         cli_say(prog, "checking the role's access to every tenant: %s", PQresultErrorMessage(res));
-        return -1;
+        return EXIT_TEMPFAIL;
     }
     if (state != NULL && strcmp(state, "42501") == 0) {
         char r[256];
@@ -163,10 +210,11 @@ static int all_tenants_failed(PGconn *conn, const PGresult *res, const char *pro
                 "a superuser or a BYPASSRLS role",
                 PQuser(conn), PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), group_role,
                 group_role, r, r, group_role, r);
-        return 1;
+        return EXIT_NOPERM;
     }
     cli_say(prog, "checking the role's access to every tenant: %s", PQresultErrorMessage(res));
-    return 1;
+    snprintf(err.sqlstate, sizeof(err.sqlstate), "%s", state != NULL ? state : "");
+    return cli_exit_for(IDEM_EDB, &err);
 }
 
 int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role)
@@ -186,7 +234,7 @@ int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role
                 "role %s may not see every tenant's rows (row-level security): grant it %s "
                 "(GRANT %s TO %s), or connect as a superuser or a BYPASSRLS role",
                 user, group_role, group_role, role);
-        rc = 1;
+        rc = EXIT_NOPERM;
     }
     PQclear(res);
     return rc;

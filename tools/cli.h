@@ -11,15 +11,14 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "exit.h"
+
 /* Seconds a tool waits for a server to answer when connecting, unless the DSN sets
  * connect_timeout or the environment PGCONNECT_TIMEOUT (cli.c sets that default for every
  * tool at start-up). */
 #define CLI_CONNECT_TIMEOUT_S "10"
 
-/* The exit status of a usage error (sysexits' EX_USAGE). */
-#define CLI_EXIT_USAGE 64
-
-/* Print "PROG: <message>" and "Try 'PROG --help'." on stderr; returns CLI_EXIT_USAGE. */
+/* Print "PROG: <message>" and "Try 'PROG --help'." on stderr; returns EXIT_USAGE. */
 int cli_usage_error(const char *prog, const char *fmt, ...) IDEM_PRINTF(2, 3);
 
 /* Print "PROG: <message>" on stderr as one line, whatever a server or libpq message put in
@@ -53,14 +52,26 @@ void cli_redact(char *buf, size_t size, const char *message, const char *dsn);
 /* Print "PROG: <what>: <message>" on stderr, one line, with @dsn's password masked. */
 void cli_error_redacted(const char *prog, const char *dsn, const char *what, const char *message);
 
+/* The exit status (exit.h) of a library call that returned @rc (IDEM_OK or an IDEM_E*
+ * code) with @err (may be NULL): the meaning every tool gives it; a tool whose command
+ * gives a code a meaning of its own (idem-migrate: IDEM_ESCHEMA is drift) decides that
+ * first. IDEM_EDB goes by its SQLSTATE's class (core/sqlstate.h): one that may pass is
+ * EXIT_TEMPFAIL, a missing schema EXIT_NO_SCHEMA, a missing privilege EXIT_NOPERM, any
+ * other EXIT_DATABASE. */
+int cli_exit_for(int rc, const idem_error *err);
+
+/* The exit status of a failed cli_connect(): EXIT_TEMPFAIL when @transient, else
+ * EXIT_CONFIG (the settings cannot work). */
+int cli_connect_exit(int transient);
+
 /* Whether the connected role may see every tenant's rows of idem's tables, which row-level
  * security (migration 0007) shows only to a superuser, a BYPASSRLS role or a member of
  * @group_role (idem_sweeper, idem_operator) that inherits its rights. A tool that works
  * across tenants checks this first: under the policies it would otherwise find nothing,
  * and say all is well. Returns 0 when it may (or the database has no row-level security
  * on idem.operations); else prints "PROG: <why>" on stderr (for a missing privilege, the
- * GRANT to run) and returns 1 when it may not or the check failed for good (a
- * configuration error), or -1 when the check failed for a reason that may pass (the
+ * GRANT to run) and returns the exit status: EXIT_NOPERM when it may not, else the
+ * check's failure as cli_exit_for() classes it (EXIT_TEMPFAIL when it may pass: the
  * connection lost, a timeout). */
 int cli_check_all_tenants(PGconn *conn, const char *prog, const char *group_role);
 

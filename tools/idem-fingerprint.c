@@ -13,13 +13,6 @@
 #include "cli.h"
 #include "core/parse.h"
 
-/* Exit codes: sysexits.h, and one of this program's own. */
-#define EXIT_TOO_LARGE 3
-#define EXIT_USAGE     64
-#define EXIT_DATAERR   65
-#define EXIT_OSERR     71
-#define EXIT_IOERR     74
-
 /* Past --max-bytes, the rest of stdin is counted (to name the input's size) up to this. */
 #define COUNT_MAX ((size_t)1 << 30)
 
@@ -52,9 +45,9 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done\n"
-    "   3  the input is longer than --max-bytes (the message gives both sizes)\n"
     "  64  usage error\n"
-    "  65  invalid JSON (the message gives line, column and byte position)\n"
+    "  65  invalid JSON (the message gives line, column and byte position), or the\n"
+    "      input is longer than --max-bytes (the message gives both sizes)\n"
     "  71  out of memory\n"
     "  74  cannot read stdin or write stdout\n";
 
@@ -171,7 +164,7 @@ static int too_large(size_t len, size_t max_bytes)
             "idem-fingerprint: the input is %s%zu bytes, longer than the limit of %zu bytes; "
             "raise it with --max-bytes N\n",
             more ? "at least " : "", len, max_bytes);
-    return EXIT_TOO_LARGE;
+    return EXIT_DATAERR;
 }
 
 /* Read stdin, at most max_bytes of it. Returns -1 when read, else the exit status. */

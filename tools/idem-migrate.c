@@ -14,22 +14,6 @@
 #include "core/text.h"
 #include "migrate_report.h"
 
-enum exit_code {
-    EXIT_OK = 0,
-    EXIT_INTERNAL = 1,
-    EXIT_DATABASE = 2,
-    EXIT_PENDING = 3,
-    EXIT_DRIFT = 4,
-    EXIT_MIGRATION_FAILED = 5,
-    EXIT_LOCKED = 6,
-    EXIT_NO_SCHEMA = 7,
-    EXIT_LEDGER = 8,
-    EXIT_NOT_APPLIED = 9,
-    EXIT_NOT_DISTRIBUTABLE = 10,
-    EXIT_USAGE = 64,
-    EXIT_NOINPUT = 66,
-};
-
 static const char usage_text[] =
     "usage: idem-migrate [OPTIONS] COMMAND\n"
     "\n"
@@ -86,9 +70,6 @@ static const char usage_text[] =
 static const char usage_exits[] =
     "Exit status:\n"
     "   0  success; status: the schema is up to date\n"
-    "   1  internal error (out of memory)\n"
-    "   2  cannot connect, or a database error outside a migration; up: connected\n"
-    "      through a connection pooler (connect to the server directly)\n"
     "   3  status: migrations are pending, and up would apply them\n"
     "   4  drift: an applied migration's file changed (status, verify), or a pending\n"
     "      migration is older than an applied one (status); plan and up refuse both\n"
@@ -96,8 +77,6 @@ static const char usage_exits[] =
     "   5  up: a migration failed; its transaction was rolled back (a no-transaction\n"
     "      file keeps the statements before the failing one); FILE:LINE and the\n"
     "      server's message are on stderr\n"
-    "   6  up, baseline: another session held the migration lock longer than\n"
-    "      --lock-timeout; the message names it (pid, application, role, client address)\n"
     "   7  verify: the schema is not installed (no ledger idem.schema_migrations)\n"
     "   8  the ledger is missing, or lacks a migration that appears applied: idem's\n"
     "      objects exist that idem.schema_migrations does not record (status, plan,\n"
@@ -110,6 +89,16 @@ static const char usage_exits[] =
     "  64  usage error\n"
     "  66  --dir unreadable or without migrations, or a misnamed or duplicate\n"
     "      migration file in it\n"
+    "  69  a database error outside a migration that a retry will not fix\n"
+    "  71  out of memory\n"
+    "  75  try again later: no server answers (or not in time), the connection was\n"
+    "      lost, the server is out of resources, a serialization failure, deadlock or\n"
+    "      timeout; up, baseline: another session held the migration lock longer than\n"
+    "      --lock-timeout (the message names it: pid, application, role, address)\n"
+    "  77  the role lacks a privilege (SQLSTATE 42501 outside a migration)\n"
+    "  78  connection settings that cannot work (a DSN libpq refuses, a wrong password,\n"
+    "      a role or database that does not exist); up, distribute: connected through\n"
+    "      a connection pooler (connect to the server directly)\n"
     "\n"
     "On Citus, status also says whether the schema is distributed, and flags each table\n"
     "that is not where distribute puts it. Run every command against the coordinator.\n";
@@ -249,30 +238,27 @@ static void on_notice(void *ctx, const char *message)
 
 /* Connected with on_notice from the start, so that the notices of the connection's start
  * (a collation version warning, say) reach it like every later one. */
-static PGconn *connect_db(cli *c)
+static PGconn *connect_db(cli *c, int *transient)
 {
-    int transient;
-
-    return cli_connect("idem-migrate", c->dsn, c->connect_timeout_s, on_notice, c, &transient);
+    return cli_connect("idem-migrate", c->dsn, c->connect_timeout_s, on_notice, c, transient);
 }
 
+/* What idem-migrate's codes mean here (tools/exit.h); the rest as every tool's. */
 static int exit_for(int rc, const idem_error *err, int migration_failed)
 {
     switch (rc) {
-    case IDEM_OK:
-        return EXIT_OK;
-    case IDEM_ENOMEM:
-        return EXIT_INTERNAL;
     case IDEM_ESCHEMA:
         return EXIT_DRIFT;
-    case IDEM_ELOCKED:
-        return EXIT_LOCKED;
     case IDEM_EIO:
         return EXIT_NOINPUT;
     case IDEM_EINVAL:
         return strcmp(err->field, "dir") == 0 ? EXIT_NOINPUT : EXIT_USAGE;
+    case IDEM_OK:
+    case IDEM_ENOMEM:
+    case IDEM_ELOCKED:
+        return cli_exit_for(rc, err);
     default:
-        return migration_failed ? EXIT_MIGRATION_FAILED : EXIT_DATABASE;
+        return migration_failed ? EXIT_MIGRATION_FAILED : cli_exit_for(rc, err);
     }
 }
 
@@ -319,7 +305,7 @@ static int print_status_json(const idem_migrate_list *list, PGconn *conn, const 
 {
     if (mr_print_status_json(list, conn, f, status_exit(f) == EXIT_OK) != 0) {
         say("out of memory");
-        return EXIT_INTERNAL;
+        return EXIT_OSERR;
     }
     return status_exit(f);
 }
@@ -429,7 +415,7 @@ static int print_verify_json(const idem_migrate_list *list, const counts *n)
                                  (json_int_t)n->applied, "drifted", drifted, "unknown", unknown)) !=
             0) {
         say("out of memory");
-        return EXIT_INTERNAL;
+        return EXIT_OSERR;
     }
     return n->drifted > 0 ? EXIT_DRIFT : EXIT_OK;
 }
@@ -515,7 +501,7 @@ static int refuse_pooler(PGconn *conn)
                     "migration lock is a session-level advisory lock held across transactions, "
                     "which a pooler in transaction mode spreads over server sessions; connect "
                     "to the PostgreSQL server directly (its own host and port)\n");
-    return EXIT_DATABASE;
+    return EXIT_CONFIG;
 }
 
 static void use_hooks(cli *c)
@@ -575,7 +561,11 @@ static int cmd_distribute(cli *c, PGconn *conn)
     rc = idem_migrate_distribute(&d, conn, c->tables, c->ntables, &c->opts, &err);
     if (rc != 0) {
         int code = fail("distribute", rc, &err, 0);
-        return rc == IDEM_ESCHEMA ? EXIT_NOT_DISTRIBUTABLE : code;
+
+        if (rc == IDEM_ESCHEMA)
+            return EXIT_NOT_DISTRIBUTABLE;
+        /* a --table that does not exist is the caller's, not idem's schema missing */
+        return code == EXIT_NO_SCHEMA ? EXIT_DATABASE : code;
     }
     for (size_t i = 0; i < idem_distribution_count(d); i++) {
         const idem_distributed_table *t = idem_distribution_at(d, i);
@@ -616,7 +606,7 @@ int main(int argc, char **argv)
     command_fn command;
     cli c;
     PGconn *conn;
-    int code;
+    int code, transient;
 
     memset(&c, 0, sizeof(c));
     c.opts = defaults;
@@ -631,9 +621,9 @@ int main(int argc, char **argv)
         return usage_error("--json is for status and verify");
     if (command == cmd_baseline && c.to_version == 0)
         return usage_error("baseline needs --to N: the last version that is really applied");
-    conn = connect_db(&c);
+    conn = connect_db(&c, &transient);
     if (conn == NULL)
-        return EXIT_DATABASE;
+        return cli_connect_exit(transient);
     code = command(&c, conn);
     PQfinish(conn);
     return code;

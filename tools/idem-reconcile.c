@@ -14,16 +14,7 @@
 
 #include "cli.h"
 #include "core/parse.h"
-#include "core/sqlstate.h"
 #include "reconcile_text.h"
-
-enum exit_code {
-    EXIT_OK = 0,
-    EXIT_ERROR = 1,
-    EXIT_NOT_FOUND = 2,
-    EXIT_USAGE = CLI_EXIT_USAGE,
-    EXIT_TEMPFAIL = 75,
-};
 
 static const char usage_text[] =
     "usage: idem-reconcile [OPTIONS] list\n"
@@ -76,22 +67,26 @@ static const char usage_text[] =
     "  --connect-timeout SEC  longest wait to connect (default 10, or PGCONNECT_TIMEOUT)\n"
     "  -h, --help             print this help\n"
     "  -V, --version          print the version\n"
-    "\n"
+    "\n";
+
+static const char usage_exits[] =
     "Exit status:\n"
     "   0  done (list: also when nothing matches)\n"
-    "   1  error: a database error, the schema lacks migration 0003, connection\n"
-    "      settings that cannot work (a DSN that does not parse or holds a value libpq\n"
-    "      refuses, a wrong password, a role or database that does not exist, directly\n"
-    "      or through a pooler), or a role without idem_operator's rights (the message\n"
-    "      says what to GRANT)\n"
     "   2  show: nothing is recorded for the key; resolve: no open item for it (--as: no\n"
-    "      external operation or stalled local record under it)\n"
+    "      external operation or stalled local record under it, or its outcome is\n"
+    "      already settled)\n"
+    "   7  the schema lacks migration 0003 (run idem-migrate up)\n"
     "  64  usage error\n"
-    "  75  database unavailable: no server answers (or not in time), connection lost,\n"
+    "  69  a database error that a retry will not fix\n"
+    "  71  out of memory\n"
+    "  75  try again later: no server answers (or not in time), connection lost,\n"
     "      the server out of resources (SQLSTATE class 53), a serialization failure or\n"
-    "      deadlock, a lock or statement timeout; resolve\n"
-    "      --as: an attempt holds a live lease, or a local record is pending for less\n"
-    "      than 60 s, try later\n";
+    "      deadlock, a lock or statement timeout; resolve --as: an attempt holds a live\n"
+    "      lease, or a local record is pending for less than 60 s\n"
+    "  77  a role without idem_operator's rights (the message says what to GRANT)\n"
+    "  78  connection settings that cannot work (a DSN that does not parse or holds a\n"
+    "      value libpq refuses, a wrong password, a role or database that does not\n"
+    "      exist, directly or through a pooler)\n";
 
 typedef struct cli {
     const char *command;
@@ -265,6 +260,7 @@ static int parse_args(cli *c, int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
         if (opt == 'h') {
             fputs(usage_text, stdout);
+            fputs(usage_exits, stdout);
             return EXIT_OK;
         }
         if (opt == 'V') {
@@ -292,26 +288,15 @@ static PGconn *connect_db(const cli *c, int *transient)
 static int fail(const char *what, int rc, const idem_error *err)
 {
     say("%s: %s", what, err->message[0] != '\0' ? err->message : idem_strerror(rc));
-    switch (rc) {
-    case IDEM_ENOTFOUND:
-        return EXIT_NOT_FOUND;
-    case IDEM_EINVAL:
-        return EXIT_USAGE;
-    case IDEM_EUNAVAIL:
-    case IDEM_EBUSY:
-        return EXIT_TEMPFAIL;
-    case IDEM_EDB: /* a lock or statement timeout, say */
-        return idem__sqlstate_is_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
-    default:
-        return EXIT_ERROR;
-    }
+    /* resolve --as on an outcome already settled: nothing to resolve, as for none */
+    return rc == IDEM_ECONFLICT ? EXIT_NOT_FOUND : cli_exit_for(rc, err);
 }
 
 static int print_json(json_t *doc)
 {
     if (cli_print_json(doc) != 0) {
         say("out of memory");
-        return EXIT_ERROR;
+        return EXIT_OSERR;
     }
     return EXIT_OK;
 }
@@ -456,10 +441,10 @@ int main(int argc, char **argv)
         return code;
     conn = connect_db(&c, &transient);
     if (conn == NULL)
-        return transient ? EXIT_TEMPFAIL : EXIT_ERROR;
+        return cli_connect_exit(transient);
     if ((code = cli_check_all_tenants(conn, "idem-reconcile", "idem_operator")) != 0) {
         PQfinish(conn);
-        return code < 0 ? EXIT_TEMPFAIL : EXIT_ERROR;
+        return code;
     }
     if (strcmp(c.command, "list") == 0)
         code = cmd_list(&c, conn);

@@ -17,14 +17,6 @@
 
 #include "cli.h"
 #include "core/parse.h"
-#include "core/sqlstate.h"
-
-enum exit_code {
-    EXIT_OK = 0,
-    EXIT_ERROR = 1,
-    EXIT_USAGE = CLI_EXIT_USAGE,
-    EXIT_TEMPFAIL = 75, /* sysexits' EX_TEMPFAIL: try again later */
-};
 
 static const char usage_text[] =
     "usage: idem-sweep [OPTIONS]\n"
@@ -64,19 +56,21 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "   0  done, or another idem-sweep is running (said on stderr with --verbose)\n"
-    "   1  error: a database error, the schema lacks migration 0003 (run idem-migrate\n"
-    "      up), connected through a connection pooler (connect to the server directly),\n"
-    "      connection settings that cannot work (a DSN that does not parse or holds a\n"
-    "      value libpq refuses, a wrong password, a role or database that does not\n"
-    "      exist, directly or through a pooler), a role without idem_sweeper's rights\n"
-    "      (the message says what to GRANT), the metrics file could not be written,\n"
-    "      out of memory\n"
+    "   7  the schema lacks migration 0003 (run idem-migrate up)\n"
     "  64  usage error\n"
-    "  75  database unavailable: no server answers (or not in time), connection lost,\n"
-    "      the server out of resources (disk full, out of memory, too many connections:\n"
+    "  69  a database error that a retry will not fix\n"
+    "  71  out of memory\n"
+    "  74  the metrics file cannot be written (checked before any work: nothing swept)\n"
+    "  75  try again later: no server answers (or not in time), connection lost, the\n"
+    "      server out of resources (disk full, out of memory, too many connections:\n"
     "      SQLSTATE class 53), a serialization failure or deadlock, a statement timeout,\n"
-    "      or a table lock held\n"
-    "      longer than --lock-timeout (--dry-run too); the next run retries\n";
+    "      or a table lock held longer than --lock-timeout (--dry-run too); the next\n"
+    "      run retries\n"
+    "  77  a role without idem_sweeper's rights (the message says what to GRANT)\n"
+    "  78  connection settings that cannot work (a DSN that does not parse or holds a\n"
+    "      value libpq refuses, a wrong password, a role or database that does not\n"
+    "      exist, directly or through a pooler), or connected through a connection\n"
+    "      pooler (connect to the server directly)\n";
 
 typedef struct cli {
     const char *dsn;
@@ -201,7 +195,7 @@ static int refuse_pooler(PGconn *conn)
 
     if (idem_pooler_detect(&pooled, conn, &err) != 0) {
         say("%s", err.message);
-        return err.code == IDEM_EUNAVAIL ? EXIT_TEMPFAIL : EXIT_ERROR;
+        return cli_exit_for(err.code, &err);
     }
     if (!pooled)
         return EXIT_OK;
@@ -209,7 +203,7 @@ static int refuse_pooler(PGconn *conn)
         "advisory lock held across transactions, which a pooler in transaction mode spreads "
         "over server sessions; connect to the PostgreSQL server directly (its own host and "
         "port)");
-    return EXIT_ERROR;
+    return EXIT_CONFIG;
 }
 
 static void on_log(void *ctx, int level, const char *message)
@@ -220,25 +214,12 @@ static void on_log(void *ctx, int level, const char *message)
         say("%s", message);
 }
 
+/* Another sweep holding the lock is a done run here; a statement the library does not
+ * classify itself (--dry-run's count) may still have met a lock held past --lock-timeout,
+ * or a lost connection: cli_exit_for() goes by the core's classes, as the library does. */
 static int exit_for(int rc, const idem_error *err)
 {
-    switch (rc) {
-    case IDEM_OK:
-    case IDEM_ELOCKED:
-        return EXIT_OK;
-    case IDEM_EUNAVAIL:
-    case IDEM_ETIMEDOUT:
-        return EXIT_TEMPFAIL;
-    case IDEM_EINVAL:
-        return EXIT_USAGE;
-    case IDEM_EDB:
-        /* A statement the library does not classify itself (--dry-run's count) may still
-         * have met a lock held past --lock-timeout, or a lost connection: the core's
-         * classes, as the library's, say which. */
-        return idem__sqlstate_is_transient(err->sqlstate) ? EXIT_TEMPFAIL : EXIT_ERROR;
-    default:
-        return EXIT_ERROR;
-    }
+    return rc == IDEM_ELOCKED ? EXIT_OK : cli_exit_for(rc, err);
 }
 
 static int print_json(const idem_sweep_result *r, int locked, int dry_run)
@@ -256,7 +237,7 @@ static int print_json(const idem_sweep_result *r, int locked, int dry_run)
     json_decref(doc);
     if (text == NULL) {
         say("out of memory");
-        return EXIT_ERROR;
+        return EXIT_OSERR;
     }
     puts(text);
     free(text);
@@ -280,11 +261,12 @@ typedef struct open_by_kind {
 static const char SQL_OPEN_BY_KIND[] = "SELECT kind, count(*) FROM idem.reconciliation_items"
                                        " WHERE resolved_at IS NULL GROUP BY kind";
 
-/* Fill @o; -1 (said on stderr) when the query failed. */
+/* Fill @o; 0, or the exit status (said on stderr) when the query failed. */
 static int read_open_by_kind(open_by_kind *o, PGconn *conn)
 {
     static const char *const kinds[] = {IDEM_RECONCILE_KINDS};
     PGresult *res = PQexec(conn, SQL_OPEN_BY_KIND);
+    idem_error err = IDEM_ERROR_INIT;
     int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
 
     o->n = 0;
@@ -296,8 +278,13 @@ static int read_open_by_kind(open_by_kind *o, PGconn *conn)
         for (size_t i = 0; i < o->n; i++)
             if (strcmp(PQgetvalue(res, row, 0), o->kind[i]) == 0)
                 o->count[i] = strtoull(PQgetvalue(res, row, 1), NULL, 10);
-    if (rc != 0)
+    if (rc != 0) {
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
         say("counting open reconciliation items by kind: %s", PQerrorMessage(conn));
+        snprintf(err.sqlstate, sizeof(err.sqlstate), "%s", state != NULL ? state : "");
+        rc = PQstatus(conn) != CONNECTION_OK ? EXIT_TEMPFAIL : cli_exit_for(IDEM_EDB, &err);
+    }
     PQclear(res);
     return rc;
 }
@@ -342,7 +329,7 @@ static int write_metrics(const char *path, const idem_sweep_result *r, const ope
 
     if (tmp == NULL) {
         say("out of memory");
-        return EXIT_ERROR;
+        return EXIT_OSERR;
     }
     snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
     clock_gettime(CLOCK_REALTIME, &now);
@@ -362,7 +349,7 @@ static int write_metrics(const char *path, const idem_sweep_result *r, const ope
         unlink(tmp);
     }
     free(tmp);
-    return rc == 0 ? EXIT_OK : EXIT_ERROR;
+    return rc == 0 ? EXIT_OK : EXIT_IOERR;
 }
 
 /* Before any work: whether the metrics file can be written where it goes (its temporary
@@ -375,7 +362,7 @@ static int metrics_writable(const char *path)
 
     if (tmp == NULL) {
         say("out of memory");
-        return EXIT_ERROR;
+        return EXIT_OSERR;
     }
     snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
     f = fopen(tmp, "w");
@@ -386,7 +373,7 @@ static int metrics_writable(const char *path)
         unlink(tmp);
     }
     free(tmp);
-    return f != NULL ? EXIT_OK : EXIT_ERROR;
+    return f != NULL ? EXIT_OK : EXIT_IOERR;
 }
 
 /* A dry run says what is due even when not asked to be verbose: that is its point. */
@@ -418,8 +405,8 @@ static int report(const cli *c, PGconn *conn, int rc, const idem_sweep_result *r
     if (code == EXIT_OK && c->json)
         code = print_json(r, rc == IDEM_ELOCKED, c->opts.dry_run);
     if (rc == 0 && code == EXIT_OK && c->metrics_file != NULL && !c->opts.dry_run)
-        code = read_open_by_kind(&open, conn) == 0 ? write_metrics(c->metrics_file, r, &open)
-                                                   : EXIT_ERROR;
+        if ((code = read_open_by_kind(&open, conn)) == EXIT_OK)
+            code = write_metrics(c->metrics_file, r, &open);
     return code;
 }
 
@@ -443,14 +430,14 @@ int main(int argc, char **argv)
         return code;
     conn = connect_db(&c, &transient);
     if (conn == NULL)
-        return transient ? EXIT_TEMPFAIL : EXIT_ERROR;
+        return cli_connect_exit(transient);
     if ((code = refuse_pooler(conn)) != EXIT_OK) {
         PQfinish(conn);
         return code;
     }
-    if ((rc = cli_check_all_tenants(conn, "idem-sweep", "idem_sweeper")) != 0) {
+    if ((code = cli_check_all_tenants(conn, "idem-sweep", "idem_sweeper")) != 0) {
         PQfinish(conn);
-        return rc < 0 ? EXIT_TEMPFAIL : EXIT_ERROR;
+        return code;
     }
     rc = idem_sweep_run(&result, conn, &c.opts, &err);
     code = report(&c, conn, rc, &result, &err);

@@ -64,7 +64,7 @@ expect lone-surrogate 65 '' '["\ud800"]' --canonical
 expect nan 65 '' '[NaN]' --tool t --payload-version 1
 
 # Input longer than --max-bytes: its own exit status, and a message with both sizes.
-expect over-max-bytes 3 '' '[1,2,3]' --canonical --max-bytes 6
+expect over-max-bytes 65 '' '[1,2,3]' --canonical --max-bytes 6
 err=$(printf '[1,2,3]' | "$tool" --canonical --max-bytes 6 2>&1 >/dev/null)
 case "$err" in
 *"input is 7 bytes"*"limit of 6 bytes"*"--max-bytes"*) ;;
@@ -89,7 +89,7 @@ expect bad-max-bytes 64 '' '{}' --canonical --max-bytes -1
 expect help 0 '*' '' --help
 help=$("$tool" --help)
 case "$help" in
-*"--payload-version N"*"-V, --version"*"Exit status:"*"3  the input is longer than --max-bytes"*) ;;
+*"--payload-version N"*"-V, --version"*"Exit status:"*"65  invalid JSON"*"or the"*"input is longer than --max-bytes"*) ;;
 *) fail "help: '$help'" ;;
 esac
 

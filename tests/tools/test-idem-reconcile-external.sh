@@ -75,7 +75,7 @@ expect resolve_completed_says contains "resolved operation op-1 in tenant acme a
 expect resolve_completed_record test "$(q "$db" "SELECT state || ' ' || convert_from(response, 'UTF8') || ' ' || provider_ref FROM idem.operations WHERE tenant = 'acme' AND operation_id = 'op-1'")" = 'completed {"message_id":"msg-42"} msg-42'
 expect resolve_completed_item test "$(q "$db" "SELECT resolved_by || ': ' || note FROM idem.reconciliation_items WHERE tenant = 'acme' AND operation_id = 'op-1'")" = "Ops: delivered, per the provider log"
 expect resolve_only_that_tenant test "$(q "$db" "SELECT state FROM idem.operations WHERE tenant = 'globex'")" = outcome_unknown
-check resolve_twice 1 "$tool" --dsn "dbname=$db" resolve acme op-1 --as failed --note again
+check resolve_twice 2 "$tool" --dsn "dbname=$db" resolve acme op-1 --as failed --note again
 expect resolve_twice_says err_contains "already completed"
 
 check resolve_abandoned 0 "$tool" --dsn "dbname=$db" resolve acme op-2 --as abandoned --note "customer gave up" --json

@@ -14,7 +14,7 @@ item() {
 }
 
 check help 0 "$tool" --help
-expect help_lists_exit_codes contains "75  database unavailable"
+expect help_lists_exit_codes contains "75  try again later"
 check version 0 "$tool" --version
 check usage_no_command 64 "$tool"
 check usage_bad_command 64 "$tool" frobnicate
@@ -38,23 +38,23 @@ check no_server 75 "$tool" --dsn "host=/nonexistent port=1" list
 expect no_server_one_line test "$(wc -l <<<"$err")" = 1
 
 # Connection settings that cannot work are an error (1), not "unavailable" (75).
-check dsn_unknown_key 1 "$tool" --dsn "nokey=1" list
-check dsn_missing_equals 1 "$tool" --dsn "host=x missing" list
-check dsn_bad_sslmode 1 "$tool" --dsn "sslmode=bogus" list
-check dsn_bad_connect_timeout 1 "$tool" --dsn "connect_timeout=abc" list
-check no_such_database 1 "$tool" --dsn "dbname=idem_no_such_database" list
-check no_such_role 1 "$tool" --dsn "user=idem_no_such_role" list
-check dsn_bad_port 1 "$tool" --dsn "port=notaport" list
+check dsn_unknown_key 78 "$tool" --dsn "nokey=1" list
+check dsn_missing_equals 78 "$tool" --dsn "host=x missing" list
+check dsn_bad_sslmode 78 "$tool" --dsn "sslmode=bogus" list
+check dsn_bad_connect_timeout 78 "$tool" --dsn "connect_timeout=abc" list
+check no_such_database 78 "$tool" --dsn "dbname=idem_no_such_database" list
+check no_such_role 78 "$tool" --dsn "user=idem_no_such_role" list
+check dsn_bad_port 78 "$tool" --dsn "port=notaport" list
 # Through PgBouncer, which passes the server's refusal on (and leaves PQping() without an
 # answer): a role it knows that the server does not have, a database the server does not
 # have, a role it does not know itself. Names of this run's own, so that no other test
 # meets the same PgBouncer pool, which after a failed server login makes clients wait.
 if [ -n "${IDEM_PGBOUNCER:-}" ]; then
     ghost_db=$(newdb ghost)
-    check pooler_no_such_role 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$ghost_db user=idem_test_ghost" list
+    check pooler_no_such_role 78 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$ghost_db user=idem_test_ghost" list
     expect pooler_no_such_role_says_so err_contains 'role "idem_test_ghost" does not exist'
-    check pooler_no_such_database 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=${ghost_db}_none" list
-    check pooler_unknown_role 1 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$ghost_db user=idem_no_such_role" list
+    check pooler_no_such_database 78 "$tool" --dsn "$IDEM_PGBOUNCER dbname=${ghost_db}_none" list
+    check pooler_unknown_role 78 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$ghost_db user=idem_no_such_role" list
 fi
 
 db=$(newdb main)
@@ -142,7 +142,7 @@ check resolve_bad_kind 64 "$tool" --dsn "dbname=$db" resolve acme op-2 --kind Ba
 # of idem_operator lists every tenant's items.
 login_role idem_test_app idem_app
 login_role idem_test_operator idem_operator
-check app_role_refused 1 "$tool" --dsn "dbname=$db user=idem_test_app" list
+check app_role_refused 77 "$tool" --dsn "dbname=$db user=idem_test_app" list
 expect app_role_names_grant err_contains "GRANT idem_operator TO idem_test_app"
 q "$db" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool, fingerprint)
     VALUES ('other', 'op-o', 'expired', 't', '\\x00')"
@@ -154,9 +154,9 @@ expect operator_role_lists_all json_ok "d['count'] == $total and 'other' in {i['
 # inherit its rights) is refused as a configuration error, with the GRANT to run.
 create_role idem_test_nobody LOGIN
 create_role idem_test_noinherit_operator "LOGIN NOINHERIT IN ROLE idem_operator"
-check no_usage_role 1 "$tool" --dsn "dbname=$db user=idem_test_nobody" list
+check no_usage_role 77 "$tool" --dsn "dbname=$db user=idem_test_nobody" list
 expect no_usage_role_names_grant err_contains "GRANT idem_operator TO idem_test_nobody"
-check noinherit_role 1 "$tool" --dsn "dbname=$db user=idem_test_noinherit_operator" list
+check noinherit_role 77 "$tool" --dsn "dbname=$db user=idem_test_noinherit_operator" list
 expect noinherit_role_names_grant err_contains "GRANT idem_operator TO idem_test_noinherit_operator"
 
 # A statement the server fails for want of its resources (class 53) or with 57P05 is
@@ -194,7 +194,7 @@ for word, value in (("TOOL", "create_support_task "), ("MATCHES", "yes "), ("FIR
 
 # A schema without migration 0003: exit 1, saying what to do.
 db=$(newdb old 2)
-check old_schema 1 "$tool" --dsn "dbname=$db" list
+check old_schema 7 "$tool" --dsn "dbname=$db" list
 expect old_schema_says_migrate err_contains "idem-migrate up"
 
 finish

@@ -43,7 +43,7 @@ check build "${build[@]}"
 check demo "${build[@]}" postgresql-15
 check bench "${build[@]}" postgresql-15 pgbouncer
 check test "${build[@]}" postgresql-15 libcriterion-dev clang-format binutils procps python3 \
-    pgbouncer curl
+    pgbouncer curl mandoc prometheus
 
 "$run" packages frobnicate >/dev/null 2>&1
 [ $? = 64 ] || fail "packages of an unknown command: not a usage error"

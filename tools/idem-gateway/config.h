@@ -9,9 +9,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Exit statuses of loading (sysexits). */
-#define GW_EXIT_DATAERR 65 /* EX_DATAERR: the file is not a valid configuration */
-#define GW_EXIT_NOINPUT 66 /* EX_NOINPUT: the file cannot be read */
+#include "../exit.h"
+
+/* Exit statuses of loading (every tool's table, ../exit.h). */
+#define GW_EXIT_DATAERR EXIT_DATAERR /* the file is not a valid configuration */
+#define GW_EXIT_NOINPUT EXIT_NOINPUT /* the file cannot be read */
 
 #define GW_DIGEST_SIZE 32 /* SHA-256 */
 

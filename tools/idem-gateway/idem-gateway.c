@@ -17,14 +17,6 @@
 #include "server.h"
 #include "upstream.h"
 
-enum exit_code {
-    EXIT_OK = 0,
-    EXIT_ERROR = 1,
-    EXIT_USAGE = CLI_EXIT_USAGE,
-    EXIT_DATAERR = GW_EXIT_DATAERR,
-    EXIT_NOINPUT = GW_EXIT_NOINPUT,
-};
-
 #define PROG      "idem-gateway"
 #define TOKEN_MAX 4096
 
@@ -61,13 +53,17 @@ static const char usage_text[] =
     "Exit status:\n"
     "   0  done; the server stopped on SIGTERM or SIGINT (--stdio: at the end of input,\n"
     "      every call finished)\n"
-    "   1  the server could not start: the address cannot be listened on, the pool or\n"
-    "      the store could not be created; --stdio: calls were still running at the end\n"
-    "      of the grace period (mcp.stdio_grace_s)\n"
     "  64  usage error\n"
     "  65  the configuration is not valid (the message names the place as a JSON\n"
     "      Pointer into the file), or hash-token's input is not a bearer token\n"
-    "  66  the configuration file (or hash-token's standard input) cannot be read\n";
+    "  66  the configuration file cannot be read\n"
+    "  70  hash-token: SHA-256 failed\n"
+    "  71  the server could not start: the address cannot be listened on, libcurl\n"
+    "      cannot be set up, out of memory\n"
+    "  74  hash-token: standard input cannot be read\n"
+    "  75  --stdio: calls were still running at the end of the grace period\n"
+    "      (mcp.stdio_grace_s); their callers retry with the same key\n"
+    "  78  the pool or the store refused the configuration's dsn or settings\n";
 
 #define usage_error(...) cli_usage_error(PROG, __VA_ARGS__)
 
@@ -101,7 +97,7 @@ static int hash_token(void)
 
     if (ferror(stdin)) {
         cli_say(PROG, "hash-token: cannot read standard input");
-        return EXIT_NOINPUT;
+        return EXIT_IOERR;
     }
     if (len > 0 && token[len - 1] == '\n')
         len--;
@@ -116,7 +112,7 @@ static int hash_token(void)
     }
     if (gw_token_digest(digest, token, len) != 0) {
         cli_say(PROG, "hash-token: SHA-256 failed");
-        return EXIT_ERROR;
+        return EXIT_SOFTWARE;
     }
     for (size_t i = 0; i < GW_DIGEST_SIZE; i++)
         printf("%02x", digest[i]);
@@ -133,7 +129,7 @@ static int open_upstreams(gw_config *cfg, idem_store *store)
         if (cfg->tools[i].http != NULL &&
             gw_upstream_open(cfg->tools[i].http, store, why, sizeof(why)) != 0) {
             cli_say(PROG, "tool %s: %s", cfg->tools[i].name, why);
-            return EXIT_ERROR;
+            return EXIT_OSERR;
         }
     }
     return 0;
@@ -145,7 +141,14 @@ static void close_upstreams(gw_config *cfg)
         gw_upstream_close(cfg->tools[i].http);
 }
 
-/* The pool and the store over it; 0, or EXIT_ERROR having said why. */
+/* What a failure to create the pool or the store means: the configuration's settings
+ * refused, out of memory, or else as for every tool. */
+static int store_exit(const idem_error *err)
+{
+    return err->code == IDEM_EINVAL ? EXIT_CONFIG : cli_exit_for(err->code, err);
+}
+
+/* The pool and the store over it; 0, or the exit status having said why. */
 static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
 {
     idem_error err = IDEM_ERROR_INIT;
@@ -154,12 +157,12 @@ static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
     cfg->store.log = log_line;
     if (idem_pool_new(pool, cfg->dsn, &cfg->pool, &err) != 0) {
         cli_error_redacted(PROG, cfg->dsn, "cannot create the pool", err.message);
-        return EXIT_ERROR;
+        return store_exit(&err);
     }
     if (idem_store_new(store, *pool, &cfg->store, &err) != 0) {
         cli_say(PROG, "cannot create the store: %s%s%s", err.field, err.field[0] ? ": " : "",
                 err.message);
-        return EXIT_ERROR;
+        return store_exit(&err);
     }
     return open_upstreams(cfg, *store);
 }
@@ -189,7 +192,7 @@ static int serve(const char *path)
         goto done;
     if (gw_server_start(&server, cfg, store, why, sizeof(why)) != 0) {
         cli_say(PROG, "%s", why);
-        rc = EXIT_ERROR;
+        rc = EXIT_OSERR;
         goto done;
     }
     cli_say(PROG, "listening on http://%s%s%s:%u/v1/tools (%zu tool%s, %zu tenant%s)",
@@ -237,7 +240,7 @@ static int serve_stdio(const char *path)
     if (gw_mcp_stdio_serve(cfg, store, stdin, stdout) != 0) {
         fflush(stdout);
         fflush(stderr);
-        _exit(EXIT_ERROR); /* calls still use the store: nothing may be freed under them */
+        _exit(EXIT_TEMPFAIL); /* calls still use the store: nothing may be freed under them */
     }
     cli_say(PROG, "end of input: stopped");
 done:
