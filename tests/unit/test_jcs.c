@@ -9,6 +9,7 @@
 
 #include "idem/idem.h"
 #include "jcs.h"
+#include "store_internal.h"
 
 /* Whole file under tests/data (IDEM_TEST_DATA); fails the test when unreadable. */
 static char *read_data(const char *relative, size_t *len)
@@ -503,5 +504,27 @@ Test(jcs_text, what_is_not_one_json_value_is_refused)
 
         cr_assert_eq(rc, IDEM_EINVAL, "%s", bad[i]);
         cr_assert_null(got);
+    }
+}
+
+/* The store's exit for a stored receipt: canonical when it is JSON, as stored when it is not
+ * (a record written by hand), the same bytes on every call. */
+Test(jcs_text, a_stored_receipt_goes_out_canonical_or_as_stored)
+{
+    static const char *const stored[][2] = {
+        {"{\"ticket_id\" : 2}", "{\"ticket_id\":2}"},
+        {"{\"status\":\"created\",\"task_id\":1}", "{\"status\":\"created\",\"task_id\":1}"},
+        {"not json {", "not json {"},
+        {"", ""},
+    };
+
+    for (size_t i = 0; i < sizeof(stored) / sizeof(stored[0]); i++) {
+        idem_outcome out = IDEM_OUTCOME_INIT;
+        idem_error err = IDEM_ERROR_INIT;
+
+        cr_assert_eq(idem__store_receipt_out(&out, stored[i][0], strlen(stored[i][0]), &err), 0);
+        cr_assert_str_eq(out.receipt, stored[i][1]);
+        cr_assert_eq(out.receipt_len, strlen(stored[i][1]));
+        idem_outcome_clear(&out);
     }
 }
