@@ -43,6 +43,19 @@ void idem__buf_free(idem__buf *buf);
 int idem__jcs_write_value(idem__buf *buf, const json_t *value, unsigned flags, idem_error *err);
 int idem__jcs_write_string(idem__buf *buf, const char *s, size_t n, idem_error *err);
 
+/* The order of two member names (UTF-8) by their UTF-16 code units (RFC 8785 3.2.3):
+ * negative, 0 or positive. */
+int idem__jcs_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
+
+/* Append the canonical form of the JSON text[0..len) (RFC 8785 3.2: no whitespace, members
+ * sorted by UTF-16 code units, strings escaped minimally) with every number written exactly
+ * as in the text, digits, sign, exponent and all: its value is not read. Members with the
+ * same name (which PostgreSQL's json type keeps) keep their order among themselves. Return
+ * 0, IDEM_EINVAL (not one JSON value, invalid UTF-8, an escape of a lone surrogate, nesting
+ * deeper than IDEM__JCS_MAX_DEPTH; the buffer may then hold part of the output) or
+ * IDEM_ENOMEM. */
+int idem__jcs_write_text(idem__buf *buf, const char *text, size_t len, idem_error *err);
+
 /* Buffer size that always holds idem__jcs_format_double()'s output. */
 #define IDEM__JCS_NUMBER_MAX 32
 

@@ -363,19 +363,14 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     return STEP_DONE;
 }
 
+/* The receipt the statement returned goes out canonical, as its replays do. */
 static enum step declared_done(call *c, const PGresult *res, int *out_rc)
 {
-    size_t len = (size_t)PQgetlength(res, 0, 0);
-    char *receipt = malloc(len + 1);
-
-    if (receipt == NULL) {
-        *out_rc = idem__error_set(c->err, IDEM_ENOMEM, "receipt: out of memory");
+    if (idem__store_receipt_out(c->out, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0),
+                                c->err) != 0) {
+        *out_rc = IDEM_ENOMEM;
         return STEP_DONE;
     }
-    memcpy(receipt, PQgetvalue(res, 0, 0), len);
-    receipt[len] = '\0';
-    c->out->receipt = receipt;
-    c->out->receipt_len = len;
     c->out->status = IDEM_STATUS_CREATED;
     COUNT(c->store, created);
     *out_rc = 0;

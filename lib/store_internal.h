@@ -156,6 +156,13 @@ int idem__store_no_effect(json_t **response, idem_tx *tx, const json_t *argument
  * code. */
 int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine);
 
+/* Set out->receipt to a stored receipt's canonical form (RFC 8785: no whitespace, members
+ * in order), its numbers as written (idem__jcs_write_text()): a declared effect's record
+ * holds the server's JSON text, answered canonical to its first caller and to every retry
+ * alike; a receipt idem serialized itself is canonical already, and bytes that are not JSON
+ * are answered as stored. Returns 0 or IDEM_ENOMEM (out untouched) (store_record.c). */
+int idem__store_receipt_out(idem_outcome *out, const char *bytes, size_t len, idem_error *err);
+
 /* Whether the claim's result (tx->taken's shape) says this attempt claimed the key. */
 int idem__store_claimed(const PGresult *claim);
 

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "exec.h"
+#include "jcs.h"
 #include "reconcile_internal.h"
 #include "store_internal.h"
 #include "tenant.h"
@@ -33,16 +34,24 @@ static int64_t timestamptz_ms(const PGresult *res, int col)
     return ((int64_t)v + PG_EPOCH_US) / 1000;
 }
 
-static int set_receipt(idem_outcome *out, const char *bytes, size_t len, idem_error *err)
+int idem__store_receipt_out(idem_outcome *out, const char *bytes, size_t len, idem_error *err)
 {
-    char *copy = malloc(len + 1);
+    idem__buf canonical = {NULL, 0, 0};
+    idem_error ignored = IDEM_ERROR_INIT;
+    int rc = idem__jcs_write_text(&canonical, bytes, len, &ignored);
 
-    if (copy == NULL)
+    if (rc == IDEM_ENOMEM)
         return idem__error_set(err, IDEM_ENOMEM, "receipt: out of memory");
-    memcpy(copy, bytes, len);
-    copy[len] = '\0';
-    out->receipt = copy;
-    out->receipt_len = len;
+    /* Not JSON (a record written by hand): as stored, so that every answer is the same. */
+    if (rc != 0) {
+        canonical.len = 0;
+        if (idem__buf_append(&canonical, bytes, len) != 0) {
+            idem__buf_free(&canonical);
+            return idem__error_set(err, IDEM_ENOMEM, "receipt: out of memory");
+        }
+    }
+    out->receipt = canonical.data;
+    out->receipt_len = canonical.len;
     return 0;
 }
 
@@ -245,8 +254,8 @@ int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
         return outcome_unknown(c);
     if (strcmp(state, "pending") == 0)
         return pending(c, conn);
-    if (set_receipt(c->out, PQgetvalue(res, 0, COL_RESPONSE),
-                    (size_t)PQgetlength(res, 0, COL_RESPONSE), c->err) != 0) {
+    if (idem__store_receipt_out(c->out, PQgetvalue(res, 0, COL_RESPONSE),
+                                (size_t)PQgetlength(res, 0, COL_RESPONSE), c->err) != 0) {
         c->out->status = IDEM_STATUS_UNAVAILABLE;
         return IDEM_ENOMEM;
     }

@@ -65,10 +65,7 @@ Test(store_declared, a_new_key_creates_in_one_call_and_the_retry_replays_byte_fo
 
     cr_assert_eq(task(&out, "acme", "op-1", "Check delayed delivery", 1), 0);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
-    cr_assert_str_eq(out.receipt, "{\"status\" : \"created\", \"task_id\" : 1}");
-    char *stored = storetest_receipt("acme", "op-1");
-    cr_assert_str_eq(stored, out.receipt);
-    free(stored);
+    cr_assert_str_eq(out.receipt, "{\"status\":\"created\",\"task_id\":1}");
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         cr_assert_eq(task(&again, "acme", "op-1", "Check delayed delivery", attempt), 0);
         cr_assert_eq(again.status, IDEM_STATUS_REPLAYED, "attempt %u", attempt);
@@ -79,6 +76,42 @@ Test(store_declared, a_new_key_creates_in_one_call_and_the_retry_replays_byte_fo
     cr_assert_eq(storetest_operations(), 1);
     idem_outcome_clear(&out);
     idem_outcome_clear(&again);
+}
+
+/* The record keeps the server's JSON text, as earlier versions stored and answered it; the
+ * first caller and every retry get its canonical form (RFC 8785 whitespace and member
+ * order), every number's digits as written. */
+Test(store_declared, the_receipt_goes_out_canonical_with_its_numbers_as_written)
+{
+    static const char canonical[] = "{\"a\":\"x\",\"b\":1.50,\"c\":[1E+400,-0],"
+                                    "\"d\":123456789012345678901234567890.0100}";
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+    char *stored;
+
+    storetest_open(NULL, 2);
+    cr_assert_eq(idem_declared_new(&d,
+                                   "SELECT '{\"d\" : 123456789012345678901234567890.0100,"
+                                   " \"c\" : [1E+400, -0], \"b\" : 1.50, \"a\" : \"x\"}'::json",
+                                   NULL, 0, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(run_declared(&out, d, "acme", "op-c", "{}", 1, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_str_eq(out.receipt, canonical);
+    cr_assert_eq(out.receipt_len, strlen(canonical));
+    stored = storetest_receipt("acme", "op-c");
+    cr_assert_str_eq(stored, "{\"d\" : 123456789012345678901234567890.0100, \"c\" : [1E+400, -0],"
+                             " \"b\" : 1.50, \"a\" : \"x\"}");
+    free(stored);
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        cr_assert_eq(run_declared(&out, d, "acme", "op-c", "{}", attempt, &err), 0, "%s",
+                     err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+        cr_assert_str_eq(out.receipt, canonical, "attempt %u", attempt);
+    }
+    idem_declared_free(d);
+    idem_outcome_clear(&out);
 }
 
 Test(store_declared, a_lost_reply_after_commit_is_replayed_by_the_retry)
@@ -327,7 +360,8 @@ Test(store_declared, a_receipt_over_max_response_bytes_fails_naming_the_limit_an
     cr_assert_eq(run_declared(&out, at_limit, "acme", "op-100", "{}", 1, &err), 0, "%s",
                  err.message);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
-    cr_assert_eq(out.receipt_len, 100);
+    /* The limit applies to the record's text; the receipt goes out without its two blanks. */
+    cr_assert_eq(out.receipt_len, 98);
     cr_assert_eq(run_declared(&out, over, "acme", "op-101", "{}", 1, &err), IDEM_EEFFECT);
     cr_assert_str_eq(err.message, "declared effect: receipt: 101 bytes exceed the limit of 100 "
                                   "(max_response_bytes)");
@@ -375,8 +409,7 @@ Test(store_declared, sql_referring_beyond_its_parameters_is_refused)
                  0, "%s", err.message);
     cr_assert_eq(run_declared(&out, d, "acme", "op-q", "{\"a\":\"x\"}", 1, &err), 0, "%s",
                  err.message);
-    cr_assert_str_eq(out.receipt, "{\"a\" : \"x\", \"b\" : \"$2\", \"c\" : \" $3 \", "
-                                  "\"d\" : \" $4 \"}");
+    cr_assert_str_eq(out.receipt, "{\"a\":\"x\",\"b\":\"$2\",\"c\":\" $3 \",\"d\":\" $4 \"}");
     idem_declared_free(d);
     idem_outcome_clear(&out);
 }
@@ -454,7 +487,7 @@ Test(store_declared, a_new_declaration_never_runs_a_freed_ones_statement)
 
         snprintf(sql, sizeof(sql), "SELECT json_build_object('run', %d)", i);
         snprintf(op, sizeof(op), "op-run-%d", i);
-        snprintf(receipt, sizeof(receipt), "{\"run\" : %d}", i);
+        snprintf(receipt, sizeof(receipt), "{\"run\":%d}", i);
         cr_assert_eq(idem_declared_new(&d, sql, NULL, 0, &err), 0, "%s", err.message);
         cr_assert_eq(run_declared(&out, d, "acme", op, "{}", 1, &err), 0, "%s", err.message);
         cr_assert_str_eq(out.receipt, receipt, "declaration %d", i);

@@ -9,6 +9,7 @@
 
 #include "idem/idem.h"
 #include "jcs.h"
+#include "store_internal.h"
 
 /* Whole file under tests/data (IDEM_TEST_DATA); fails the test when unreadable. */
 static char *read_data(const char *relative, size_t *len)
@@ -411,4 +412,119 @@ Test(jcs_values, failed_canonicalize_leaves_out_untouched)
     cr_assert_eq(idem_jcs_canonicalize(&out, &len, "[1,]", 4, NULL, NULL), IDEM_EINVAL);
     cr_assert_str_eq(out, "untouched");
     cr_assert_eq(len, 42);
+}
+
+/* ---- JSON text with its numbers kept as written (a declared effect's receipt) ---- */
+
+/* idem__jcs_write_text() of text; *rc its code. Caller frees the result. */
+static char *canon_text(const char *text, int *rc)
+{
+    idem__buf buf = {NULL, 0, 0};
+    idem_error err = IDEM_ERROR_INIT;
+
+    *rc = idem__jcs_write_text(&buf, text, strlen(text), &err);
+    if (*rc != 0)
+        idem__buf_free(&buf);
+    return buf.data;
+}
+
+static void assert_canon_text(const char *text, const char *expected)
+{
+    int rc;
+    char *got = canon_text(text, &rc);
+
+    cr_assert_eq(rc, 0, "canonical text of %s: %d", text, rc);
+    cr_assert_str_eq(got, expected, "canonical text of %s", text);
+    free(got);
+}
+
+Test(jcs_text, the_vectors_without_numbers_to_reformat_are_byte_exact)
+{
+    static const char *const names[] = {"arrays", "french", "unicode", "weird"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[256];
+        size_t in_len, want_len;
+        char *input, *want, *got;
+        int rc;
+
+        snprintf(path, sizeof(path), "jcs/input/%s.json", names[i]);
+        input = read_data(path, &in_len);
+        snprintf(path, sizeof(path), "jcs/output/%s.json", names[i]);
+        want = read_data(path, &want_len);
+        got = canon_text(input, &rc);
+        cr_assert_eq(rc, 0, "%s", names[i]);
+        cr_assert_eq(strlen(got), want_len, "%s: got %s\nexpected %s", names[i], got, want);
+        cr_assert_eq(memcmp(got, want, want_len), 0, "%s: got %s", names[i], got);
+        free(got);
+        free(input);
+        free(want);
+    }
+}
+
+Test(jcs_text, postgresql_spacing_goes_and_members_are_sorted)
+{
+    assert_canon_text("{\"ticket_id\" : 2}", "{\"ticket_id\":2}");
+    assert_canon_text(" {\"b\" : [1, {\"d\" : null, \"c\" : true}], \"a\" : \"x\"}\n",
+                      "{\"a\":\"x\",\"b\":[1,{\"c\":true,\"d\":null}]}");
+    assert_canon_text("[ ]", "[]");
+    assert_canon_text("{ }", "{}");
+    /* By UTF-16 code units: U+1F600 (D83D DE00) before U+FF61. */
+    assert_canon_text("{\"\\uff61\":1,\"\\ud83d\\ude00\":2}", "{\"😀\":2,\"｡\":1}");
+}
+
+Test(jcs_text, numbers_keep_their_digits_as_written)
+{
+    assert_canon_text("{\"n\" : 1.50, \"m\" : 1E+400, \"k\" : -0, \"j\" : 0.000001e-3}",
+                      "{\"j\":0.000001e-3,\"k\":-0,\"m\":1E+400,\"n\":1.50}");
+    assert_canon_text("[123456789012345678901234567890.0100]",
+                      "[123456789012345678901234567890.0100]");
+}
+
+Test(jcs_text, strings_are_escaped_as_rfc_8785_says)
+{
+    assert_canon_text("\"\\u00e9\\/\\u001f\\t\\\"\\\\\"", "\"é/\\u001f\\t\\\"\\\\\"");
+}
+
+Test(jcs_text, members_of_the_same_name_keep_their_order)
+{
+    assert_canon_text("{\"b\" : 2, \"a\" : 1, \"b\" : 1}", "{\"a\":1,\"b\":2,\"b\":1}");
+}
+
+Test(jcs_text, what_is_not_one_json_value_is_refused)
+{
+    static const char *const bad[] = {
+        "",        "{",           "{\"a\" 1}", "[1,]",  "01x",      "1.", "1e",    "\"\\ud800\"",
+        "\"\\x\"", "{\"a\":1} 2", "tru",       "\"abc", "\"a\tb\"", "-",  "[1 2]", "\"\xff\"",
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int rc;
+        char *got = canon_text(bad[i], &rc);
+
+        cr_assert_eq(rc, IDEM_EINVAL, "%s", bad[i]);
+        cr_assert_null(got);
+    }
+}
+
+/* The store's exit for a stored receipt: canonical when it is JSON, as stored when it is not
+ * (a record written by hand), the same bytes on every call. */
+Test(jcs_text, a_stored_receipt_goes_out_canonical_or_as_stored)
+{
+    static const char *const stored[][2] = {
+        {"{\"ticket_id\" : 2}", "{\"ticket_id\":2}"},
+        {"{\"status\":\"created\",\"task_id\":1}", "{\"status\":\"created\",\"task_id\":1}"},
+        {"not json {", "not json {"},
+        {"", ""},
+    };
+
+    for (size_t i = 0; i < sizeof(stored) / sizeof(stored[0]); i++) {
+        idem_outcome out = IDEM_OUTCOME_INIT;
+        idem_error err = IDEM_ERROR_INIT;
+
+        cr_assert_eq(idem__store_receipt_out(&out, stored[i][0], strlen(stored[i][0]), &err), 0);
+        cr_assert_str_eq(out.receipt, stored[i][1]);
+        cr_assert_eq(out.receipt_len, strlen(stored[i][1]));
+        idem_outcome_clear(&out);
+    }
 }
