@@ -29,6 +29,10 @@ done
 [ ! -e "$root/bin/idem-demo" ] || fail "idem-demo installed in bin (it belongs under libexec)"
 [ -x "$root/libexec/idem/idem-demo" ] || fail "idem-demo not installed in libexec/idem"
 [ -f "$root/share/idem/idem-roles.sql" ] || fail "share/idem/idem-roles.sql not installed"
+# The gateway, when built, with its example systemd unit.
+if [ -x "$root/bin/idem-gateway" ]; then
+    [ -f "$root/share/idem/idem-gateway.service" ] || fail "share/idem/idem-gateway.service not installed"
+fi
 sources=$(cd "$data/../../migrations" && pwd)
 for f in "$sources"/[0-9][0-9][0-9][0-9]_*.sql; do
     cmp -s "$f" "$root/share/idem/migrations/${f##*/}" ||
