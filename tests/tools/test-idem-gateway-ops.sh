@@ -16,15 +16,7 @@ here=$(dirname "$0")
 . "$here/gateway.sh"
 gateway_required "libmicrohttpd, libcurl"
 
-pids=()
-cleanup() {
-    local p
-    [ -n "${up:-}" ] && curl -s -m 5 -X POST "http://127.0.0.1:$up/_release" >/dev/null 2>&1
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$scratch"
-}
-trap cleanup EXIT
+trap gateway_cleanup EXIT
 
 tok=ops-token-Kq7secret tok2=ops-token-2-Zr9secret marker=BODYMARKERx81
 db=$(newdb main)
@@ -33,13 +25,8 @@ q "$db" "CREATE SCHEMA app; GRANT USAGE ON SCHEMA app TO PUBLIC;
                             text text NOT NULL, operation_id text NOT NULL);
     CREATE TABLE app.slots (id int PRIMARY KEY, n int NOT NULL); INSERT INTO app.slots VALUES (1, 0)"
 
-python3 "$here/upstream.py" "$scratch/up.port" </dev/null >/dev/null &
-pids+=($!)
-for _ in $(seq 1 300); do
-    [ -s "$scratch/up.port" ] && break
-    sleep 0.1
-done
-up=$(cat "$scratch/up.port") || { echo "FAIL: the upstream did not start" >&2; exit 1; }
+upstream plain
+up=$upstream_port
 curl -sS -X POST "http://127.0.0.1:$up/_script" \
     -d '{"path": "/v1/hang", "actions": ["hang"], "honour": true}' >/dev/null
 
