@@ -325,6 +325,7 @@ done:
     idem_store_free(store);
     idem_pool_free(pool);
     gw_config_free(cfg);
+    gw_metrics_free();
     return rc;
 }
 
