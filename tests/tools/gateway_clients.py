@@ -155,6 +155,10 @@ def hostile(port, token):
         ("a key with DEL", request(path, [auth, ctype, ("Idempotency-Key", "a\x7fb")], good), 400),
         ("a header without a colon", request(path, [auth, ctype, ("Idempotency-Key", "h7")], good)
          .replace(b"Host: x\r\n", b"Host: x\r\nno colon here\r\n"), 400),
+        ("a tool name of invalid UTF-8", request("/v1/tools/%FF%FEx%01", [auth, ctype,
+                                                  ("Idempotency-Key", "h9")], good), 404),
+        ("a method of control characters", request(path, [auth, ctype], good)
+         .replace(b"POST", b"P\x01ST", 1), 405),
         ("a request line that is not HTTP", b"HELLO THERE\r\n\r\n", 400),
         ("an HTTP version that is not 1.x", b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n", 505),
         # A TLS handshake to the plain port (its NUL bytes): closed without an answer.

@@ -74,8 +74,8 @@ static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, char
         return GW_RPC_INVALID_PARAMS;
     }
     c->tool = gw_config_tool(m->cfg, json_string_value(name), json_string_length(name));
-    if (c->tool == NULL && m->ctx != NULL)
-        m->ctx->tool = GW_METRICS_UNKNOWN_TOOL;
+    if (m->ctx != NULL) /* the metrics' label, whatever comes next */
+        m->ctx->tool = c->tool != NULL ? c->tool->name : GW_METRICS_UNKNOWN_TOOL;
     if (c->tool == NULL) {
         snprintf(why, size, "unknown tool: no tool is called \"%.64s\"; tools/list lists them",
                  json_string_value(name));
