@@ -157,6 +157,10 @@ def hostile(port, token):
          .replace(b"Host: x\r\n", b"Host: x\r\nno colon here\r\n"), 400),
         ("a tool name of invalid UTF-8", request("/v1/tools/%FF%FEx%01", [auth, ctype,
                                                   ("Idempotency-Key", "h9")], good), 404),
+        ("an MCP tool name cut inside a character",
+         request("/mcp", [auth, ctype], json.dumps(
+             {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+              "params": {"name": "a" * 63 + "\u00e9", "arguments": {}}}).encode()), 200),
         ("a method of control characters", request(path, [auth, ctype], good)
          .replace(b"POST", b"P\x01ST", 1), 405),
         ("a request line that is not HTTP", b"HELLO THERE\r\n\r\n", 400),

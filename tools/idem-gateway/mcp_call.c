@@ -77,8 +77,10 @@ static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, char
     if (m->ctx != NULL) /* the metrics' label, whatever comes next */
         m->ctx->tool = c->tool != NULL ? c->tool->name : GW_METRICS_UNKNOWN_TOOL;
     if (c->tool == NULL) {
-        snprintf(why, size, "unknown tool: no tool is called \"%.64s\"; tools/list lists them",
-                 json_string_value(name));
+        char shown[65];
+
+        snprintf(why, size, "unknown tool: no tool is called \"%s\"; tools/list lists them",
+                 gw_printable(shown, sizeof(shown), json_string_value(name)));
         return GW_RPC_INVALID_PARAMS;
     }
     if (json_object_get(c->meta, GW_MCP_META_OPERATION_ID) != NULL &&

@@ -60,24 +60,12 @@ static void refuse(gw_reply *r, unsigned int status, const char *type, const cha
         gw_internal_error(r);
 }
 
-/* The first @size - 1 bytes of the client's @text, each outside printable ASCII as '?': a
- * problem's detail is JSON, which takes only UTF-8, and a log reader no control bytes. */
-static const char *printable(char *out, size_t size, const char *text)
-{
-    size_t n = 0;
-
-    for (; text[n] != '\0' && n + 1 < size; n++)
-        out[n] = text[n] >= 0x20 && text[n] < 0x7f ? text[n] : '?';
-    out[n] = '\0';
-    return out;
-}
-
 static void method_not_allowed(gw_reply *r, const char *allow, const char *method)
 {
     char detail[128], shown[41];
 
     snprintf(detail, sizeof(detail), "%s is not allowed here; use %s",
-             printable(shown, sizeof(shown), method), allow);
+             gw_printable(shown, sizeof(shown), method), allow);
     gw_reply_header(r, "Allow", "%s", allow);
     refuse(r, 405, "method-not-allowed", "Method not allowed", detail);
 }
@@ -135,7 +123,7 @@ static void unknown_tool(gw_reply *r, const char *name)
     char detail[160], shown[65];
 
     snprintf(detail, sizeof(detail), "no tool is called \"%s\"; GET " TOOLS_PATH " lists them",
-             printable(shown, sizeof(shown), name));
+             gw_printable(shown, sizeof(shown), name));
     refuse(r, 404, "unknown-tool", "Unknown tool", detail);
 }
 
