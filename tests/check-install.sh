@@ -38,6 +38,10 @@ if [ -x "$root/bin/idem-gateway" ]; then
     [ -f "$root/share/man/man8/idem-gateway.8" ] || fail "share/man/man8/idem-gateway.8 not installed"
 fi
 [ -f "$root/share/idem/idem-alerts.yml" ] || fail "share/idem/idem-alerts.yml not installed"
+# The gateway, when built, with its example systemd unit.
+if [ -x "$root/bin/idem-gateway" ]; then
+    [ -f "$root/share/idem/idem-gateway.service" ] || fail "share/idem/idem-gateway.service not installed"
+fi
 sources=$(cd "$data/../../migrations" && pwd)
 for f in "$sources"/[0-9][0-9][0-9][0-9]_*.sql; do
     cmp -s "$f" "$root/share/idem/migrations/${f##*/}" ||

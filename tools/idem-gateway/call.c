@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "metrics.h"
 #include "schema.h"
 
 void gw_internal_error(gw_reply *r)
@@ -53,28 +54,47 @@ static int check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *too
     return -1;
 }
 
-void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
-                 const gw_tool *tool, const char *key, const char *body, size_t len)
+static void execute(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+                    const gw_tool *tool, const char *key, const char *body, size_t len,
+                    const char *trace_id)
 {
     idem_request req = IDEM_REQUEST_INIT;
+
+    if (check_arguments(run, cfg, tool, body, len) != 0)
+        return;
+    if (tool->http != NULL) {
+        gw_http_run(run, cfg, tenant, tool, key, body, len, trace_id);
+        return;
+    }
+    gw_request(&req, tenant, tool, key, body, len, trace_id);
+    idem_store_execute_declared(&run->out, store, &req, tool->effect, &run->err);
+}
+
+void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+                 const gw_tool *tool, const char *key, const char *body, size_t len,
+                 gw_call_ctx *ctx)
+{
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    const char *status;
 
     memset(run, 0, sizeof(*run));
     run->out = out;
     run->err = err;
-    if (check_arguments(run, cfg, tool, body, len) != 0)
-        return;
-    if (tool->http != NULL) {
-        gw_http_run(run, cfg, tenant, tool, key, body, len);
-        return;
+    gw_metrics_in_flight(1);
+    execute(run, cfg, store, tenant, tool, key, body, len, ctx != NULL ? ctx->trace_id : NULL);
+    gw_metrics_in_flight(-1);
+    status = idem_status_name(run->out.status);
+    gw_metrics_call(tool->name, status);
+    if (ctx != NULL) {
+        ctx->tool = tool->name;
+        ctx->status = status;
+        snprintf(ctx->key, sizeof(ctx->key), "%s", key);
     }
-    gw_request(&req, tenant, tool, key, body, len);
-    idem_store_execute_declared(&run->out, store, &req, tool->effect, &run->err);
 }
 
 void gw_request(idem_request *req, const gw_tenant *tenant, const gw_tool *tool, const char *key,
-                const char *body, size_t len)
+                const char *body, size_t len, const char *trace_id)
 {
     req->tenant = tenant->name;
     req->operation_id = key;
@@ -82,6 +102,7 @@ void gw_request(idem_request *req, const gw_tenant *tenant, const gw_tool *tool,
     req->payload_version = tool->payload_version;
     req->arguments = body;
     req->arguments_len = len;
+    req->trace_id = trace_id;
 }
 
 void gw_run_clear(gw_run *run)
@@ -158,12 +179,12 @@ static void failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, 
 }
 
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
-             const gw_tool *tool, const char *key, const char *body, size_t len)
+             const gw_tool *tool, const char *key, const char *body, size_t len, gw_call_ctx *ctx)
 {
     gw_run run;
 
     gw_reply_header(r, "Idem-Operation-Id", "%s", key);
-    gw_run_call(&run, cfg, store, tenant, tool, key, body, len);
+    gw_run_call(&run, cfg, store, tenant, tool, key, body, len, ctx);
     gw_reply_header(r, "Idem-Status", "%s", idem_status_name(run.out.status));
     if (run.out_of_memory)
         gw_internal_error(r);

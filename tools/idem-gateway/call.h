@@ -10,6 +10,14 @@
 #include "config.h"
 #include "reply.h"
 
+/* What a request gives a call and learns from it, for its log line and the metrics. */
+typedef struct gw_call_ctx {
+    const char *trace_id; /* the request ID, stored as the operation's trace ID; NULL: none */
+    const char *tool;     /* out: the tool's metrics label once the request names one */
+    const char *status;   /* out: idem's status word once a call ran */
+    char key[IDEM_OPERATION_ID_MAX + 1]; /* out: the operation ID ("" until one is taken) */
+} gw_call_ctx;
+
 /* One tool call's outcome, whatever the transport (HTTP here, MCP in mcp.h). */
 typedef struct gw_run {
     idem_outcome out;   /* status and receipt; cleared by gw_run_clear() */
@@ -22,28 +30,31 @@ typedef struct gw_run {
 /* Run a call of @tool as @tenant under operation ID @key with the arguments @body (@len
  * bytes of JSON text): parsed and validated against the tool's schema, then executed
  * through @store. @run is filled (what it held is ignored); its status says how it went;
- * free it with gw_run_clear(). Never fails itself. */
+ * free it with gw_run_clear(). @ctx (NULL: none) gives the trace ID and is told the tool,
+ * the key and the status. Counted in the metrics (metrics.h). Never fails itself. */
 void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
-                 const gw_tool *tool, const char *key, const char *body, size_t len);
+                 const gw_tool *tool, const char *key, const char *body, size_t len,
+                 gw_call_ctx *ctx);
 
 /* NULL is accepted. */
 void gw_run_clear(gw_run *run);
 
 /* @req (initialized by the caller) for a call of @tool as @tenant under operation ID @key
- * with the arguments @body (@len bytes); the strings are borrowed. */
+ * with the arguments @body (@len bytes) and @trace_id (NULL: none); the strings are
+ * borrowed. */
 void gw_request(idem_request *req, const gw_tenant *tenant, const gw_tool *tool, const char *key,
-                const char *body, size_t len);
+                const char *body, size_t len, const char *trace_id);
 
 /* gw_run_call(), answered over HTTP in @r: one answer per status. Never fails: a failure of
  * its own is a 500 problem. */
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
-             const gw_tool *tool, const char *key, const char *body, size_t len);
+             const gw_tool *tool, const char *key, const char *body, size_t len, gw_call_ctx *ctx);
 
 /* An http tool's call (http_call.c), its arguments valid against its schema: the upstream
  * call as an external effect, its outcome into @run (set up by gw_run_call()); a transient
  * answer retried until the tool's policy is spent ends unavailable. */
 void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                 const char *key, const char *body, size_t len);
+                 const char *key, const char *body, size_t len, const char *trace_id);
 
 /* A stored refusal of an http tool back into the upstream's status, Content-Type and bytes
  * (http_call.c), with Idem-Upstream-Status; 0, or -1 when the receipt is not one (a refusal

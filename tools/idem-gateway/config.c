@@ -19,11 +19,17 @@
 #define POOL_SIZE_MAX    1000
 #define BODY_MAX_BYTES   (64ULL << 20)
 #define CONNECTIONS_MAX  10000
+#define HEADER_MIN_BYTES 1024
+#define HEADER_MAX_BYTES (1ULL << 20)
 
-static const char *const top_members[] = {"http", "database", "tenants", "tools", "mcp", NULL};
-static const char *const http_members[] = {
-    "address",       "port", "max_body_bytes", "max_connections", "idle_timeout_s",
-    "retry_after_s", NULL};
+static const char *const top_members[] = {"http", "database", "tenants", "tools",
+                                          "mcp",  "log",      NULL};
+static const char *const http_members[] = {"address",           "port",
+                                           "max_body_bytes",    "max_connections",
+                                           "idle_timeout_s",    "max_header_bytes",
+                                           "request_timeout_s", "shutdown_grace_s",
+                                           "retry_after_s",     NULL};
+static const char *const log_members[] = {"format", NULL};
 static const char *const db_members[] = {"dsn",
                                          "pooler",
                                          "pool_size",
@@ -34,10 +40,32 @@ static const char *const db_members[] = {"dsn",
                                          "clock_skew_s",
                                          NULL};
 
+/* The limits on clients (README.md in this folder, "Limits"). */
+static int read_limits(cfg_reader *r, gw_config *cfg, const json_t *http)
+{
+    unsigned long long conns = cfg->max_connections, idle = cfg->idle_timeout_s;
+    unsigned long long header = cfg->max_header_bytes, request = cfg->request_timeout_s;
+    unsigned long long grace = cfg->shutdown_grace_s;
+    int rc;
+
+    if ((rc = cfg_uint(r, http, "max_connections", 1, CONNECTIONS_MAX, &conns)) != 0 ||
+        (rc = cfg_uint(r, http, "idle_timeout_s", 1, HTTP_WAIT_MAX_S, &idle)) != 0 ||
+        (rc = cfg_uint(r, http, "max_header_bytes", HEADER_MIN_BYTES, HEADER_MAX_BYTES, &header)) !=
+            0 ||
+        (rc = cfg_uint(r, http, "request_timeout_s", 1, HTTP_WAIT_MAX_S, &request)) != 0 ||
+        (rc = cfg_uint(r, http, "shutdown_grace_s", 0, HTTP_WAIT_MAX_S, &grace)) != 0)
+        return rc;
+    cfg->max_connections = (unsigned int)conns;
+    cfg->idle_timeout_s = (unsigned int)idle;
+    cfg->max_header_bytes = (size_t)header;
+    cfg->request_timeout_s = (unsigned int)request;
+    cfg->shutdown_grace_s = (unsigned int)grace;
+    return 0;
+}
+
 static int read_http(cfg_reader *r, gw_config *cfg, const json_t *http)
 {
     unsigned long long port = DEFAULT_PORT, body = cfg->max_body_bytes;
-    unsigned long long conns = cfg->max_connections, idle = cfg->idle_timeout_s;
     unsigned long long retry = cfg->retry_after_s;
     int rc;
 
@@ -47,15 +75,28 @@ static int read_http(cfg_reader *r, gw_config *cfg, const json_t *http)
         (rc = cfg_string(r, http, "address", 0, &cfg->address)) != 0 ||
         (rc = cfg_uint(r, http, "port", 0, PORT_MAX, &port)) != 0 ||
         (rc = cfg_uint(r, http, "max_body_bytes", 1, BODY_MAX_BYTES, &body)) != 0 ||
-        (rc = cfg_uint(r, http, "max_connections", 1, CONNECTIONS_MAX, &conns)) != 0 ||
-        (rc = cfg_uint(r, http, "idle_timeout_s", 1, HTTP_WAIT_MAX_S, &idle)) != 0 ||
+        (rc = read_limits(r, cfg, http)) != 0 ||
         (rc = cfg_uint(r, http, "retry_after_s", 1, HTTP_WAIT_MAX_S, &retry)) != 0)
         return rc;
     cfg->port = (unsigned int)port;
     cfg->max_body_bytes = (size_t)body;
-    cfg->max_connections = (unsigned int)conns;
-    cfg->idle_timeout_s = (unsigned int)idle;
     cfg->retry_after_s = (unsigned int)retry;
+    return 0;
+}
+
+static int read_log(cfg_reader *r, gw_config *cfg, const json_t *log)
+{
+    const char *format = NULL;
+    int rc;
+
+    if (log == NULL)
+        return 0;
+    if ((rc = cfg_object(r, log, log_members)) != 0 ||
+        (rc = cfg_string(r, log, "format", 0, &format)) != 0)
+        return rc;
+    if (format != NULL && strcmp(format, "json") != 0 && strcmp(format, "plain") != 0)
+        return cfg_refuse(r, "format", "must be \"plain\" or \"json\"");
+    cfg->log_json = format != NULL && strcmp(format, "json") == 0;
     return 0;
 }
 
@@ -113,6 +154,9 @@ static void set_defaults(gw_config *cfg)
     cfg->max_body_bytes = (size_t)1 << 20;
     cfg->max_connections = 256;
     cfg->idle_timeout_s = 60;
+    cfg->max_header_bytes = 16384;
+    cfg->request_timeout_s = 30;
+    cfg->shutdown_grace_s = 30;
     cfg->retry_after_s = 1;
     cfg->stdio_grace_s = 30;
     pool.application_name = "idem-gateway";
@@ -144,6 +188,11 @@ static int read_document(cfg_reader *r, gw_config *cfg)
     if ((rc = cfg_tenants(r, cfg, json_object_get(doc, "tenants"))) != 0)
         return rc;
     if ((rc = cfg_tools(r, cfg, json_object_get(doc, "tools"))) != 0)
+        return rc;
+    mark = gw_pointer_push(&r->at, "log");
+    rc = read_log(r, cfg, json_object_get(doc, "log"));
+    gw_pointer_pop(&r->at, mark);
+    if (rc != 0)
         return rc;
     return cfg_mcp(r, cfg, json_object_get(doc, "mcp"));
 }

@@ -51,7 +51,11 @@ typedef struct gw_config {
     size_t max_body_bytes;
     unsigned int max_connections;
     unsigned int idle_timeout_s;
+    size_t max_header_bytes;        /* the request line and headers */
+    unsigned int request_timeout_s; /* a request's body, and its answer, must pass in this */
+    unsigned int shutdown_grace_s;  /* SIGTERM: how long the calls under way may take */
     unsigned int retry_after_s;
+    int log_json; /* log.format: the request log as JSON lines (else plain) */
     const char *dsn;
     idem_pool_options pool;
     idem_store_options store;     /* its tools point at @windows */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "call.h"
+#include "metrics.h"
 #include "upstream.h"
 
 /* Reports that could not be made (the database unavailable) are made again this often,
@@ -169,6 +170,9 @@ static int attempt(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
         goto done;
     }
     gw_upstream_send(res, tool->http, up, idem_external_attempt_downstream_key(a));
+    gw_metrics_upstream(tool->name, res->status != 0 ? "sent"
+                                    : res->timed_out ? "timeout"
+                                                     : "error");
     if (res->cls != GW_CLASS_SUCCESS)
         log_attempt(tool, tenant, req->operation_id, idem_external_attempt_number(a), res);
     rc = report(&out, a, tool->http, res, &err);
@@ -206,7 +210,7 @@ static void dispatch(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
 }
 
 void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                 const char *key, const char *body, size_t len)
+                 const char *key, const char *body, size_t len, const char *trace_id)
 {
     idem_request req = IDEM_REQUEST_INIT;
     idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
@@ -229,7 +233,9 @@ void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, con
         return;
     }
     json_decref(args);
-    gw_request(&req, tenant, tool, key, body, len);
+    gw_request(&req, tenant, tool, key, body, len, trace_id);
     dispatch(run, tenant, tool, &req, &up);
     gw_upstream_request_clear(&up);
+    if (run->out.status == IDEM_STATUS_OUTCOME_UNKNOWN)
+        gw_metrics_upstream(tool->name, "unknown");
 }

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <idem/idem.h>
@@ -13,7 +15,9 @@
 #include "../cli.h"
 #include "auth.h"
 #include "config.h"
+#include "live.h"
 #include "mcp_stdio.h"
+#include "metrics.h"
 #include "server.h"
 #include "upstream.h"
 
@@ -21,7 +25,7 @@
 #define TOKEN_MAX 4096
 
 static const char usage_text[] =
-    "usage: idem-gateway --config FILE\n"
+    "usage: idem-gateway --config FILE [--log-format plain|json]\n"
     "       idem-gateway --stdio --config FILE\n"
     "       idem-gateway --check-config FILE\n"
     "       idem-gateway hash-token < TOKEN\n"
@@ -33,7 +37,9 @@ static const char usage_text[] =
     "first answer's bytes (Idempotent-Replayed: true); GET /v1/tools lists the tools.\n"
     "The same tools are served over the Model Context Protocol: Streamable HTTP at\n"
     "POST /mcp, or on standard input and output with --stdio.\n"
-    "Stops on SIGTERM or SIGINT, after the calls under way. Its manual is\n"
+    "GET /healthz, /readyz and /metrics serve operators. SIGHUP reloads the tools,\n"
+    "tenants and tokens; SIGTERM or SIGINT stops after the calls under way (within\n"
+    "http.shutdown_grace_s). Its manual is\n"
     "tools/idem-gateway/README.md.\n"
     "\n"
     "Commands and options:\n"
@@ -41,6 +47,8 @@ static const char usage_text[] =
     "  --stdio               serve FILE's tools over MCP on standard input and output\n"
     "                        (the tenant is mcp.stdio_tenant; logs on standard error);\n"
     "                        stops at the end of input once the calls under way end\n"
+    "  --log-format FORMAT   the request log: plain (one line of name=value) or json\n"
+    "                        (one object a line); default: the file's log.format\n"
     "  --check-config FILE   check FILE (schemas, SQL declarations, http tools and the\n"
     "                        environment variables of their secrets, token digests,\n"
     "                        windows, names) without serving or connecting; prints\n"
@@ -51,8 +59,8 @@ static const char usage_text[] =
     "  -V, --version         print the version\n"
     "\n"
     "Exit status:\n"
-    "   0  done; the server stopped on SIGTERM or SIGINT (--stdio: at the end of input,\n"
-    "      every call finished)\n"
+    "   0  done; the server stopped on SIGTERM or SIGINT, every call answered (--stdio:\n"
+    "      at the end of input, every call finished)\n"
     "  64  usage error\n"
     "  65  the configuration is not valid (the message names the place as a JSON\n"
     "      Pointer into the file), or hash-token's input is not a bearer token\n"
@@ -61,8 +69,9 @@ static const char usage_text[] =
     "  71  the server could not start: the address cannot be listened on, libcurl\n"
     "      cannot be set up, out of memory\n"
     "  74  hash-token: standard input cannot be read\n"
-    "  75  --stdio: calls were still running at the end of the grace period\n"
-    "      (mcp.stdio_grace_s); their callers retry with the same key\n"
+    "  75  calls were still running at the end of the grace period\n"
+    "      (http.shutdown_grace_s; --stdio: mcp.stdio_grace_s): their callers retry with\n"
+    "      the same key; or the database was unavailable at start\n"
     "  78  the pool or the store refused the configuration's dsn or settings\n";
 
 #define usage_error(...) cli_usage_error(PROG, __VA_ARGS__)
@@ -135,12 +144,6 @@ static int open_upstreams(gw_config *cfg, idem_store *store)
     return 0;
 }
 
-static void close_upstreams(gw_config *cfg)
-{
-    for (size_t i = 0; cfg != NULL && i < cfg->ntools; i++)
-        gw_upstream_close(cfg->tools[i].http);
-}
-
 /* What a failure to create the pool or the store means: the configuration's settings
  * refused, out of memory, or else as for every tool. */
 static int store_exit(const idem_error *err)
@@ -167,47 +170,126 @@ static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
     return open_upstreams(cfg, *store);
 }
 
-/* Serve until SIGTERM or SIGINT. The signals are blocked in every thread (the server's
- * inherit the mask) and taken here by sigwait(). */
-static int serve(const char *path)
+/* Raise the soft limit on open files to the hard one: a connection is a descriptor. Says
+ * so when max_connections, the pool and a margin do not fit. */
+static void raise_nofile(const gw_config *cfg)
 {
-    gw_config *cfg = NULL;
-    idem_pool *pool = NULL;
-    idem_store *store = NULL;
+    struct rlimit rl;
+    rlim_t need = (rlim_t)cfg->max_connections + cfg->pool.max_size + 64;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        cli_say(PROG,
+                "warning: open files are limited to %llu, fewer than http.max_connections, "
+                "the pool and a margin need (%llu): raise LimitNOFILE (ulimit -n)",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)need);
+}
+
+static double epoch_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* SIGHUP: the file again; the old configuration stays when it is refused. */
+static void reload(gw_live *live)
+{
+    char why[1200];
+
+    if (gw_live_reload(live, why, sizeof(why)) != 0) {
+        cli_say(PROG, "SIGHUP: reload refused, the configuration in use stays: %s", why);
+        gw_metrics_reload(0, epoch_s());
+        return;
+    }
+    gw_metrics_reload(1, epoch_s());
+    if (why[0] != '\0')
+        cli_say(PROG,
+                "SIGHUP: reloaded tools, tenants and tokens; changed but in effect only after "
+                "a restart: %s",
+                why);
+    else
+        cli_say(PROG, "SIGHUP: reloaded tools, tenants and tokens");
+}
+
+/* The first line: where, how much. */
+static void say_listening(const gw_server *server, gw_live *live)
+{
+    gw_gen *gen = gw_live_acquire(live);
+    const gw_config *cfg = gen->cfg;
+    const char *address = live->boot.address;
+
+    cli_say(PROG, "listening on http://%s%s%s:%u/v1/tools (%zu tool%s, %zu tenant%s)",
+            strchr(address, ':') ? "[" : "", address, strchr(address, ':') ? "]" : "", server->port,
+            cfg->ntools, cfg->ntools == 1 ? "" : "s", cfg->ntenants, cfg->ntenants == 1 ? "" : "s");
+    gw_gen_release(gen);
+}
+
+/* SIGTERM or SIGINT: stop accepting, give the requests under way the grace period, stop.
+ * 0, or 1 having exited already when some outlast it. */
+static int shut_down(gw_server *server, gw_live *live, int sig)
+{
+    gw_gen *gen = gw_live_acquire(live);
+    unsigned int grace = gen->cfg->shutdown_grace_s, left;
+
+    gw_gen_release(gen);
+    cli_say(PROG, "%s: stopping after the calls under way (at most %u s)",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", grace);
+    if ((left = gw_server_drain(server, grace)) > 0) {
+        cli_say(PROG,
+                "%u request%s still under way after http.shutdown_grace_s (%u s): exiting "
+                "without them; each call commits or rolls back whole",
+                left, left == 1 ? "" : "s", grace);
+        fflush(stderr);
+        _exit(EXIT_TEMPFAIL); /* calls still use the store: nothing may be freed under them */
+    }
+    gw_server_stop(server);
+    cli_say(PROG, "stopped");
+    return EXIT_OK;
+}
+
+/* Serve until SIGTERM or SIGINT; SIGHUP reloads. The signals are blocked in every thread
+ * (the server's inherit the mask) and taken here by sigwait(). */
+static int serve(const char *path, int log_format)
+{
+    gw_live live;
     gw_server server = {0};
-    sigset_t stop;
+    sigset_t signals;
     char why[1200];
     int rc, sig = 0;
 
-    if ((rc = gw_config_load(&cfg, path, why, sizeof(why))) != 0) {
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    gw_metrics_started();
+    if ((rc = gw_live_open(&live, path, log_line, why, sizeof(why))) != 0) {
         cli_say(PROG, "%s", why);
         return rc;
     }
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    if ((rc = open_store(&pool, &store, cfg)) != 0)
-        goto done;
-    if (gw_server_start(&server, cfg, store, why, sizeof(why)) != 0) {
+    gw_metrics_config_loaded(epoch_s());
+    raise_nofile(&live.boot);
+    if (gw_server_start(&server, &live, log_format, why, sizeof(why)) != 0) {
         cli_say(PROG, "%s", why);
         rc = EXIT_OSERR;
         goto done;
     }
-    cli_say(PROG, "listening on http://%s%s%s:%u/v1/tools (%zu tool%s, %zu tenant%s)",
-            strchr(cfg->address, ':') ? "[" : "", cfg->address,
-            strchr(cfg->address, ':') ? "]" : "", server.port, cfg->ntools,
-            cfg->ntools == 1 ? "" : "s", cfg->ntenants, cfg->ntenants == 1 ? "" : "s");
-    sigwait(&stop, &sig);
-    cli_say(PROG, "%s: stopping after the calls under way", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    gw_server_stop(&server);
-    cli_say(PROG, "stopped");
+    say_listening(&server, &live);
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP)
+        reload(&live);
+    rc = shut_down(&server, &live, sig);
 done:
-    close_upstreams(cfg);
-    idem_store_free(store);
-    idem_pool_free(pool);
-    gw_config_free(cfg);
+    gw_live_close(&live);
+    gw_metrics_free();
     return rc;
 }
 
@@ -247,18 +329,23 @@ done:
     idem_store_free(store);
     idem_pool_free(pool);
     gw_config_free(cfg);
+    gw_metrics_free();
     return rc;
 }
 
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"config", required_argument, NULL, 'c'}, {"check-config", required_argument, NULL, 'k'},
-        {"stdio", no_argument, NULL, 's'},        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", required_argument, NULL, 'k'},
+        {"stdio", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"log-format", required_argument, NULL, 'l'},
+        {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *check = NULL;
-    int opt, stdio_mode = 0;
+    int opt, stdio_mode = 0, log_format = -1;
 
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "+hV", longs, NULL)) != -1) {
@@ -276,6 +363,10 @@ int main(int argc, char **argv)
             check = optarg;
         else if (opt == 's')
             stdio_mode = 1;
+        else if (opt == 'l' && (strcmp(optarg, "plain") == 0 || strcmp(optarg, "json") == 0))
+            log_format = strcmp(optarg, "json") == 0;
+        else if (opt == 'l')
+            return usage_error("--log-format takes plain or json, not '%s'", optarg);
         else
             return usage_error("unknown option or missing argument: %s", argv[optind - 1]);
     }
@@ -290,5 +381,5 @@ int main(int argc, char **argv)
         return usage_error("--stdio serves a configuration: give --config FILE");
     if (stdio_mode)
         return serve_stdio(config);
-    return check != NULL ? check_config(check) : serve(config);
+    return check != NULL ? check_config(check) : serve(config, log_format);
 }

@@ -28,9 +28,12 @@
 #define GW_MCP_META_OPERATION_ID "idem/operation_id"
 #define GW_MCP_META_ALLOCATE     "idem/allocate_operation_id"
 
+struct gw_call_ctx; /* call.h */
+
 typedef struct gw_mcp {
-    const gw_config *cfg; /* borrowed; outlives it */
-    idem_store *store;    /* borrowed; outlives it */
+    const gw_config *cfg;    /* borrowed; outlives it */
+    idem_store *store;       /* borrowed; outlives it */
+    struct gw_call_ctx *ctx; /* over HTTP, the one request's (call.h); NULL on stdio */
 } gw_mcp;
 
 /* Answer one message, @len bytes of JSON text, from a client acting for @tenant. @out:

@@ -6,6 +6,7 @@
 
 #include "call.h"
 #include "mcp.h"
+#include "metrics.h"
 
 static json_t *tool_entry(const gw_tool *t)
 {
@@ -73,9 +74,13 @@ static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, char
         return GW_RPC_INVALID_PARAMS;
     }
     c->tool = gw_config_tool(m->cfg, json_string_value(name), json_string_length(name));
+    if (m->ctx != NULL) /* the metrics' label, whatever comes next */
+        m->ctx->tool = c->tool != NULL ? c->tool->name : GW_METRICS_UNKNOWN_TOOL;
     if (c->tool == NULL) {
-        snprintf(why, size, "unknown tool: no tool is called \"%.64s\"; tools/list lists them",
-                 json_string_value(name));
+        char shown[65];
+
+        snprintf(why, size, "unknown tool: no tool is called \"%s\"; tools/list lists them",
+                 gw_printable(shown, sizeof(shown), json_string_value(name)));
         return GW_RPC_INVALID_PARAMS;
     }
     if (json_object_get(c->meta, GW_MCP_META_OPERATION_ID) != NULL &&
@@ -145,7 +150,7 @@ static json_t *run(const gw_mcp *m, const gw_tenant *tenant, const call_parts *c
 
     if (text == NULL)
         return NULL;
-    gw_run_call(&r, m->cfg, m->store, tenant, c->tool, key, text, strlen(text));
+    gw_run_call(&r, m->cfg, m->store, tenant, c->tool, key, text, strlen(text), m->ctx);
     result = gw_mcp_result(&r, m->cfg, tenant, key);
     gw_run_clear(&r);
     free(text);

@@ -229,8 +229,15 @@ static unsigned int drain(stdio_server *s, unsigned int grace_s)
 
 int gw_mcp_stdio_serve(const gw_config *cfg, idem_store *store, FILE *in, FILE *out)
 {
-    stdio_server s = {
-        {cfg, store}, cfg, out, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, 0, 0};
+    stdio_server s = {{cfg, store, NULL},
+                      cfg,
+                      out,
+                      PTHREAD_MUTEX_INITIALIZER,
+                      PTHREAD_COND_INITIALIZER,
+                      0,
+                      NULL,
+                      0,
+                      0};
     char *text = NULL;
     size_t len = 0;
     unsigned int left;

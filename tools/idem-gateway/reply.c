@@ -62,3 +62,13 @@ void gw_reply_clear(gw_reply *r)
     free(r->body);
     memset(r, 0, sizeof(*r));
 }
+
+const char *gw_printable(char *out, size_t size, const char *text)
+{
+    size_t n = 0;
+
+    for (; text[n] != '\0' && n + 1 < size; n++)
+        out[n] = text[n] >= 0x20 && text[n] < 0x7f ? text[n] : '?';
+    out[n] = '\0';
+    return out;
+}

@@ -42,4 +42,10 @@ int gw_problem(gw_reply *r, unsigned int status, const char *type, const char *t
 /* Free the body and reset. */
 void gw_reply_clear(gw_reply *r);
 
+/* The first @size - 1 bytes of a client's @text into @out, each byte outside printable
+ * ASCII as '?': a problem or an error is JSON, which takes only UTF-8 (and a name cut
+ * short may end inside a character), and a log reader wants no control bytes. Returns
+ * @out. */
+const char *gw_printable(char *out, size_t size, const char *text);
+
 #endif

@@ -8,11 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "call.h"
 #include "key.h"
 #include "mcp_http.h"
+#include "metrics.h"
+#include "ops.h"
+#include "reqlog.h"
 #include "server.h"
 
 #define TOOLS_PATH "/v1/tools"
@@ -20,6 +25,12 @@
 /* One request, from its headers to its answer. */
 typedef struct request {
     gw_reply reply; /* decided before the body: reply.status != 0 */
+    gw_gen *gen;    /* the configuration it runs with: a reference, dropped at its end */
+    gw_conn *conn;  /* its connection's record (guard.h); NULL: not watched */
+    double started; /* seconds, CLOCK_MONOTONIC */
+    const char *route;
+    char id[GW_REQUEST_ID_MAX + 1];
+    gw_call_ctx ctx; /* the request ID in, the tool, key and status out */
     const gw_tenant *tenant;
     const gw_tool *tool;
     char key[IDEM_OPERATION_ID_MAX + 1];
@@ -51,9 +62,10 @@ static void refuse(gw_reply *r, unsigned int status, const char *type, const cha
 
 static void method_not_allowed(gw_reply *r, const char *allow, const char *method)
 {
-    char detail[128];
+    char detail[128], shown[41];
 
-    snprintf(detail, sizeof(detail), "%.40s is not allowed here; use %s", method, allow);
+    snprintf(detail, sizeof(detail), "%s is not allowed here; use %s",
+             gw_printable(shown, sizeof(shown), method), allow);
     gw_reply_header(r, "Allow", "%s", allow);
     refuse(r, 405, "method-not-allowed", "Method not allowed", detail);
 }
@@ -108,10 +120,10 @@ static void mcp_too_large(gw_reply *r, size_t max)
 
 static void unknown_tool(gw_reply *r, const char *name)
 {
-    char detail[160];
+    char detail[160], shown[65];
 
-    snprintf(detail, sizeof(detail), "no tool is called \"%.64s\"; GET " TOOLS_PATH " lists them",
-             name);
+    snprintf(detail, sizeof(detail), "no tool is called \"%s\"; GET " TOOLS_PATH " lists them",
+             gw_printable(shown, sizeof(shown), name));
     refuse(r, 404, "unknown-tool", "Unknown tool", detail);
 }
 
@@ -146,7 +158,7 @@ static void bad_key(gw_reply *r, const char *key, const char *why)
 }
 
 /* POST /v1/tools/{tool}: every check before the body, in order. */
-static void route_call(gw_server *s, struct MHD_Connection *c, request *q, const char *name,
+static void route_call(const gw_config *cfg, struct MHD_Connection *c, request *q, const char *name,
                        const char *method)
 {
     const char *key = header(c, "Idempotency-Key");
@@ -154,28 +166,29 @@ static void route_call(gw_server *s, struct MHD_Connection *c, request *q, const
 
     if (strcmp(method, "POST") != 0)
         method_not_allowed(&q->reply, "POST", method);
-    else if ((q->tenant = gw_auth_tenant(s->cfg, header(c, "Authorization"))) == NULL)
+    else if ((q->tenant = gw_auth_tenant(cfg, header(c, "Authorization"))) == NULL)
         unauthorized(&q->reply);
-    else if ((q->tool = gw_config_tool(s->cfg, name, strlen(name))) == NULL)
+    else if ((q->tool = gw_config_tool(cfg, name, strlen(name))) == NULL)
         unknown_tool(&q->reply, name);
     else if (!is_json(header(c, "Content-Type")))
         refuse(&q->reply, 415, "unsupported-media-type", "Unsupported media type",
                "the arguments are sent as Content-Type: application/json");
-    else if (declared_too_large(c, s->cfg->max_body_bytes))
-        too_large(&q->reply, s->cfg->max_body_bytes);
+    else if (declared_too_large(c, cfg->max_body_bytes))
+        too_large(&q->reply, cfg->max_body_bytes);
     else if (parse_key(q->key, c, key, why, sizeof(why)) != 0)
         bad_key(&q->reply, key, why);
 }
 
 /* POST /mcp: the origin, the method, the token, the protocol revision, the media type
  * and the size, in this order. */
-static void route_mcp(gw_server *s, struct MHD_Connection *c, request *q, const char *method)
+static void route_mcp(const gw_config *cfg, struct MHD_Connection *c, request *q,
+                      const char *method)
 {
     const char *version = header(c, "MCP-Protocol-Version");
     gw_reply *r = &q->reply;
 
     q->mcp = 1;
-    if (!gw_mcp_http_origin_allowed(s->cfg, header(c, "Origin")))
+    if (!gw_mcp_http_origin_allowed(cfg, header(c, "Origin")))
         gw_mcp_http_refuse(r, 403, GW_RPC_INVALID_REQUEST,
                            "Origin not allowed: list it in mcp.allowed_origins");
     else if (strcmp(method, "POST") != 0) {
@@ -183,7 +196,7 @@ static void route_mcp(gw_server *s, struct MHD_Connection *c, request *q, const 
         gw_mcp_http_refuse(r, 405, GW_RPC_INVALID_REQUEST,
                            "the gateway's MCP endpoint is stateless: POST one message; it "
                            "offers no stream (GET) and no session (DELETE)");
-    } else if ((q->tenant = gw_auth_tenant(s->cfg, header(c, "Authorization"))) == NULL)
+    } else if ((q->tenant = gw_auth_tenant(cfg, header(c, "Authorization"))) == NULL)
         unauthorized(r);
     else if (version != NULL && !gw_mcp_version_supported(version))
         gw_mcp_http_refuse(
@@ -193,33 +206,77 @@ static void route_mcp(gw_server *s, struct MHD_Connection *c, request *q, const 
     else if (!is_json(header(c, "Content-Type")))
         gw_mcp_http_refuse(r, 415, GW_RPC_INVALID_REQUEST,
                            "send the message as Content-Type: application/json");
-    else if (declared_too_large(c, s->cfg->max_body_bytes))
-        mcp_too_large(r, s->cfg->max_body_bytes);
+    else if (declared_too_large(c, cfg->max_body_bytes))
+        mcp_too_large(r, cfg->max_body_bytes);
+}
+
+/* GET /healthz, /readyz, /metrics: 1 when @url is one of them (answered), else 0. */
+static int route_ops(gw_server *s, request *q, const char *url, const char *method)
+{
+    const char *const paths[] = {GW_HEALTHZ_PATH, GW_READYZ_PATH, GW_METRICS_PATH};
+    size_t i = 0;
+
+    while (i < 3 && strcmp(url, paths[i]) != 0)
+        i++;
+    if (i == 3)
+        return 0;
+    q->route = paths[i] + 1;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        method_not_allowed(&q->reply, "GET", method);
+    else if (i == 0)
+        gw_ops_healthz(&q->reply);
+    else if (i == 1 && atomic_load(&s->stopping))
+        refuse(&q->reply, 503, "unavailable", "Stopping", "the gateway is stopping");
+    else if (i == 1)
+        gw_ops_readyz(&q->reply, s->live->pool);
+    else
+        gw_ops_metrics(&q->reply, s->live->pool, s->live->boot.pool.max_size);
+    return 1;
+}
+
+/* A tool's path: its metrics label (the name when configured), then the checks. */
+static void route_tool(const gw_config *cfg, struct MHD_Connection *c, request *q, const char *name,
+                       const char *method)
+{
+    const gw_tool *t = gw_config_tool(cfg, name, strlen(name));
+
+    q->route = "call";
+    q->ctx.tool = t != NULL ? t->name : GW_METRICS_UNKNOWN_TOOL;
+    route_call(cfg, c, q, name, method);
 }
 
 static void route(gw_server *s, struct MHD_Connection *c, request *q, const char *url,
                   const char *method)
 {
-    if (strcmp(url, GW_MCP_PATH) == 0)
-        route_mcp(s, c, q, method);
-    else if (strcmp(url, TOOLS_PATH) == 0 && strcmp(method, "GET") != 0)
-        method_not_allowed(&q->reply, "GET", method);
-    else if (strcmp(url, TOOLS_PATH) == 0 &&
-             gw_auth_tenant(s->cfg, header(c, "Authorization")) == NULL)
-        unauthorized(&q->reply);
-    else if (strcmp(url, TOOLS_PATH) == 0)
-        gw_list_tools(&q->reply, s->cfg);
-    else if (strncmp(url, TOOLS_PATH "/", sizeof(TOOLS_PATH)) == 0 &&
-             strchr(url + sizeof(TOOLS_PATH), '/') == NULL)
-        route_call(s, c, q, url + sizeof(TOOLS_PATH), method);
+    const gw_config *cfg = q->gen->cfg;
+
+    q->route = "other";
+    if (route_ops(s, q, url, method))
+        return;
+    if (strcmp(url, GW_MCP_PATH) == 0) {
+        q->route = "mcp";
+        route_mcp(cfg, c, q, method);
+    } else if (strcmp(url, TOOLS_PATH) == 0) {
+        q->route = "list";
+        if (strcmp(method, "GET") != 0)
+            method_not_allowed(&q->reply, "GET", method);
+        else if (gw_auth_tenant(cfg, header(c, "Authorization")) == NULL)
+            unauthorized(&q->reply);
+        else
+            gw_list_tools(&q->reply, cfg);
+    } else if (strncmp(url, TOOLS_PATH "/", sizeof(TOOLS_PATH)) == 0 &&
+               strchr(url + sizeof(TOOLS_PATH), '/') == NULL)
+        route_tool(cfg, c, q, url + sizeof(TOOLS_PATH), method);
     else
         refuse(&q->reply, 404, "not-found", "Not found",
                "the gateway serves GET " TOOLS_PATH ", POST " TOOLS_PATH
-               "/{tool} and POST " GW_MCP_PATH);
+               "/{tool}, POST " GW_MCP_PATH ", and GET " GW_HEALTHZ_PATH ", " GW_READYZ_PATH
+               " and " GW_METRICS_PATH);
 }
 
-static enum MHD_Result send_reply(struct MHD_Connection *c, const gw_reply *r)
+static enum MHD_Result send_reply(gw_server *s, struct MHD_Connection *c, const request *q)
 {
+    const gw_reply *r = &q->reply;
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_COPY);
     enum MHD_Result rc;
@@ -230,6 +287,9 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, const gw_reply *r)
         MHD_add_response_header(resp, "Content-Type", r->content_type);
     for (size_t i = 0; i < r->nheaders; i++)
         MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
+    MHD_add_response_header(resp, "X-Request-Id", q->id);
+    if (atomic_load(&s->stopping))
+        MHD_add_response_header(resp, "Connection", "close");
     rc = MHD_queue_response(c, r->status, resp);
     MHD_destroy_response(resp);
     return rc;
@@ -261,6 +321,57 @@ static void append(request *q, const char *data, size_t n, size_t max)
     q->len += n;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static gw_conn *connection_record(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return info != NULL ? info->socket_context : NULL;
+}
+
+/* A request's headers are in: its generation, its ID, its route and the checks. */
+static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, const char *method)
+{
+    request *q = calloc(1, sizeof(*q));
+
+    if (q == NULL)
+        return NULL;
+    q->started = now_s();
+    q->gen = gw_live_acquire(s->live);
+    q->conn = connection_record(c);
+    gw_guard_phase(&s->guard, q->conn, GW_BODY);
+    gw_request_id(q->id, header(c, "X-Request-Id"));
+    q->ctx.trace_id = q->id;
+    q->ctx.tool = GW_METRICS_NO_TOOL;
+    route(s, c, q, url, method);
+    return q;
+}
+
+/* The body is in: the answer. */
+static void finish(request *q)
+{
+    const gw_config *cfg = q->gen->cfg;
+    gw_mcp mcp = {cfg, q->gen->store, &q->ctx};
+    const char *body = q->body != NULL ? q->body : "";
+
+    if (q->reply.status == 0 && q->too_large && q->mcp)
+        mcp_too_large(&q->reply, cfg->max_body_bytes);
+    else if (q->reply.status == 0 && q->too_large)
+        too_large(&q->reply, cfg->max_body_bytes);
+    else if (q->reply.status == 0 && q->mcp)
+        gw_mcp_http_answer(&q->reply, &mcp, q->tenant, body, q->len);
+    else if (q->reply.status == 0)
+        gw_call(&q->reply, cfg, q->gen->store, q->tenant, q->tool, q->key, body, q->len, &q->ctx);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **state)
@@ -269,41 +380,75 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     request *q = *state;
 
     if (q == NULL) {
-        if ((q = calloc(1, sizeof(*q))) == NULL)
+        if ((q = begin(s, c, url, method)) == NULL)
             return MHD_NO;
         *state = q;
-        route(s, c, q, url, method);
         /* A body declared too large is not read at all. */
-        return q->reply.status == 413 ? send_reply(c, &q->reply) : MHD_YES;
+        return q->reply.status == 413 ? send_reply(s, c, q) : MHD_YES;
     }
     if (*upload_size > 0) {
-        append(q, upload, *upload_size, s->cfg->max_body_bytes);
+        append(q, upload, *upload_size, q->gen->cfg->max_body_bytes);
         *upload_size = 0;
         return MHD_YES;
     }
-    if (q->reply.status == 0 && q->too_large && q->mcp)
-        mcp_too_large(&q->reply, s->cfg->max_body_bytes);
-    else if (q->reply.status == 0 && q->too_large)
-        too_large(&q->reply, s->cfg->max_body_bytes);
-    else if (q->reply.status == 0 && q->mcp)
-        gw_mcp_http_answer(&q->reply, &s->mcp, q->tenant, q->body != NULL ? q->body : "", q->len);
-    else if (q->reply.status == 0)
-        gw_call(&q->reply, s->cfg, s->store, q->tenant, q->tool, q->key,
-                q->body != NULL ? q->body : "", q->len);
-    return send_reply(c, &q->reply);
+    gw_guard_phase(&s->guard, q->conn, GW_CALL);
+    finish(q);
+    gw_guard_phase(&s->guard, q->conn, GW_ANSWER);
+    return send_reply(s, c, q);
+}
+
+/* The request's line in the log, and its metrics. */
+static void account(const gw_server *s, const request *q)
+{
+    gw_log_entry e = {q->id, q->route,        NULL,          q->ctx.tool,
+                      NULL,  q->reply.status, q->ctx.status, now_s() - q->started};
+
+    e.tenant = q->tenant != NULL ? q->tenant->name : NULL;
+    e.key = q->ctx.key[0] != '\0' ? q->ctx.key : q->key[0] != '\0' ? q->key : NULL;
+    if (q->reply.status != 0)
+        gw_metrics_request(q->ctx.tool, q->reply.status, e.seconds);
+    gw_log_request(&e, s->log_format >= 0 ? s->log_format : q->gen->cfg->log_json);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **state,
                       enum MHD_RequestTerminationCode why)
 {
+    gw_server *s = cls;
     request *q = *state;
 
     if (q == NULL)
         return;
+    account(s, q);
+    gw_guard_phase(&s->guard, q->conn, GW_WAITING);
+    gw_gen_release(q->gen);
     gw_reply_clear(&q->reply);
     free(q->body);
     free(q);
     *state = NULL;
+}
+
+static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
+                             enum MHD_ConnectionNotificationCode code)
+{
+    gw_server *s = cls;
+    const union MHD_ConnectionInfo *info;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = gw_guard_opened(&s->guard, info != NULL ? info->connect_fd : -1);
+    } else {
+        gw_guard_closed(&s->guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+static enum MHD_Result admit(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    gw_server *s = cls;
+
+    (void)addr;
+    (void)len;
+    return gw_guard_admit(&s->guard) ? MHD_YES : MHD_NO;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -371,30 +516,48 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *uri)
     return (size_t)(out - uri);
 }
 
-int gw_server_start(gw_server *s, const gw_config *cfg, idem_store *store, char *why, size_t size)
+/* The daemon over @cfg's address, with the limits (README.md in this folder, "Limits").
+ * libmicrohttpd's own connection limit is a margin above the configured one, which
+ * admit() enforces and counts: a closed connection's thread may still be ending. */
+static struct MHD_Daemon *daemon_start(gw_server *s, const gw_config *cfg,
+                                       const struct sockaddr_storage *ss, int v6)
 {
+    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                         MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+
+    /* The logger first, so that every message of libmicrohttpd's goes through it. */
+    return MHD_start_daemon(
+        flags | (v6 ? MHD_USE_IPv6 : 0), (uint16_t)cfg->port, admit, s, handle, s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
+        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections + 64, MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes * 2,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)GW_THREAD_STACK_BYTES, MHD_OPTION_NOTIFY_COMPLETED,
+        completed, s, MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
+}
+
+int gw_server_start(gw_server *s, gw_live *live, int log_format, char *why, size_t size)
+{
+    const gw_config *cfg = &live->boot;
     struct sockaddr_storage ss;
     const union MHD_DaemonInfo *info;
-    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                         MHD_USE_POLL | MHD_USE_ERROR_LOG;
     int v6;
 
-    s->cfg = cfg;
-    s->store = store;
-    s->mcp.cfg = cfg;
-    s->mcp.store = store;
+    s->live = live;
+    s->log_format = log_format;
+    s->listen_fd = -1;
+    atomic_init(&s->stopping, 0);
     if (socket_address(&ss, &v6, cfg) != 0) {
         snprintf(why, size, "http.address: \"%s\" is not an IPv4 or IPv6 address", cfg->address);
         return -1;
     }
-    /* The logger first, so that every message of libmicrohttpd's goes through it. */
-    s->daemon = MHD_start_daemon(
-        flags | (v6 ? MHD_USE_IPv6 : 0), (uint16_t)cfg->port, NULL, NULL, handle, s,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
-    if (s->daemon == NULL) {
+    if (gw_guard_start(&s->guard, cfg->max_connections, cfg->idle_timeout_s,
+                       cfg->request_timeout_s) != 0) {
+        snprintf(why, size, "cannot start the connections' watchdog thread");
+        return -1;
+    }
+    if ((s->daemon = daemon_start(s, cfg, &ss, v6)) == NULL) {
+        gw_guard_stop(&s->guard);
         snprintf(why, size, "cannot listen on %s port %u (see the line above)", cfg->address,
                  cfg->port);
         return -1;
@@ -404,9 +567,20 @@ int gw_server_start(gw_server *s, const gw_config *cfg, idem_store *store, char 
     return 0;
 }
 
+unsigned int gw_server_drain(gw_server *s, unsigned int grace_s)
+{
+    atomic_store(&s->stopping, 1);
+    s->listen_fd = (int)MHD_quiesce_daemon(s->daemon);
+    return gw_guard_drain(&s->guard, gw_guard_now_ms() + (uint64_t)grace_s * 1000U);
+}
+
 void gw_server_stop(gw_server *s)
 {
     if (s->daemon != NULL)
         MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    s->listen_fd = -1;
+    gw_guard_stop(&s->guard);
 }

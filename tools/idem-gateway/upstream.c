@@ -135,6 +135,7 @@ static void classify(gw_upstream_result *res, const gw_http *h, CURL *c, CURLcod
     }
     res->status = 0;
     res->cls = res->sent ? GW_CLASS_UNKNOWN : GW_CLASS_TRANSIENT;
+    res->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
     snprintf(res->error, sizeof(res->error), "%s%s",
              x->too_long                       ? "the answer is longer than 1 MiB: "
              : rc == CURLE_ABORTED_BY_CALLBACK ? "the connection was lost after sending: "

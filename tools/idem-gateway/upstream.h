@@ -66,6 +66,7 @@ typedef struct gw_upstream_result {
     char *body;         /* owned (NUL-terminated) */
     size_t len;
     int sent;                         /* whether any byte of the request went out */
+    int timed_out;                    /* no answer within the tool's timeout_ms */
     char error[CURL_ERROR_SIZE + 64]; /* what went wrong when no answer (no secrets) */
 } gw_upstream_result;
 

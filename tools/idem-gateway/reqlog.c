@@ -1,0 +1,71 @@
+/* The request log's lines and the request ID. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <idem/idem.h>
+
+#include "reqlog.h"
+
+void gw_request_id(char out[GW_REQUEST_ID_MAX + 1], const char *header)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    char id[IDEM_UUID_STRING_SIZE];
+    size_t n = header != NULL ? strlen(header) : 0;
+    int ok = n > 0 && n <= GW_REQUEST_ID_MAX;
+
+    for (size_t i = 0; ok && i < n; i++)
+        ok = header[i] > 0x20 && header[i] < 0x7f;
+    if (ok) {
+        memcpy(out, header, n + 1);
+        return;
+    }
+    if (idem_uuid_v7(id, &err) != 0)
+        snprintf(id, sizeof(id), "%lx-%lx", (unsigned long)time(NULL), (unsigned long)random());
+    snprintf(out, GW_REQUEST_ID_MAX + 1, "%s", id);
+}
+
+static void utc_now(char out[32])
+{
+    struct timespec ts;
+    struct tm tm;
+    size_t n;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 32 - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+}
+
+static void log_json(const gw_log_entry *e)
+{
+    char when[32], *text;
+    json_t *line;
+
+    utc_now(when);
+    line =
+        json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:i, s:s?, s:f}", "time", when, "msg",
+                  "request", "id", e->id, "route", e->route, "tenant", e->tenant, "tool", e->tool,
+                  "key", e->key, "code", (int)e->code, "status", e->status, "seconds", e->seconds);
+    text = line != NULL ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    if (text != NULL)
+        fprintf(stderr, "%s\n", text);
+    free(text);
+    json_decref(line);
+}
+
+void gw_log_request(const gw_log_entry *e, int json)
+{
+    if (json) {
+        log_json(e);
+        return;
+    }
+    fprintf(stderr,
+            "idem-gateway: request id=%s route=%s tenant=%s tool=%s key=%s code=%u status=%s "
+            "ms=%.1f\n",
+            e->id, e->route, e->tenant != NULL ? e->tenant : "-", e->tool,
+            e->key != NULL ? e->key : "-", e->code, e->status != NULL ? e->status : "-",
+            e->seconds * 1000.0);
+}
