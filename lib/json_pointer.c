@@ -19,9 +19,7 @@ int idem__json_pointer_check(const char *pointer, const char **why)
     return 0;
 }
 
-/* The reference token at @p (up to the next '/' or the end), unescaped into @out (at
- * least as long as the rest of the pointer). Returns where the token ends. */
-static const char *next_token(const char *p, char *out)
+const char *idem__json_pointer_token(const char *p, char *out)
 {
     size_t n = 0;
 
@@ -60,7 +58,7 @@ int idem__json_pointer_get(const json_t **out, const json_t *doc, const char *po
     if (token == NULL)
         return IDEM_ENOMEM;
     while (at != NULL && *p == '/') {
-        p = next_token(p + 1, token);
+        p = idem__json_pointer_token(p + 1, token);
         if (json_is_object(at))
             at = json_object_get(at, token);
         else if (json_is_array(at))

@@ -1,5 +1,6 @@
 /* Internal: JSON Pointers (RFC 6901) into a parsed document, for declared effects'
- * parameters ("/order/id", with ~1 for '/' and ~0 for '~' in a member's name). */
+ * parameters and tools' identity fields ("/order/id", with ~1 for '/' and ~0 for '~' in a
+ * member's name). */
 #ifndef IDEM_LIB_JSON_POINTER_H
 #define IDEM_LIB_JSON_POINTER_H
 
@@ -11,6 +12,11 @@
  * '/', and every '~' in it is followed by '0' or '1'. Returns 0, or -1 with *why (static)
  * saying what is wrong. */
 int idem__json_pointer_check(const char *pointer, const char **why);
+
+/* The reference token at @p (just after its '/', up to the next '/' or the end),
+ * unescaped into @out (at least as long as the rest of the pointer). Returns where the
+ * token ends: at the next '/' or the terminator. */
+const char *idem__json_pointer_token(const char *p, char *out);
 
 /* *out = the value @pointer (checked) names in @doc, borrowed from it; NULL when there is
  * none: a member that is missing, an index past the end, "-", or a token that is not an
