@@ -115,25 +115,37 @@ static const char *refuse_pointer(const char *pointer)
     return why;
 }
 
-/* The mode and the count of fields, before anything is copied. */
-static int check_shape(const idem_tool_identity *in, size_t at, idem_error *err)
+/* The field @member of the policy at @prefix ("options.identities[2]", or "" for a
+ * policy checked alone): idem__error_field() keeps what fits. */
+#define FIELD_NAME_MAX 96
+static void field_name(char out[FIELD_NAME_MAX], const char *prefix, const char *member)
 {
-    char field[IDEM_ERROR_FIELD_MAX];
+    snprintf(out, FIELD_NAME_MAX, "%s%s%s", prefix, prefix[0] != '\0' ? "." : "", member);
+}
+
+/* The mode and the count of fields, before anything is copied. */
+static int check_shape(const idem_tool_identity *in, const char *at, idem_error *err)
+{
+    char field[FIELD_NAME_MAX];
     int rc;
 
-    snprintf(field, sizeof(field), "options.identities[%zu].tool", at);
+    field_name(field, at, "tool");
     if ((rc = idem_validate_tool(in->tool, err)) != 0) {
         idem__error_context(err, "%s", field);
-        if (err != NULL)
-            snprintf(err->field, sizeof(err->field), "%s", field);
+        if (err != NULL) { /* as much of the name as fits */
+            size_t n = strnlen(field, sizeof(err->field) - 1);
+
+            memcpy(err->field, field, n);
+            err->field[n] = '\0';
+        }
         return rc;
     }
-    snprintf(field, sizeof(field), "options.identities[%zu].mode", at);
+    field_name(field, at, "mode");
     if (in->mode != IDEM_IDENTITY_ALL && in->mode != IDEM_IDENTITY_ONLY &&
         in->mode != IDEM_IDENTITY_EXCEPT)
         return idem__error_field(err, IDEM_EINVAL, field, "%d is not a mode (all, only, except)",
                                  (int)in->mode);
-    snprintf(field, sizeof(field), "options.identities[%zu].fields", at);
+    field_name(field, at, "fields");
     if (in->nfields > 0 && in->fields == NULL)
         return idem__error_field(err, IDEM_EINVAL, field, "is NULL but nfields is %zu",
                                  in->nfields);
@@ -151,14 +163,14 @@ static int check_shape(const idem_tool_identity *in, size_t at, idem_error *err)
 }
 
 /* Each pointer on its own. */
-static int check_fields(const idem_tool_identity *in, size_t at, idem_error *err)
+static int check_fields(const idem_tool_identity *in, const char *at, idem_error *err)
 {
-    char field[80]; /* the longest name, options.identities[%zu].fields[%zu], fits in 48
-                       up to 1e5 tools: idem__error_field() keeps what fits */
+    char field[FIELD_NAME_MAX], member[32];
     const char *why;
 
     for (size_t j = 0; j < in->nfields; j++) {
-        snprintf(field, sizeof(field), "options.identities[%zu].fields[%zu]", at, j);
+        snprintf(member, sizeof(member), "fields[%zu]", j);
+        field_name(field, at, member);
         if ((why = refuse_pointer(in->fields[j])) != NULL)
             return idem__error_field(err, IDEM_EINVAL, field, "\"%s\" %s%s",
                                      in->fields[j] != NULL ? in->fields[j] : "",
@@ -171,11 +183,11 @@ static int check_fields(const idem_tool_identity *in, size_t at, idem_error *err
 }
 
 /* The fields, sorted: no two the same, none inside another. */
-static int check_overlap(char **sorted, size_t n, size_t at, idem_error *err)
+static int check_overlap(char **sorted, size_t n, const char *at, idem_error *err)
 {
-    char field[IDEM_ERROR_FIELD_MAX];
+    char field[FIELD_NAME_MAX];
 
-    snprintf(field, sizeof(field), "options.identities[%zu].fields", at);
+    field_name(field, at, "fields");
     for (size_t j = 1; j < n; j++) {
         if (contains(sorted[j - 1], sorted[j]))
             return idem__error_field(err, IDEM_EINVAL, field, "\"%s\" and \"%s\": %s",
@@ -213,28 +225,35 @@ static int copy_fields(idem__identity *out, const idem_tool_identity *in)
     return out->declared != NULL ? 0 : IDEM_ENOMEM;
 }
 
-int idem__identity_copy(idem__identity *out, const idem_tool_identity *in, size_t index,
+int idem__identity_copy(idem__identity *out, const idem_tool_identity *in, const char *at,
                         idem_error *err)
 {
-    char at[IDEM_ERROR_FIELD_MAX];
-    size_t i = index;
     int rc;
 
     memset(out, 0, sizeof(*out));
-    snprintf(at, sizeof(at), "options.identities[%zu]", index);
     if (in == NULL)
-        return idem__error_field(err, IDEM_EINVAL, at, "is NULL");
-    if ((rc = idem__check_version(err, in->version, IDEM_TOOL_IDENTITY_VERSION, at)) != 0 ||
-        (rc = check_shape(in, i, err)) != 0 || (rc = check_fields(in, i, err)) != 0)
+        return idem__error_field(err, IDEM_EINVAL, at[0] != '\0' ? at : "identity", "is NULL");
+    if ((rc = idem__check_version(err, in->version, IDEM_TOOL_IDENTITY_VERSION,
+                                  at[0] != '\0' ? at : "identity")) != 0 ||
+        (rc = check_shape(in, at, err)) != 0 || (rc = check_fields(in, at, err)) != 0)
         return rc;
     out->mode = in->mode;
     out->tool = strdup(in->tool);
     if (out->tool == NULL || copy_fields(out, in) != 0)
         rc = idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
     else
-        rc = check_overlap(out->fields, out->nfields, i, err);
+        rc = check_overlap(out->fields, out->nfields, at, err);
     if (rc != 0)
         idem__identity_clear(out);
+    return rc;
+}
+
+int idem_tool_identity_check(const idem_tool_identity *identity, idem_error *err)
+{
+    idem__identity copy;
+    int rc = idem__identity_copy(&copy, identity, "", err);
+
+    idem__identity_clear(&copy);
     return rc;
 }
 

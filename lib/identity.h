@@ -21,10 +21,10 @@ typedef struct idem__identity {
     json_t *declared; /* {"only"|"except": [fields]}: the fingerprint's "identity" */
 } idem__identity;
 
-/* Check @in (entry @index of options.identities) and copy it into @out (zeroed first).
- * Returns 0, or IDEM_EINVAL naming "options.identities[i]..." and the pointer refused, or
- * IDEM_ENOMEM; @out is then cleared. */
-int idem__identity_copy(idem__identity *out, const idem_tool_identity *in, size_t index,
+/* Check @in (the policy at @at: "options.identities[2]", or "" alone) and copy it into
+ * @out (zeroed first). Returns 0, or IDEM_EINVAL naming "<at>.fields[j]" (or tool, mode,
+ * fields) and the pointer refused, or IDEM_ENOMEM; @out is then cleared. */
+int idem__identity_copy(idem__identity *out, const idem_tool_identity *in, const char *at,
                         idem_error *err);
 
 /* Free what @id holds. NULL is accepted. */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "json_pointer.h"
 
 int idem__json_pointer_check(const char *pointer, const char **why)
@@ -17,22 +18,6 @@ int idem__json_pointer_check(const char *pointer, const char **why)
         }
     }
     return 0;
-}
-
-const char *idem__json_pointer_token(const char *p, char *out)
-{
-    size_t n = 0;
-
-    while (*p != '\0' && *p != '/') {
-        if (*p == '~') {
-            out[n++] = p[1] == '1' ? '/' : '~';
-            p += 2;
-        } else {
-            out[n++] = *p++;
-        }
-    }
-    out[n] = '\0';
-    return p;
 }
 
 /* An array index by RFC 6901's grammar: "0", or digits without a leading zero. */

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "core/text.h"
 #include "idem/common.h"
 
 /* Whether @pointer is a JSON Pointer that names a value below the root: it starts with
@@ -13,11 +14,7 @@
  * saying what is wrong. */
 int idem__json_pointer_check(const char *pointer, const char **why);
 
-/* The reference token at @p (just after its '/', up to the next '/' or the end),
- * unescaped into @out (at least as long as the rest of the pointer). Returns where the
- * token ends: at the next '/' or the terminator. */
-const char *idem__json_pointer_token(const char *p, char *out);
-
+/* Its tokens are read with idem__json_pointer_token() (core/text.h). */
 /* *out = the value @pointer (checked) names in @doc, borrowed from it; NULL when there is
  * none: a member that is missing, an index past the end, "-", or a token that is not an
  * index ("01", "x") into an array, or a step into a string, number, boolean or null.

@@ -190,7 +190,10 @@ static int copy_identities(idem_store *store, const idem_store_options *o, idem_
         (store->identities = calloc(o->nidentities, sizeof(*store->identities))) == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
     for (size_t i = 0; i < o->nidentities; i++) {
-        if ((rc = idem__identity_copy(&id, o->identities[i], i, err)) != 0 ||
+        char at[IDEM_ERROR_FIELD_MAX];
+
+        snprintf(at, sizeof(at), "options.identities[%zu]", i);
+        if ((rc = idem__identity_copy(&id, o->identities[i], at, err)) != 0 ||
             (rc = identity_repeated(o, i, err)) != 0) {
             idem__identity_clear(&id);
             return rc;

@@ -81,6 +81,15 @@ typedef struct idem_tool_identity {
  */
 IDEM_API int idem_tool_identity_init(idem_tool_identity *identity, unsigned int version);
 
+/**
+ * Check a policy as idem_store_new() will (for a configuration read before the store is
+ * made): the tool's name, the mode, and each pointer (see the top of this file).
+ * @return 0, or IDEM_EINVAL with err->field "tool", "mode", "fields" (a count that does not
+ *         fit the mode, two pointers the same or one inside another) or "fields[j]" (the
+ *         pointer refused), and the reason; IDEM_ENOMEM.
+ */
+IDEM_API int idem_tool_identity_check(const idem_tool_identity *identity, idem_error *err);
+
 /** "all", "only", "except"; "unknown" outside the set. Static. */
 IDEM_API const char *idem_identity_mode_name(idem_identity_mode mode);
 

@@ -208,7 +208,7 @@ static void route(gw_server *s, struct MHD_Connection *c, request *q, const char
              gw_auth_tenant(s->cfg, header(c, "Authorization")) == NULL)
         unauthorized(&q->reply);
     else if (strcmp(url, TOOLS_PATH) == 0)
-        gw_list_tools(&q->reply, s->cfg);
+        gw_list_tools(&q->reply, s->cfg, s->store);
     else if (strncmp(url, TOOLS_PATH "/", sizeof(TOOLS_PATH)) == 0 &&
              strchr(url + sizeof(TOOLS_PATH), '/') == NULL)
         route_call(s, c, q, url + sizeof(TOOLS_PATH), method);
