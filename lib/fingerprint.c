@@ -106,8 +106,7 @@ int idem__sha256(unsigned char out[IDEM_FINGERPRINT_SIZE], const void *bytes, si
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
 
-    if (EVP_Digest(bytes, len, md, &md_len, sha256(), NULL) != 1 ||
-        md_len != IDEM_FINGERPRINT_SIZE)
+    if (EVP_Digest(bytes, len, md, &md_len, sha256(), NULL) != 1 || md_len != IDEM_FINGERPRINT_SIZE)
         return -1;
     memcpy(out, md, IDEM_FINGERPRINT_SIZE);
     return 0;

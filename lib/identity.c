@@ -172,12 +172,9 @@ static int check_fields(const idem_tool_identity *in, const char *at, idem_error
         snprintf(member, sizeof(member), "fields[%zu]", j);
         field_name(field, at, member);
         if ((why = refuse_pointer(in->fields[j])) != NULL)
-            return idem__error_field(err, IDEM_EINVAL, field, "\"%s\" %s%s",
-                                     in->fields[j] != NULL ? in->fields[j] : "",
-                                     in->fields[j] != NULL && in->fields[j][0] != '\0'
-                                         ? "is refused: "
-                                         : "",
-                                     why);
+            return idem__error_field(
+                err, IDEM_EINVAL, field, "\"%s\" %s%s", in->fields[j] != NULL ? in->fields[j] : "",
+                in->fields[j] != NULL && in->fields[j][0] != '\0' ? "is refused: " : "", why);
     }
     return 0;
 }
@@ -190,11 +187,10 @@ static int check_overlap(char **sorted, size_t n, const char *at, idem_error *er
     field_name(field, at, "fields");
     for (size_t j = 1; j < n; j++) {
         if (contains(sorted[j - 1], sorted[j]))
-            return idem__error_field(err, IDEM_EINVAL, field, "\"%s\" and \"%s\": %s",
-                                     sorted[j - 1], sorted[j],
-                                     strcmp(sorted[j - 1], sorted[j]) == 0
-                                         ? "the same field twice"
-                                         : "the second is inside the first");
+            return idem__error_field(
+                err, IDEM_EINVAL, field, "\"%s\" and \"%s\": %s", sorted[j - 1], sorted[j],
+                strcmp(sorted[j - 1], sorted[j]) == 0 ? "the same field twice"
+                                                      : "the second is inside the first");
     }
     return 0;
 }
@@ -402,9 +398,9 @@ static int except_digests(idem__buf *out, const json_t *proj, const char *key, s
     for (i = 0; rc == 0 && i < n; i++) {
         char *pointer = member_pointer(names[i]);
 
-        rc = pointer == NULL ? idem__error_set(err, IDEM_ENOMEM, "identity: out of memory")
-                             : append_entry(out, pointer, json_object_get(proj, names[i]), key,
-                                            key_len, err);
+        rc = pointer == NULL
+                 ? idem__error_set(err, IDEM_ENOMEM, "identity: out of memory")
+                 : append_entry(out, pointer, json_object_get(proj, names[i]), key, key_len, err);
         free(pointer);
     }
     free(names);

@@ -52,7 +52,7 @@ int idem__identity_digests(idem__buf *out, const idem__identity *id, const json_
  * nowhere: its pointer as written, NUL-terminated, into @out (@size bytes, cut if longer).
  * Returns 1 when one was found, 0 when none (or a list is malformed). */
 int idem__identity_first_difference(char *out, size_t size, const unsigned char *a, size_t a_len,
-                                     const unsigned char *b, size_t b_len);
+                                    const unsigned char *b, size_t b_len);
 
 /* Two JSON Pointers in member order: token by token, RFC 8785's order of names, a path
  * before the paths below it. < 0, 0, > 0. */

@@ -204,8 +204,7 @@ static int copy_identities(idem_store *store, const idem_store_options *o, idem_
             store->identities[store->nidentities++] = id;
     }
     if (store->nidentities > 1)
-        qsort(store->identities, store->nidentities, sizeof(*store->identities),
-              identity_by_tool);
+        qsort(store->identities, store->nidentities, sizeof(*store->identities), identity_by_tool);
     return 0;
 }
 

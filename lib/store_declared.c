@@ -32,7 +32,8 @@
  * skipped; IDEM2 then undoes both. On the success path the server evaluates two CASEs, one
  * octet_length() comparison each: no function call, the receipt made into text once
  * (OFFSET 0 keeps the planner from copying that expression into both of the CASE's uses),
- * and the tool's rows are counted once. */
+ * and the tool's rows are counted once. For a tool with an identity policy the statement's
+ * second form (stmt_id) writes its fields' digests too, $n+14. */
 #define OWN_PARAMS 13
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
@@ -283,7 +284,13 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
                                     : IDEM__SETTINGS_CITUS);
     *at = k;
     cmds[k++] = (idem__pipe_cmd){c->identity != NULL ? &c->declared->stmt_id : &c->declared->stmt,
-                                 NULL, 0, values, lengths, formats, 1, NULL};
+                                 NULL,
+                                 0,
+                                 values,
+                                 lengths,
+                                 formats,
+                                 1,
+                                 NULL};
     cmds[k++] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
     return k;
 }

@@ -141,9 +141,9 @@ static int payload_version(const PGresult *res)
 {
     const unsigned char *p = (const unsigned char *)PQgetvalue(res, 0, 1);
 
-    return PQgetlength(res, 0, 1) == 4
-               ? (int)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3])
-               : -1;
+    return PQgetlength(res, 0, 1) == 4 ? (int)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+                                               ((uint32_t)p[2] << 8) | p[3])
+                                       : -1;
 }
 
 /* The arguments differ, for a tool with an identity policy: name the first identity field
@@ -154,7 +154,8 @@ static int arguments_differ(call *c, const PGresult *res)
     const char *op = c->req->operation_id;
     char pointer[IDEM_ERROR_MESSAGE_MAX / 2];
 
-    if (c->identity == NULL || PQgetisnull(res, 0, 3) || strcmp(PQgetvalue(res, 0, 2), "expired") == 0 ||
+    if (c->identity == NULL || PQgetisnull(res, 0, 3) ||
+        strcmp(PQgetvalue(res, 0, 2), "expired") == 0 ||
         !idem__identity_first_difference(
             pointer, sizeof(pointer), (const unsigned char *)PQgetvalue(res, 0, 3),
             (size_t)PQgetlength(res, 0, 3), (const unsigned char *)c->digests.data, c->digests.len))
@@ -174,12 +175,12 @@ static int conflict(call *c, idem_conn *conn)
 {
     const char *values[2] = {c->req->tenant, c->req->operation_id};
     const char *op = c->req->operation_id;
-    const idem__stmt *stmt = c->identity != NULL ? &idem__store_stmt_conflict : &idem__store_stmt_get;
+    const idem__stmt *stmt =
+        c->identity != NULL ? &idem__store_stmt_conflict : &idem__store_stmt_get;
     PGresult *res = NULL;
     int rc = IDEM_ECONFLICT;
 
-    if (idem__tenant_exec(&res, conn, c->req->tenant, stmt, values, NULL, NULL, 1,
-                          NULL) != 0 ||
+    if (idem__tenant_exec(&res, conn, c->req->tenant, stmt, values, NULL, NULL, 1, NULL) != 0 ||
         PQntuples(res) != 1)
         rc = idem__error_field(c->err, rc, "arguments",
                                "operation ID %s was already used with a different tool, payload "

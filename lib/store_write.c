@@ -106,8 +106,9 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
         p->values[13] = s->lock_timeout;
         p->values[14] = s->statement_timeout;
         c->claim_at = 1;
-        cmds[1] = cmd_claim(c, c->identity != NULL ? with_digests(c, 15, &idem__store_stmt_claim_as_id)
-                                                   : &idem__store_stmt_claim_as);
+        cmds[1] =
+            cmd_claim(c, c->identity != NULL ? with_digests(c, 15, &idem__store_stmt_claim_as_id)
+                                             : &idem__store_stmt_claim_as);
         return 2;
     }
     n += idem__tx_settings_cmds(cmds + n, s, IDEM__SETTINGS_CITUS);

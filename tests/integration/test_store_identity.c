@@ -53,8 +53,7 @@ static void open_with(idem_identity_mode mode, const char *const *fields, size_t
 }
 
 /* One call of the example tool: callback (@declared 0) or declared, a retry (attempt 0). */
-static int call(idem_outcome *out, int declared, const char *op, const char *args,
-                idem_error *err)
+static int call(idem_outcome *out, int declared, const char *op, const char *args, idem_error *err)
 {
     idem_request req = storetest_request("acme", op, args);
     effect_counter counter = {0};
@@ -116,13 +115,13 @@ static void changed_identity_field_is_named(int declared)
     expect_status(declared, "op-id", "{\"subject\":\"b\",\"order\":{\"id\":2},\"order_x\":0}",
                   IDEM_STATUS_CONFLICT, &err);
     cr_assert_str_eq(err.field, "/order/id", "%s", err.message);
-    cr_assert_not_null(strstr(err.message, "identity field /order/id differs"), "%s",
-                       err.message);
+    cr_assert_not_null(strstr(err.message, "identity field /order/id differs"), "%s", err.message);
     expect_status(declared, "op-id", "{\"subject\":\"b\",\"order\":{\"id\":1},\"order_x\":1}",
                   IDEM_STATUS_CONFLICT, &err);
     cr_assert_str_eq(err.field, "/order_x", "%s", err.message);
-    expect_status(declared, "op-id", "{\"subject\":\"a\",\"order\":{\"id\":1},\"order_x\":0,"
-                                     "\"other\":true}",
+    expect_status(declared, "op-id",
+                  "{\"subject\":\"a\",\"order\":{\"id\":1},\"order_x\":0,"
+                  "\"other\":true}",
                   IDEM_STATUS_REPLAYED, &err);
     cr_assert_eq(storetest_tasks(), 1);
 }
@@ -222,8 +221,8 @@ Test(store_identity, a_tool_without_a_policy_is_fingerprinted_as_before)
     res = pgtest_exec(fx.check, sql);
     cr_assert_str_eq(PQgetvalue(res, 0, 0), "t");
     PQclear(res);
-    expect_status(0, "op-plain", "{\"subject\":\"s\",\"requested_at\":\"u\"}",
-                  IDEM_STATUS_CONFLICT, &err);
+    expect_status(0, "op-plain", "{\"subject\":\"s\",\"requested_at\":\"u\"}", IDEM_STATUS_CONFLICT,
+                  &err);
     cr_assert_str_eq(err.field, "arguments");
 }
 
@@ -275,10 +274,12 @@ static const struct refusal refusals[] = {
     {IDEM_IDENTITY_ONLY, {"/a", "note"}, 2, "options.identities[0].fields[1]", "starts with '/'"},
     {IDEM_IDENTITY_ONLY, {""}, 1, "options.identities[0].fields[0]", "mode all"},
     {IDEM_IDENTITY_EXCEPT, {"/items/0"}, 1, "options.identities[0].fields[0]", "into an array"},
-    {IDEM_IDENTITY_EXCEPT, {"/items/-/sku"}, 1, "options.identities[0].fields[0]",
-     "into an array"},
+    {IDEM_IDENTITY_EXCEPT, {"/items/-/sku"}, 1, "options.identities[0].fields[0]", "into an array"},
     {IDEM_IDENTITY_ONLY, {"/a~2"}, 1, "options.identities[0].fields[0]", "'~'"},
-    {IDEM_IDENTITY_ONLY, {"/order", "/x", "/order/id"}, 3, "options.identities[0].fields",
+    {IDEM_IDENTITY_ONLY,
+     {"/order", "/x", "/order/id"},
+     3,
+     "options.identities[0].fields",
      "inside the first"},
     {IDEM_IDENTITY_ONLY, {"/x", "/x"}, 2, "options.identities[0].fields", "the same field twice"},
     {IDEM_IDENTITY_ONLY, {NULL}, 0, "options.identities[0].fields", "at least one field"},
@@ -358,8 +359,8 @@ Test(store_identity, the_published_policy_is_the_stores)
     cr_assert_eq(idem_store_tool_policy(&policy, fx.store, "other_tool", &err), 0);
     cr_assert_eq(json_integer_value(json_object_get(policy, "retention_s")), opts.retention_s);
     cr_assert_eq(json_integer_value(json_object_get(policy, "key_memory_s")), opts.key_memory_s);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(policy, "identity"), "mode")),
-                     "all");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(policy, "identity"), "mode")), "all");
     cr_assert_null(json_object_get(json_object_get(policy, "identity"), "fields"));
     json_decref(policy);
     policy = NULL;

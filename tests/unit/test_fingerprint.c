@@ -448,8 +448,8 @@ Test(fingerprint, default_policy_fingerprints_equal_the_fixed_corpus)
         fingerprint_hex(hex, json_string_value(json_object_get(entry, "tool")),
                         (int)json_integer_value(json_object_get(entry, "payload_version")),
                         json_string_value(json_object_get(entry, "arguments")));
-        cr_assert_str_eq(hex, json_string_value(json_object_get(entry, "fingerprint")),
-                         "entry %zu", i);
+        cr_assert_str_eq(hex, json_string_value(json_object_get(entry, "fingerprint")), "entry %zu",
+                         i);
     }
     json_decref(corpus);
 }

@@ -191,12 +191,12 @@ static json_t *tool_entry(const gw_tool *t, const idem_store *store)
     if (idem_store_tool_policy(&policy, store, t->name, NULL) != 0)
         return NULL;
     entry = json_pack("{s:s, s:i, s:O, s:O, s:O, s:b, s:O, s:O, s:O}", "name", t->name,
-                      "payload_version", t->payload_version, "arguments", t->schema,
-                      "retention_s", json_object_get(policy, "retention_s"), "key_memory_s",
-                      json_object_get(policy, "key_memory_s"), "key_required", 1,
-                      "stored_failures", json_object_get(policy, "stored_failures"),
-                      "unstored_failures", json_object_get(policy, "unstored_failures"),
-                      "identity", json_object_get(policy, "identity"));
+                      "payload_version", t->payload_version, "arguments", t->schema, "retention_s",
+                      json_object_get(policy, "retention_s"), "key_memory_s",
+                      json_object_get(policy, "key_memory_s"), "key_required", 1, "stored_failures",
+                      json_object_get(policy, "stored_failures"), "unstored_failures",
+                      json_object_get(policy, "unstored_failures"), "identity",
+                      json_object_get(policy, "identity"));
     json_decref(policy);
     return entry;
 }

@@ -11,9 +11,8 @@
 
 static const char *const tenant_members[] = {"tokens", NULL};
 static const char *const tool_members[] = {
-    "payload_version", "retention_s", "key_memory_s",          "arguments",   "sql", "http",
-    "title",           "description", "operation_id_argument", "destructive", "identity",
-    NULL};
+    "payload_version", "retention_s", "key_memory_s",          "arguments",   "sql",      "http",
+    "title",           "description", "operation_id_argument", "destructive", "identity", NULL};
 static const char *const sql_members[] = {"statement", "params", NULL};
 
 /* 64 lower-case hex digits into @out. */
@@ -292,7 +291,8 @@ static int read_identity(cfg_reader *r, gw_tool *t, const json_t *identity)
     json_array_foreach(fields, j, f)
     {
         t->identity_fields[j] = json_string_value(f);
-        if (t->identity_fields[j] == NULL || strlen(t->identity_fields[j]) != json_string_length(f)) {
+        if (t->identity_fields[j] == NULL ||
+            strlen(t->identity_fields[j]) != json_string_length(f)) {
             gw_pointer_push_index(&r->at, j);
             return cfg_refuse(r, NULL, "must be a JSON Pointer into the arguments: \"/note\"");
         }
