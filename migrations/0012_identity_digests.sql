@@ -8,6 +8,11 @@
 -- of tools with a policy name it. The sweeper drops it with the receipt when it turns a
 -- record into a tombstone: a tombstone's conflict says "arguments".
 
+-- On Citus, the function below is created over one connection per node, which a
+-- transaction may not do after a parallel DDL (the ALTER TABLE on every shard): the whole
+-- migration runs sequentially. Elsewhere the setting is an unused placeholder.
+SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
+
 ALTER TABLE idem.operations ADD COLUMN IF NOT EXISTS identity_digests bytea;
 
 -- Row-level security covers the new column with the row (idem.isolate_tenants(), 0007):
