@@ -66,7 +66,7 @@ int idem__identity_compare(const char *a, size_t a_len, const char *b, size_t b_
             break;
         }
         size_t na = token_at(a, a_len, &ia, ta), nb = token_at(b, b_len, &ib, tb);
-        c = idem__jcs_compare_names(ta, na, tb, nb);
+        c = idem__jcs_key_compare(ta, na, tb, nb);
     }
     free(ta);
     free(tb);
@@ -355,7 +355,7 @@ static int by_name(const void *a, const void *b)
 {
     const char *na = *(const char *const *)a, *nb = *(const char *const *)b;
 
-    return idem__jcs_compare_names(na, strlen(na), nb, strlen(nb));
+    return idem__jcs_key_compare(na, strlen(na), nb, strlen(nb));
 }
 
 /* "/" and @name, '~' and '/' escaped. Caller frees. */

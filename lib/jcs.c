@@ -195,7 +195,7 @@ static long utf16_next(struct utf16_reader *r)
     return (long)(0xd800 + (cp >> 10));
 }
 
-int idem__jcs_compare_names(const char *a, size_t a_len, const char *b, size_t b_len)
+int idem__jcs_key_compare(const char *a, size_t a_len, const char *b, size_t b_len)
 {
     struct utf16_reader ra = {(const unsigned char *)a, a_len, 0, 0};
     struct utf16_reader rb = {(const unsigned char *)b, b_len, 0, 0};
@@ -214,7 +214,7 @@ static int compare_members(const void *a, const void *b)
 {
     const struct member *ma = a, *mb = b;
 
-    return idem__jcs_compare_names(ma->key, ma->key_len, mb->key, mb->key_len);
+    return idem__jcs_key_compare(ma->key, ma->key_len, mb->key, mb->key_len);
 }
 
 static int write_value(idem__buf *buf, const json_t *value, int depth, unsigned flags,

@@ -44,7 +44,7 @@ int idem__jcs_write_value(idem__buf *buf, const json_t *value, unsigned flags, i
 int idem__jcs_write_string(idem__buf *buf, const char *s, size_t n, idem_error *err);
 
 /* RFC 8785's order of member names: by UTF-16 code units; < 0, 0 or > 0. */
-int idem__jcs_compare_names(const char *a, size_t a_len, const char *b, size_t b_len);
+int idem__jcs_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
 
 /* Buffer size that always holds idem__jcs_format_double()'s output. */
 #define IDEM__JCS_NUMBER_MAX 32
