@@ -307,7 +307,7 @@ int idem_external_begin(idem_external_attempt **out, idem_outcome *outcome, idem
     rc = run(&b);
     if (rc == IDEM_EUNKNOWN && outcome->status == IDEM_STATUS_OUTCOME_UNKNOWN)
         rc = ask_provider(&b, rc);
-    json_decref(b.c.arguments);
+    idem__store_call_clear(&b.c);
     if (rc == 0 && outcome->status == IDEM_STATUS_REPLAYED)
         *out = NULL;
     if (rc != 0 && outcome->status == IDEM_STATUS_UNAVAILABLE) {

@@ -10,6 +10,7 @@
 #include "idem/fingerprint.h"
 #include "idem/validate.h"
 #include "idem/jcs.h"
+#include "identity.h"
 #include "jcs.h"
 
 /* A failure inside the arguments names them as the field at fault (once). */
@@ -22,10 +23,12 @@ static int blame_arguments(idem_error *err, int rc)
     return rc;
 }
 
-/* The wrapper is written directly: its three keys are already in canonical order, and
- * RFC 8785 output composes, so this equals serializing the wrapper object. */
+/* The wrapper is written directly: its keys are already in canonical order, and RFC 8785
+ * output composes, so this equals serializing the wrapper object. @identity (a tool's
+ * policy, identity.h) is written only when not NULL: without one the bytes are those of
+ * every earlier version. */
 static int write_request(idem__buf *buf, const char *tool, int payload_version,
-                         const json_t *arguments, idem_error *err)
+                         const json_t *arguments, const json_t *identity, idem_error *err)
 {
     char version[IDEM__JCS_NUMBER_MAX];
     int rc;
@@ -34,6 +37,12 @@ static int write_request(idem__buf *buf, const char *tool, int payload_version,
     if (idem__buf_append(buf, "{\"arguments\":", 13) != 0)
         return idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
     rc = blame_arguments(err, idem__jcs_write_value(buf, arguments, IDEM__JCS_ARGUMENTS, err));
+    if (rc == 0 && identity != NULL) {
+        if (idem__buf_append(buf, ",\"identity\":", 12) != 0)
+            rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
+        else
+            rc = idem__jcs_write_value(buf, identity, 0, err);
+    }
     if (rc == 0 && idem__buf_append(buf, ",\"tool\":", 8) != 0)
         rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
     if (rc == 0)
@@ -92,28 +101,36 @@ static const EVP_MD *sha256(void)
 }
 #endif
 
-int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
-                             const json_t *arguments, idem_error *err)
+int idem__sha256(unsigned char out[IDEM_FINGERPRINT_SIZE], const void *bytes, size_t len)
 {
-    idem__buf buf = {NULL, 0, 0};
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
+
+    if (EVP_Digest(bytes, len, md, &md_len, sha256(), NULL) != 1 || md_len != IDEM_FINGERPRINT_SIZE)
+        return -1;
+    memcpy(out, md, IDEM_FINGERPRINT_SIZE);
+    return 0;
+}
+
+int idem__fingerprint_identity(idem_fingerprint *out, const char *tool, int payload_version,
+                               const json_t *arguments, const json_t *identity, idem_error *err)
+{
+    idem__buf buf = {NULL, 0, 0};
     int rc = check_call(out, tool, payload_version, arguments, err);
 
     if (rc != 0)
         return rc;
-    rc = write_request(&buf, tool, payload_version, arguments, err);
-    if (rc != 0)
-        goto done;
-    if (EVP_Digest(buf.data, buf.len, md, &md_len, sha256(), NULL) != 1 ||
-        md_len != IDEM_FINGERPRINT_SIZE) {
+    rc = write_request(&buf, tool, payload_version, arguments, identity, err);
+    if (rc == 0 && idem__sha256(out->bytes, buf.data, buf.len) != 0)
         rc = idem__error_set(err, IDEM_ENOMEM, "SHA-256 of the request failed in libcrypto");
-        goto done;
-    }
-    memcpy(out->bytes, md, IDEM_FINGERPRINT_SIZE);
-done:
     idem__buf_free(&buf);
     return rc;
+}
+
+int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
+                             const json_t *arguments, idem_error *err)
+{
+    return idem__fingerprint_identity(out, tool, payload_version, arguments, NULL, err);
 }
 
 int idem_fingerprint_compute_text(idem_fingerprint *out, const char *tool, int payload_version,

@@ -136,7 +136,7 @@ int idem_intent_approve(idem_intent **out, idem_store *store, const idem_intent_
         rc = answer(out, &a, res, err);
 done:
     PQclear(res);
-    json_decref(a.c.arguments);
+    idem__store_call_clear(&a.c);
     free(a.canonical);
     return rc;
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "json_pointer.h"
 
 int idem__json_pointer_check(const char *pointer, const char **why)
@@ -17,24 +18,6 @@ int idem__json_pointer_check(const char *pointer, const char **why)
         }
     }
     return 0;
-}
-
-/* The reference token at @p (up to the next '/' or the end), unescaped into @out (at
- * least as long as the rest of the pointer). Returns where the token ends. */
-static const char *next_token(const char *p, char *out)
-{
-    size_t n = 0;
-
-    while (*p != '\0' && *p != '/') {
-        if (*p == '~') {
-            out[n++] = p[1] == '1' ? '/' : '~';
-            p += 2;
-        } else {
-            out[n++] = *p++;
-        }
-    }
-    out[n] = '\0';
-    return p;
 }
 
 /* An array index by RFC 6901's grammar: "0", or digits without a leading zero. */
@@ -60,7 +43,7 @@ int idem__json_pointer_get(const json_t **out, const json_t *doc, const char *po
     if (token == NULL)
         return IDEM_ENOMEM;
     while (at != NULL && *p == '/') {
-        p = next_token(p + 1, token);
+        p = idem__json_pointer_token(p + 1, token);
         if (json_is_object(at))
             at = json_object_get(at, token);
         else if (json_is_array(at))

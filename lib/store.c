@@ -20,7 +20,8 @@ static const idem_store_options store_defaults = IDEM_STORE_OPTIONS_INIT;
  * header passes a shorter struct, whose missing fields keep their defaults. */
 static const size_t options_size[IDEM_STORE_OPTIONS_VERSION + 1] = {
     [1] = offsetof(idem_store_options, key_memory_s),
-    [2] = sizeof(idem_store_options),
+    [2] = offsetof(idem_store_options, identities),
+    [3] = sizeof(idem_store_options),
 };
 
 #define MAX_CLOCK_SKEW_S 86400u
@@ -155,6 +156,68 @@ static int by_tool(const void *a, const void *b)
     return strcmp(((const tool_window *)a)->tool, ((const tool_window *)b)->tool);
 }
 
+static int identity_by_tool(const void *a, const void *b)
+{
+    return strcmp(((const idem__identity *)a)->tool, ((const idem__identity *)b)->tool);
+}
+
+/* Whether identities[i]'s tool appears before it. */
+static int identity_repeated(const idem_store_options *o, size_t i, idem_error *err)
+{
+    char field[IDEM_ERROR_FIELD_MAX];
+
+    for (size_t j = 0; j < i; j++) {
+        if (strcmp(o->identities[j]->tool, o->identities[i]->tool) == 0) {
+            snprintf(field, sizeof(field), "options.identities[%zu].tool", i);
+            return idem__error_field(err, IDEM_EINVAL, field, "'%s' appears twice (also at [%zu])",
+                                     o->identities[i]->tool, j);
+        }
+    }
+    return 0;
+}
+
+/* The store's own copy of the identity policies, checked, sorted; mode all is the
+ * default and needs no entry. */
+static int copy_identities(idem_store *store, const idem_store_options *o, idem_error *err)
+{
+    idem__identity id;
+    int rc;
+
+    if (o->nidentities > 0 && o->identities == NULL)
+        return idem__error_field(err, IDEM_EINVAL, "options.identities",
+                                 "is NULL but nidentities is %zu", o->nidentities);
+    if (o->nidentities > 0 &&
+        (store->identities = calloc(o->nidentities, sizeof(*store->identities))) == NULL)
+        return idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
+    for (size_t i = 0; i < o->nidentities; i++) {
+        char at[IDEM_ERROR_FIELD_MAX];
+
+        snprintf(at, sizeof(at), "options.identities[%zu]", i);
+        if ((rc = idem__identity_copy(&id, o->identities[i], at, err)) != 0 ||
+            (rc = identity_repeated(o, i, err)) != 0) {
+            idem__identity_clear(&id);
+            return rc;
+        }
+        if (id.mode == IDEM_IDENTITY_ALL)
+            idem__identity_clear(&id);
+        else
+            store->identities[store->nidentities++] = id;
+    }
+    if (store->nidentities > 1)
+        qsort(store->identities, store->nidentities, sizeof(*store->identities), identity_by_tool);
+    return 0;
+}
+
+const idem__identity *idem__store_identity(const idem_store *store, const char *tool)
+{
+    idem__identity key = {(char *)tool, IDEM_IDENTITY_ALL, NULL, 0, NULL};
+
+    if (store->nidentities == 0)
+        return NULL;
+    return bsearch(&key, store->identities, store->nidentities, sizeof(*store->identities),
+                   identity_by_tool);
+}
+
 /* The store's own copy of the tool table, sorted. */
 static int copy_tools(idem_store *store, const idem_store_options *o, idem_error *err)
 {
@@ -224,12 +287,14 @@ int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *
     store = calloc(1, sizeof(*store));
     if (store == NULL)
         return idem__error_set(err, IDEM_ENOMEM, "store: out of memory");
-    if ((rc = copy_tools(store, &o, err)) != 0) {
+    if ((rc = copy_tools(store, &o, err)) != 0 || (rc = copy_identities(store, &o, err)) != 0) {
         idem_store_free(store);
         return rc;
     }
-    o.tools = NULL; /* the caller's table is borrowed for this call only */
+    o.tools = NULL; /* the caller's tables are borrowed for this call only */
     o.ntools = 0;
+    o.identities = NULL;
+    o.nidentities = 0;
     store->pool = pool;
     store->opts = o;
     store->backoff = (idem_retry_policy){IDEM_RETRY_POLICY_VERSION, o.max_attempts,
@@ -245,6 +310,9 @@ void idem_store_free(idem_store *store)
     for (size_t i = 0; i < store->ntools; i++)
         free(store->tools[i].tool);
     free(store->tools);
+    for (size_t i = 0; i < store->nidentities; i++)
+        idem__identity_clear(&store->identities[i]);
+    free(store->identities);
     free(store);
 }
 

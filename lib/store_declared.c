@@ -32,18 +32,19 @@
  * skipped; IDEM2 then undoes both. On the success path the server evaluates two CASEs, one
  * octet_length() comparison each: no function call, the receipt made into text once
  * (OFFSET 0 keeps the planner from copying that expression into both of the CASE's uses),
- * and the tool's rows are counted once. */
+ * and the tool's rows are counted once. For a tool with an identity policy the statement's
+ * second form (stmt_id) writes its fields' digests too, $n+14. */
 #define OWN_PARAMS 13
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
     " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
     " fingerprint, state, response, trace_id, claim_token, expires_at, completed_at,"
-    " forget_at)"
+    " forget_at%s)"
     " SELECT $%zu, $%zu, $%zu, $%zu::int4, $%zu, 'completed',"
     " CASE WHEN octet_length(e.body) <= $%zu::int8 THEN e.body ELSE ''::bytea END,"
     " $%zu, $%zu::uuid,"
     " now() + make_interval(secs => $%zu::int8), now(),"
-    " now() + make_interval(secs => $%zu::int8)"
+    " now() + make_interval(secs => $%zu::int8)%s"
     " FROM (SELECT convert_to(receipt::json::text, 'UTF8') AS body FROM effect OFFSET 0) e"
     " WHERE $%zu::int8 IS NULL"
     " OR to_timestamp($%zu::int8 / 1000.0) BETWEEN now() - make_interval(secs => $%zu::int8)"
@@ -73,10 +74,12 @@ static const char declared_sql[] =
 
 #define KEY_TAKEN "IDEM1"
 
+/* With an identity policy (identity.h), the record's field digests are one more
+ * parameter, after the store's own: the statement's second form, stmt_id. */
 struct idem_declared {
-    idem__stmt stmt;
-    char name[32];
-    char *sql;
+    idem__stmt stmt, stmt_id;
+    char name[32], name_id[40];
+    char *sql, *sql_id;
     char **params;
     size_t nparams;
 };
@@ -91,6 +94,7 @@ void idem_declared_free(idem_declared *d)
         free(d->params[i]);
     free(d->params);
     free(d->sql);
+    free(d->sql_id);
     free(d);
 }
 
@@ -125,26 +129,40 @@ static int check_declaration(const char *sql, const char *const *params, size_t 
     return idem__declared_check_sql(sql, nparams, NULL, err);
 }
 
+/* One form of the store's statement around @inner; with @digests_at, the record's field
+ * digests are parameter $digests_at. */
+static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
+{
+    char column[24] = "", value[24] = "";
+    size_t size = sizeof(declared_sql) + strlen(inner) + 21 * 24;
+    char *out = malloc(size);
+
+    if (digests_at > 0) {
+        snprintf(column, sizeof(column), ", identity_digests");
+        snprintf(value, sizeof(value), ", $%zu", digests_at);
+    }
+    if (out != NULL)
+        snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
+                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 10, n + 11, n + 13, n + 10, n + 13,
+                 n + 1, n + 2, n + 10);
+    return out;
+}
+
 /* The store's statement around the caller's, cut after its last token of code (blanks,
- * comments and a trailing ';' would break what follows it). */
+ * comments and a trailing ';' would break what follows it), in both forms. */
 static int build_sql(idem_declared *d, const char *sql)
 {
     size_t code_len = strlen(sql);
     char *inner = idem__declared_check_sql(sql, d->nparams, &code_len, NULL) == 0
                       ? strndup(sql, code_len)
                       : NULL;
-    size_t n = d->nparams, size;
 
     if (inner == NULL)
         return IDEM_ENOMEM;
-    size = sizeof(declared_sql) + strlen(inner) + 19 * 24;
-    d->sql = malloc(size);
-    if (d->sql != NULL)
-        snprintf(d->sql, size, declared_sql, inner, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-                 n + 6, n + 7, n + 8, n + 9, n + 10, n + 10, n + 11, n + 13, n + 10, n + 13, n + 1,
-                 n + 2, n + 10);
+    d->sql = wrap_sql(inner, d->nparams, 0);
+    d->sql_id = wrap_sql(inner, d->nparams, d->nparams + OWN_PARAMS + 1);
     free(inner);
-    return d->sql != NULL ? 0 : IDEM_ENOMEM;
+    return d->sql != NULL && d->sql_id != NULL ? 0 : IDEM_ENOMEM;
 }
 
 int idem_declared_new(idem_declared **out, const char *sql, const char *const *params,
@@ -167,7 +185,9 @@ int idem_declared_new(idem_declared **out, const char *sql, const char *const *p
     if (build_sql(d, sql) != 0)
         goto nomem;
     snprintf(d->name, sizeof(d->name), "idem_declared_%u", atomic_fetch_add(&declared_serial, 1));
+    snprintf(d->name_id, sizeof(d->name_id), "%s_id", d->name);
     d->stmt = (idem__stmt){d->name, d->sql, (int)(nparams + OWN_PARAMS)};
+    d->stmt_id = (idem__stmt){d->name_id, d->sql_id, (int)(nparams + OWN_PARAMS + 1)};
     *out = d;
     return 0;
 nomem:
@@ -250,6 +270,11 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
     lengths[n + 4] = IDEM_FINGERPRINT_SIZE;
     formats[n + 4] = 1;
+    if (c->identity != NULL) {
+        values[n + OWN_PARAMS] = c->digests.len > 0 ? c->digests.data : NULL;
+        lengths[n + OWN_PARAMS] = (int)c->digests.len;
+        formats[n + OWN_PARAMS] = 1;
+    }
     cmds[k++] =
         (idem__pipe_cmd){NULL, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, 0, NULL};
     idem__tx_settings_for(&c->settings, conn, c->req->tenant);
@@ -258,7 +283,14 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
                                     ? IDEM__SETTINGS_PLAIN
                                     : IDEM__SETTINGS_CITUS);
     *at = k;
-    cmds[k++] = (idem__pipe_cmd){&c->declared->stmt, NULL, 0, values, lengths, formats, 1, NULL};
+    cmds[k++] = (idem__pipe_cmd){c->identity != NULL ? &c->declared->stmt_id : &c->declared->stmt,
+                                 NULL,
+                                 0,
+                                 values,
+                                 lengths,
+                                 formats,
+                                 1,
+                                 NULL};
     cmds[k++] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
     return k;
 }
@@ -380,10 +412,10 @@ static enum step declared_done(call *c, const PGresult *res, int *out_rc)
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
 {
     size_t n = c->declared->nparams, failed_at, at = 0, ncmds = 0;
-    const char **values = calloc(n + OWN_PARAMS, sizeof(char *));
+    const char **values = calloc(n + OWN_PARAMS + 1, sizeof(char *));
     char **owned = calloc(n + 1, sizeof(char *));
-    int *lengths = calloc(n + OWN_PARAMS, sizeof(int));
-    int *formats = calloc(n + OWN_PARAMS, sizeof(int));
+    int *lengths = calloc(n + OWN_PARAMS + 1, sizeof(int));
+    int *formats = calloc(n + OWN_PARAMS + 1, sizeof(int));
     idem__pipe_cmd cmds[DECLARED_CMDS];
     enum step step = STEP_DONE;
     int rc;

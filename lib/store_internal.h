@@ -9,6 +9,7 @@
 #include "checkout.h"
 #include "exec.h"
 #include "idem/store.h"
+#include "identity.h"
 #include "idem/uuid.h"
 #include "settings.h"
 #include "tenant.h"
@@ -35,6 +36,10 @@ extern const idem__stmt idem__store_stmt_lookup_as, idem__store_stmt_resolve_as,
 extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
     idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get,
     idem__store_stmt_stalled;
+/* The claims of a tool with an identity policy, which write its fields' digests too, and
+ * what a conflict reads of the record. */
+extern const idem__stmt idem__store_stmt_claim_id, idem__store_stmt_claim_as_id,
+    idem__store_stmt_conflict;
 
 /* One tool's windows, the store's own copy (sorted by tool for bsearch). */
 typedef struct tool_window {
@@ -47,6 +52,8 @@ struct idem_store {
     idem_store_options opts; /* opts.tools is NULL: the copy is tools[] */
     tool_window *tools;
     size_t ntools;
+    idem__identity *identities; /* tools with a policy other than all, sorted by tool */
+    size_t nidentities;
     idem_retry_policy backoff;
     struct {
         atomic_ullong executes, created, replayed, conflicts, invalid, effect_failures;
@@ -70,15 +77,20 @@ int idem__store_deadline_passed(const idem_store *store, uint64_t deadline_ms, i
 void idem__store_windows(const idem_store *store, const char *tool, unsigned int *retention_s,
                          unsigned int *key_memory_s);
 
+/* The identity policy of @tool, or NULL for all arguments (store.c). */
+const idem__identity *idem__store_identity(const idem_store *store, const char *tool);
+
 /* The claim's parameters, kept for the call (they go out inside pipelines): values[0..11]
  * for both claims ($1..$12), [12] to [14] the settings of stmt_claim_as (the claim's and
- * the effect's lock timeouts, the statement timeout: c->settings). */
+ * the effect's lock timeouts, the statement timeout: c->settings); for a tool with an
+ * identity policy, its fields' digests at [12] ($13 of stmt_claim_id) or [15] ($16 of
+ * stmt_claim_as_id). */
 typedef struct claim_params {
     char version[16], retention[24], key_memory[24], born_ms[24], horizon[24], skew[24];
     char max_response[24]; /* a declared effect's limit on its receipt */
-    const char *values[15];
-    int lengths[15];
-    int formats[15];
+    const char *values[16];
+    int lengths[16];
+    int formats[16];
 } claim_params;
 
 /* What one attempt decided. */
@@ -100,6 +112,8 @@ struct call {
     const idem_request *req;
     json_t *arguments;
     idem_fingerprint fp;
+    const idem__identity *identity; /* the tool's policy, or NULL (all arguments) */
+    idem__buf digests;              /* with a policy: its fields' digests (identity.h) */
     char claim[IDEM_UUID_STRING_SIZE];
     idem_effect_fn effect;
     void *ctx;
@@ -140,8 +154,12 @@ struct idem_tx {
 #define COUNT(store, name) atomic_fetch_add_explicit(&(store)->stats.name, 1, memory_order_relaxed)
 
 /* Validate c->req, parse its arguments into c->arguments and fingerprint them into c->fp
- * (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
+ * (with the tool's identity policy: its projection, and its fields' digests into
+ * c->digests) (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
 int idem__store_validate(call *c);
+
+/* Release what idem__store_validate() made (store_request.c). */
+void idem__store_call_clear(call *c);
 
 /* The effect of a call that runs none of its own (external begin, approving an intent):
  * the request's checks want one; it fails if ever called. */

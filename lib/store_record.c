@@ -145,6 +145,38 @@ int idem__store_dated_ahead(call *c, int64_t ahead_ms)
                              c->store->opts.clock_skew_s);
 }
 
+/* Column 1 of stmt_get or stmt_conflict, read in binary: int4, big-endian. */
+static int payload_version(const PGresult *res)
+{
+    const unsigned char *p = (const unsigned char *)PQgetvalue(res, 0, 1);
+
+    return PQgetlength(res, 0, 1) == 4 ? (int)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+                                               ((uint32_t)p[2] << 8) | p[3])
+                                       : -1;
+}
+
+/* The arguments differ, for a tool with an identity policy: name the first identity field
+ * that differs (identity.h), when the record keeps its fields' digests (column 3 of
+ * stmt_conflict) and is not a tombstone; else "arguments". */
+static int arguments_differ(call *c, const PGresult *res)
+{
+    const char *op = c->req->operation_id;
+    char pointer[IDEM_ERROR_MESSAGE_MAX / 2];
+
+    if (c->identity == NULL || PQgetisnull(res, 0, 3) ||
+        strcmp(PQgetvalue(res, 0, 2), "expired") == 0 ||
+        !idem__identity_first_difference(
+            pointer, sizeof(pointer), (const unsigned char *)PQgetvalue(res, 0, 3),
+            (size_t)PQgetlength(res, 0, 3), (const unsigned char *)c->digests.data, c->digests.len))
+        return idem__error_field(c->err, IDEM_ECONFLICT, "arguments",
+                                 "operation ID %s was already used with different arguments", op);
+    return idem__error_field(c->err, IDEM_ECONFLICT,
+                             strlen(pointer) < IDEM_ERROR_FIELD_MAX ? pointer : "arguments",
+                             "operation ID %s was already used with different arguments: "
+                             "identity field %s differs",
+                             op, pointer);
+}
+
 /* The fingerprint differs: say what differs, the tool, its payload version or the
  * arguments, from the record (read again, in the tenant: a conflict is rare, and worth a
  * clear answer); when that read fails, the fingerprint's three parts together. */
@@ -152,11 +184,12 @@ static int conflict(call *c, idem_conn *conn)
 {
     const char *values[2] = {c->req->tenant, c->req->operation_id};
     const char *op = c->req->operation_id;
+    const idem__stmt *stmt =
+        c->identity != NULL ? &idem__store_stmt_conflict : &idem__store_stmt_get;
     PGresult *res = NULL;
     int rc = IDEM_ECONFLICT;
 
-    if (idem__tenant_exec(&res, conn, c->req->tenant, &idem__store_stmt_get, values, NULL, NULL, 0,
-                          NULL) != 0 ||
+    if (idem__tenant_exec(&res, conn, c->req->tenant, stmt, values, NULL, NULL, 1, NULL) != 0 ||
         PQntuples(res) != 1)
         rc = idem__error_field(c->err, rc, "arguments",
                                "operation ID %s was already used with a different tool, payload "
@@ -166,13 +199,12 @@ static int conflict(call *c, idem_conn *conn)
         rc = idem__error_field(c->err, rc, "tool",
                                "operation ID %s was already used with tool %s, not %s", op,
                                PQgetvalue(res, 0, 0), c->req->tool);
-    else if (atoi(PQgetvalue(res, 0, 1)) != c->req->payload_version)
+    else if (payload_version(res) != c->req->payload_version)
         rc = idem__error_field(c->err, rc, "payload_version",
-                               "operation ID %s was already used with payload version %s, not %d",
-                               op, PQgetvalue(res, 0, 1), c->req->payload_version);
+                               "operation ID %s was already used with payload version %d, not %d",
+                               op, payload_version(res), c->req->payload_version);
     else
-        rc = idem__error_field(c->err, rc, "arguments",
-                               "operation ID %s was already used with different arguments", op);
+        rc = arguments_differ(c, res);
     PQclear(res);
     return rc;
 }

@@ -22,6 +22,24 @@ static int blame_field(idem_error *err, int rc, const char *field)
     return rc;
 }
 
+/* A tool with an identity policy: the fingerprint of its projection, and the digests of
+ * its identity fields for the record (identity.h). */
+static int fingerprint_identity(call *c)
+{
+    const idem_request *req = c->req;
+    json_t *projection = NULL;
+    int rc = idem__identity_project(&projection, c->identity, c->arguments, c->err);
+
+    if (rc == 0)
+        rc = idem__fingerprint_identity(&c->fp, req->tool, req->payload_version, projection,
+                                        c->identity->declared, c->err);
+    if (rc == 0)
+        rc = idem__identity_digests(&c->digests, c->identity, projection, req->tenant,
+                                    req->operation_id, c->err);
+    json_decref(projection);
+    return rc;
+}
+
 int idem__store_validate(call *c)
 {
     const idem_request *req = c->req;
@@ -49,13 +67,24 @@ int idem__store_validate(call *c)
     rc = idem_json_parse_arguments(&args, req->arguments, req->arguments_len, &jopts, c->err);
     if (rc != 0)
         return blame_field(c->err, rc, "arguments");
-    rc = idem_fingerprint_compute(&c->fp, req->tool, req->payload_version, args, c->err);
+    c->arguments = args;
+    c->identity = idem__store_identity(c->store, req->tool);
+    if (c->identity != NULL)
+        rc = fingerprint_identity(c);
+    else
+        rc = idem_fingerprint_compute(&c->fp, req->tool, req->payload_version, args, c->err);
     if (rc != 0) {
-        json_decref(args);
+        idem__store_call_clear(c);
         return blame_field(c->err, rc, "arguments");
     }
-    c->arguments = args;
     return 0;
+}
+
+void idem__store_call_clear(call *c)
+{
+    json_decref(c->arguments);
+    c->arguments = NULL;
+    idem__buf_free(&c->digests);
 }
 
 int idem__store_no_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,

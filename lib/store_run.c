@@ -131,7 +131,7 @@ static int execute(call *c)
     c->deadline_ms = idem__store_deadline(store);
     c->lookup_first = c->req->version < 2 || c->req->attempt != 1;
     rc = run(c);
-    json_decref(c->arguments);
+    idem__store_call_clear(c);
     if (rc == 0)
         idem_error_clear(err);
     if (rc != 0 && out->status != IDEM_STATUS_CONFLICT &&

@@ -55,7 +55,7 @@ const idem__stmt idem__store_stmt_resolve_as = {
  * a row that exists only when the key is dated ahead: no other claim makes it. */
 #define CLAIM_INSERT                                                                               \
     "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"       \
-    " state, trace_id, claim_token, expires_at, forget_at)"
+    " state, trace_id, claim_token, expires_at, forget_at"
 #define CLAIM_VALUES                                                                               \
     " $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"                                              \
     " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8)"
@@ -76,14 +76,21 @@ const idem__stmt idem__store_stmt_resolve_as = {
 #define CLAIM_TAKEN_READ_ONLY                                                                      \
     CLAIM_TAKEN " AND set_config('transaction_read_only', 'on', true) = 'on'"
 
-const idem__stmt idem__store_stmt_claim = {
-    "idem_store_claim",
-    "WITH ins AS (" CLAIM_INSERT " SELECT $1," CLAIM_VALUES " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins" CLAIM_TAKEN CLAIM_FUTURE
-    " FROM (SELECT $1::text AS tenant WHERE" CLAIM_AHEAD ") AS a"
-    " WHERE NOT EXISTS (SELECT 1 FROM idem.operations o"
-    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = a.tenant)",
-    12};
+#define CLAIM_SQL(insert, values)                                                                  \
+    "WITH ins AS (" insert " SELECT $1," values " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT             \
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins" CLAIM_TAKEN CLAIM_FUTURE   \
+    " FROM (SELECT $1::text AS tenant WHERE" CLAIM_AHEAD ") AS a"                                  \
+    " WHERE NOT EXISTS (SELECT 1 FROM idem.operations o"                                           \
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = a.tenant)"
+const idem__stmt idem__store_stmt_claim = {"idem_store_claim",
+                                           CLAIM_SQL(CLAIM_INSERT ")", CLAIM_VALUES), 12};
+
+/* A tool with an identity policy (identity.h): its fields' digests go with the claim, the
+ * last parameter (binary). Only these claims name the column (migration 0012): a tool
+ * without a policy writes none, and its calls need no schema newer than 0011. */
+#define CLAIM_INSERT_ID CLAIM_INSERT ", identity_digests)"
+const idem__stmt idem__store_stmt_claim_id = {"idem_store_claim_id",
+                                              CLAIM_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $13"), 13};
 
 /* The claim that makes the transaction's settings itself (settings.h), on plain PostgreSQL
  * (store_write.c): the same statement, and $13 the claim's lock timeout, $14 the effect's,
@@ -95,20 +102,23 @@ const idem__stmt idem__store_stmt_claim = {
  * ahead, writes no row; its record, if it has one, is read under the tenant all the same,
  * and so is the absence of one that the 'future' row needs: that look is tied to the
  * settings row, read after it, and only when the key is dated ahead.) */
-const idem__stmt idem__store_stmt_claim_as = {
-    "idem_store_claim_as",
-    "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
-    " set_config('lock_timeout', $13, true) AS claim_wait,"
-    " set_config('statement_timeout', $15, true) AS statement_timeout," CLAIM_FRESH
-    " AS fresh," CLAIM_AHEAD " AS ahead),"
-    " ins AS (" CLAIM_INSERT " SELECT s.tenant," CLAIM_VALUES
-    " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins"
-    " WHERE set_config('lock_timeout', $14, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY CLAIM_FUTURE
-    " FROM settings s WHERE s.ahead AND NOT EXISTS (SELECT 1 FROM idem.operations o"
-    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = s.tenant)"
-    " AND set_config('transaction_read_only', 'on', true) = 'on'",
-    15};
+#define CLAIM_AS_SQL(insert, values)                                                               \
+    "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"         \
+    " set_config('lock_timeout', $13, true) AS claim_wait,"                                        \
+    " set_config('statement_timeout', $15, true) AS statement_timeout," CLAIM_FRESH                \
+    " AS fresh," CLAIM_AHEAD " AS ahead),"                                                         \
+    " ins AS (" insert " SELECT s.tenant," values                                                  \
+    " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT                                             \
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins"                            \
+    " WHERE set_config('lock_timeout', $14, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY CLAIM_FUTURE  \
+    " FROM settings s WHERE s.ahead AND NOT EXISTS (SELECT 1 FROM idem.operations o"               \
+    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = s.tenant)"                        \
+    " AND set_config('transaction_read_only', 'on', true) = 'on'"
+const idem__stmt idem__store_stmt_claim_as = {"idem_store_claim_as",
+                                              CLAIM_AS_SQL(CLAIM_INSERT ")", CLAIM_VALUES), 15};
+/* ... and for a tool with an identity policy, $16 its fields' digests. */
+const idem__stmt idem__store_stmt_claim_as_id = {
+    "idem_store_claim_as_id", CLAIM_AS_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $16"), 16};
 
 /* The finishing statement travels with COMMIT. idem.finish_guard() (migration 0010) raises
  * unless the tenant is still the call's and exactly one claimed row was finished: an
@@ -155,4 +165,12 @@ const idem__stmt idem__store_stmt_get = {
     " coalesce((extract(epoch FROM forget_at) * 1000000)::int8, 0),"
     " coalesce((extract(epoch FROM expired_at) * 1000000)::int8, 0)"
     " FROM idem.operations WHERE tenant = $1 AND operation_id = $2",
+    2};
+
+/* What a conflict reads of the record (store_record.c): which of the request's parts
+ * differs, and for a tool with an identity policy its fields' digests (migration 0012). */
+const idem__stmt idem__store_stmt_conflict = {
+    "idem_store_conflict",
+    "SELECT tool, payload_version, state, identity_digests FROM idem.operations"
+    " WHERE tenant = $1 AND operation_id = $2",
     2};

@@ -77,6 +77,18 @@ static idem__pipe_cmd cmd_claim(const call *c, const idem__stmt *stmt)
     return (idem__pipe_cmd){stmt, NULL, 0, c->cp.values, c->cp.lengths, c->cp.formats, 1, NULL};
 }
 
+/* A tool with an identity policy: its fields' digests as the claim's parameter @at
+ * (binary; SQL NULL when no field is present), for @stmt. */
+static const idem__stmt *with_digests(call *c, size_t at, const idem__stmt *stmt)
+{
+    claim_params *p = &c->cp;
+
+    p->values[at] = c->digests.len > 0 ? c->digests.data : NULL;
+    p->lengths[at] = (int)c->digests.len;
+    p->formats[at] = 1;
+    return stmt;
+}
+
 /* On plain PostgreSQL the claim sets the settings itself (stmt_claim_as): BEGIN and the
  * claim. Elsewhere (Citus) they go as SET LOCAL statements of their own (settings.h: they
  * reach the worker that holds the key's shard), in the same pipeline: no round trip more. */
@@ -94,12 +106,15 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
         p->values[13] = s->lock_timeout;
         p->values[14] = s->statement_timeout;
         c->claim_at = 1;
-        cmds[1] = cmd_claim(c, &idem__store_stmt_claim_as);
+        cmds[1] =
+            cmd_claim(c, c->identity != NULL ? with_digests(c, 15, &idem__store_stmt_claim_as_id)
+                                             : &idem__store_stmt_claim_as);
         return 2;
     }
     n += idem__tx_settings_cmds(cmds + n, s, IDEM__SETTINGS_CITUS);
     c->claim_at = n;
-    cmds[n++] = cmd_claim(c, &idem__store_stmt_claim);
+    cmds[n++] = cmd_claim(c, c->identity != NULL ? with_digests(c, 12, &idem__store_stmt_claim_id)
+                                                 : &idem__store_stmt_claim);
     idem__tx_settings_after_claim(&cmds[n++], s);
     return n;
 }

@@ -31,6 +31,7 @@ static const char SQL_EXPIRE[] =
     " WHERE expires_at <= now() AND state IN ('completed', 'failed')"
     " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
     " UPDATE idem.operations o SET state = 'expired', response = NULL, trace_id = NULL,"
+    " identity_digests = NULL,"
     " expired_at = now(),"
     " expires_at = coalesce(o.forget_at, o.expires_at + make_interval(secs => $2::int8))"
     " FROM due WHERE o.ctid = due.ctid";
@@ -61,6 +62,7 @@ static const char SQL_EXPIRE_TENANT[] =
     " WHERE tenant = $3 AND expires_at <= now() AND state IN ('completed', 'failed')"
     " ORDER BY expires_at LIMIT $1::int8 FOR UPDATE SKIP LOCKED)"
     " UPDATE idem.operations o SET state = 'expired', response = NULL, trace_id = NULL,"
+    " identity_digests = NULL,"
     " expired_at = now(),"
     " expires_at = " FORGET_AT_OR_LATER " FROM due"
     " WHERE o.tenant = $3 AND o.operation_id = due.operation_id";

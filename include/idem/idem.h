@@ -4,7 +4,7 @@
  *
  * One header per module, for one reader:
  *  - a server that runs tool calls: common.h, version.h, validate.h, status.h, retry.h,
- *    uuid.h, json.h, jcs.h, fingerprint.h, pool.h, store.h, external.h, outbox.h,
+ *    uuid.h, json.h, jcs.h, fingerprint.h, pool.h, store.h, identity.h, external.h, outbox.h,
  *    intent.h, and migrate.h (idem_migrate_check() at start-up; the other calls are the
  *    migrator's);
  *  - administration on your own connection (operators' tools, idem-sweep,
@@ -21,6 +21,7 @@
 #include "retry.h"
 #include "uuid.h"
 #include "store.h"
+#include "identity.h"
 #include "validate.h"
 #include "json.h"
 #include "jcs.h"

@@ -52,6 +52,7 @@
 
 #include "common.h"
 #include "fingerprint.h"
+#include "identity.h"
 #include "pool.h"
 #include "retry.h"
 #include "status.h"
@@ -120,13 +121,20 @@ typedef struct idem_store_options {
     const idem_tool_retention *tools; /**< per-tool windows, copied by idem_store_new();
                                            NULL when ntools is 0 */
     size_t ntools;                    /**< entries in @ref tools */
+    /* version 3 */
+    const idem_tool_identity *const *identities; /**< per-tool identity policies
+                                                      (identity.h), copied by
+                                                      idem_store_new(); a tool not listed
+                                                      has ::IDEM_IDENTITY_ALL. NULL when
+                                                      nidentities is 0 */
+    size_t nidentities;                          /**< entries in @ref identities */
 } idem_store_options;
 
-#define IDEM_STORE_OPTIONS_VERSION 2
+#define IDEM_STORE_OPTIONS_VERSION 3
 #define IDEM_STORE_OPTIONS_INIT                                                                    \
     {                                                                                              \
         IDEM_STORE_OPTIONS_VERSION, 604800, 10000, 20, 2, 100, (size_t)1 << 20, (size_t)1 << 20,   \
-            NULL, NULL, 2592000, 300, NULL, 0                                                      \
+            NULL, NULL, 2592000, 300, NULL, 0, NULL, 0                                             \
     }
 
 /**
@@ -143,13 +151,41 @@ IDEM_API int idem_store_options_init(idem_store_options *opts, unsigned int vers
  * @param opts  NULL for the defaults; borrowed for the call (the tool table is copied).
  * @return 0, IDEM_EINVAL (err->field names the option: a window outside
  *         ::IDEM_WINDOW_MIN_S..::IDEM_WINDOW_MAX_S, a key memory shorter than its
- *         retention, a bad or repeated tool name), IDEM_ENOMEM.
+ *         retention, a bad or repeated tool name; for an identity policy
+ *         "options.identities[i].fields[j]" and the pointer refused, and why:
+ *         identity.h), IDEM_ENOMEM.
  */
 IDEM_API int idem_store_new(idem_store **out, idem_pool *pool, const idem_store_options *opts,
                             idem_error *err);
 
 /** NULL is accepted. */
 IDEM_API void idem_store_free(idem_store *store);
+
+/** Version of the document idem_store_tool_policy() returns (its member "version"). */
+#define IDEM_TOOL_POLICY_VERSION 1
+
+/**
+ * A tool's published policy, as this store applies it, for applications that publish
+ * their tools (the gateway's `GET /v1/tools` is one): a JSON object
+ *
+ *     {"version": 1, "tool": "create_note", "retention_s": 604800,
+ *      "key_memory_s": 2592000, "stored_failures": ["rejected"],
+ *      "unstored_failures": ["invalid", "conflict", "in_progress", "effect_failed",
+ *                            "unavailable", "misconfigured"],
+ *      "identity": {"mode": "except", "fields": ["/requested_at"]}}
+ *
+ * retention_s and key_memory_s: the tool's windows (its own, or the store's);
+ * stored_failures: the statuses a retry replays from the record (a final refusal:
+ * rejected); unstored_failures: those after which nothing is stored, so that a retry with
+ * the same key runs again; identity: the mode ("all", "only", "except": identity.h) and,
+ * unless "all", its fields in the order a conflict compares them. Members are added only
+ * with a new version; a tool the store has no settings for gets the store's.
+ *
+ * @param out  a new reference; caller owns (json_decref()). Untouched on failure.
+ * @return 0, IDEM_EINVAL (a NULL argument; field "tool": not a tool name), IDEM_ENOMEM.
+ */
+IDEM_API int idem_store_tool_policy(json_t **out, const idem_store *store, const char *tool,
+                                    idem_error *err);
 
 /** One request: the key, what is called, and with which arguments. Initialize with
  *  ::IDEM_REQUEST_INIT or idem_request_init(). The strings are borrowed for the call. */
@@ -303,7 +339,11 @@ IDEM_API void idem_outcome_clear(idem_outcome *outcome);
  *             out->receipt is set for created, replayed and rejected. Clear it with
  *             idem_outcome_clear() (also before reuse).
  * @return 0 for created and replayed (err is then empty); otherwise the code of the status
- *         (idem_status_from_error()): IDEM_ECONFLICT, IDEM_EINVAL (err->field names the
+ *         (idem_status_from_error()): IDEM_ECONFLICT (err->field "tool", "payload_version"
+ *         or "arguments"; for a tool with an identity policy (identity.h), the JSON Pointer
+ *         of the first identity field that differs, "/note", when the record keeps its
+ *         fields' digests: not a tombstone, nor a record of an external effect or of a
+ *         schema before migration 0012), IDEM_EINVAL (err->field names the
  *         field; a NULL store ends `invalid`, and so does a new key whose UUIDv7 is dated
  *         further ahead than clock_skew_s, field "operation_id"), IDEM_EBUSY,
  *         IDEM_EEFFECT (err has the effect's message), IDEM_EREJECTED (the receipt is the

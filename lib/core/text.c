@@ -41,3 +41,19 @@ void idem__quote_ident(char *out, size_t size, const char *name)
     out[o++] = '"';
     out[o] = '\0';
 }
+
+const char *idem__json_pointer_token(const char *p, char *out)
+{
+    size_t n = 0;
+
+    while (*p != '\0' && *p != '/') {
+        if (*p == '~') {
+            out[n++] = p[1] == '1' ? '/' : '~';
+            p += 2;
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = '\0';
+    return p;
+}

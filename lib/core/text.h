@@ -17,4 +17,9 @@ void idem__one_line(char *s);
  * '$'), else double-quoted with its quotes doubled, cut to fit. */
 void idem__quote_ident(char *out, size_t size, const char *name);
 
+/* The JSON Pointer (RFC 6901) reference token at @p (just after its '/', up to the next
+ * '/' or the end), unescaped ("~1" is '/', "~0" is '~') into @out (at least as long as the
+ * rest of the pointer). Returns where the token ends: at the next '/' or the terminator. */
+const char *idem__json_pointer_token(const char *p, char *out);
+
 #endif

@@ -12,20 +12,8 @@ static idem_declared *create_task;
 
 static void declared_init(void)
 {
-    static const char *const params[] = {"$tenant", "subject", "$operation_id"};
-    idem_error err = IDEM_ERROR_INIT;
-
     storetest_init();
-    /* The receipt in immutable operators (json_build_object() is stable), which Citus
-     * accepts in the RETURNING of a distributed INSERT (migrations/README.md, "Scaling out on
-     * Citus"). */
-    cr_assert_eq(idem_declared_new(&create_task,
-                                   "INSERT INTO idem_example.support_tasks"
-                                   " (tenant, subject, operation_id) VALUES ($1, $2, $3)"
-                                   " RETURNING '{\"status\" : \"created\", \"task_id\" : '"
-                                   " || task_id::text || '}'",
-                                   params, 3, &err),
-                 0, "%s", err.message);
+    create_task = storetest_declared_task();
 }
 
 static void declared_fini(void)

@@ -110,6 +110,25 @@ int storetest_create_task(idem_outcome *out, const char *tenant, const char *op,
     return idem_store_execute(out, fx.store, &req, example_create_support_task, NULL, err);
 }
 
+idem_declared *storetest_declared_task(void)
+{
+    static const char *const params[] = {"$tenant", "subject", "$operation_id"};
+    idem_declared *d = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+
+    /* The receipt in immutable operators (json_build_object() is stable), which Citus
+     * accepts in the RETURNING of a distributed INSERT (migrations/README.md,
+     * "Scaling out on Citus"). */
+    cr_assert_eq(idem_declared_new(&d,
+                                   "INSERT INTO idem_example.support_tasks"
+                                   " (tenant, subject, operation_id) VALUES ($1, $2, $3)"
+                                   " RETURNING '{\"status\" : \"created\", \"task_id\" : '"
+                                   " || task_id::text || '}'",
+                                   params, 3, &err),
+                 0, "%s", err.message);
+    return d;
+}
+
 char *storetest_receipt(const char *tenant, const char *op)
 {
     const char *values[2] = {tenant, op};

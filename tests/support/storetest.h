@@ -56,6 +56,10 @@ idem_request storetest_request(const char *tenant, const char *op, const char *a
 int storetest_create_task(idem_outcome *out, const char *tenant, const char *op, const char *args,
                           idem_error *err);
 
+/* The example tool's effect declared as SQL (the same INSERT, its receipt built by the
+ * statement); caller frees it with idem_declared_free(). */
+idem_declared *storetest_declared_task(void);
+
 /* The receipt bytes stored for a key, read directly (malloc'd, caller frees). */
 char *storetest_receipt(const char *tenant, const char *op);
 

@@ -56,6 +56,14 @@ config() {
     "read_secret": {
       "arguments": {"type": "object", "additionalProperties": false},
       "sql": {"statement": "SELECT json_build_object('n', count(*)) FROM app.secrets"}
+    },
+    "log_visit": {
+      "arguments": {"type": "object", "required": ["page"],
+        "properties": {"page": {"type": "string"}, "requested_at": {"type": "string"},
+                       "tags": {"type": "array", "items": {"type": "string"}}}},
+      "identity": {"except": ["/requested_at"]},
+      "sql": {"statement": "INSERT INTO app.notes (tenant, text, operation_id) VALUES (\$1, \$2, \$3) RETURNING json_build_object('note_id', id)",
+              "params": ["\$tenant", "/page", "\$operation_id"]}
     }
   }
 }
@@ -115,7 +123,7 @@ check hash_token_empty 65 sh -c "printf '' | '$gateway' hash-token"
 good="$scratch/good.json"
 config "$good" "dbname=x" 10000
 check check_config_good 0 "$gateway" --check-config "$good"
-expect check_config_says_ok contains ": ok: 2 tenants, 4 tools"
+expect check_config_says_ok contains ": ok: 2 tenants, 5 tools"
 check check_config_missing 66 "$gateway" --check-config "$scratch/none.json"
 expect check_config_missing_says err_contains "cannot read"
 
@@ -164,6 +172,22 @@ broken no_database 'del d["database"]' '/database: is required'
 broken bad_pooler 'd["database"]["pooler"] = "session"' '/database/pooler: must be'
 broken bad_port 'd["http"]["port"] = 70000' '/http/port: must be a whole number from 0 to 65535'
 broken no_tools 'd["tools"] = {}' '/tools: must be an object with at least one tool'
+# Identity policies: checked by the library, then against the tool's schema.
+broken identity_shape 'd["tools"]["log_visit"]["identity"] = {"some": ["/page"]}' \
+    '/tools/log_visit/identity: must be {"only": '
+broken identity_not_a_pointer 'd["tools"]["log_visit"]["identity"] = {"only": ["/page", "page"]}' \
+    "/tools/log_visit/identity/only/1: \"page\" is refused: a JSON Pointer starts with '/'"
+broken identity_array_index 'd["tools"]["log_visit"]["identity"] = {"except": ["/tags/0"]}' \
+    '/tools/log_visit/identity/except/0: "/tags/0" is refused: goes into an array'
+broken identity_into_array 'd["tools"]["log_visit"]["identity"] = {"except": ["/tags/x"]}' \
+    '/tools/log_visit/identity/except/0: "/tags/x" goes into an array'
+broken identity_not_in_schema 'd["tools"]["log_visit"]["identity"] = {"only": ["/page", "/pgae"]}' \
+    '/tools/log_visit/identity/only/1: "/pgae" names no property'
+broken identity_overlap 'd["tools"]["log_visit"]["identity"] = {"only": ["/page", "/page"]}' \
+    '/tools/log_visit/identity/only: "/page" and "/page": the same field twice'
+broken identity_operation_id \
+    'd["tools"]["log_visit"]["operation_id_argument"] = "op"; d["tools"]["log_visit"]["identity"] = {"except": ["/op"]}' \
+    '/tools/log_visit/identity/except/0: "/op" is the operation ID argument'
 
 # ---------------------------------------------------------------------------------------
 # The server, against a fresh database; the gateway logs in as an application role.
@@ -378,13 +402,27 @@ expect list_tools python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
 t = {x['name']: x for x in d['tools']}
-assert sorted(t) == ['bump', 'create_note', 'divide', 'read_secret'], t
+assert sorted(t) == ['bump', 'create_note', 'divide', 'log_visit', 'read_secret'], t
 n = t['create_note']
 assert n['payload_version'] == 1 and n['retention_s'] == 3600 and n['key_memory_s'] == 86400, n
 assert n['arguments']['required'] == ['text'] and n['key_required'] is True, n
 assert n['stored_failures'] == ['rejected'], n
 assert t['bump']['retention_s'] == 604800 and t['bump']['key_memory_s'] == 2592000, t['bump']
+assert n['identity'] == {'mode': 'all'}, n
+assert t['log_visit']['identity'] == {'mode': 'except', 'fields': ['/requested_at']}, t['log_visit']
 " "$scratch/body"
+
+# A tool with an identity policy: drift in the field it leaves out replays; a change in
+# another is a conflict naming it (the problem's "changed").
+call log_visit $tok_acme visit-1 '{"page": "/home", "requested_at": "2026-12-01T10:00:00Z"}'
+answer identity_created 201
+call log_visit $tok_acme visit-1 '{"page": "/home", "requested_at": "2026-12-01T10:00:09Z"}'
+answer identity_drift_replays 201
+expect identity_drift_replayed test "$(hdr Idem-Status)" = replayed
+expect identity_drift_ran_once test "$(notes visit-1)" = 1
+call log_visit $tok_acme visit-1 '{"page": "/about", "requested_at": "2026-12-01T10:00:09Z"}'
+answer identity_change_conflicts 422 conflict
+expect identity_change_names_the_field field_is '["changed"]' /page
 
 # The same key under two tenants' tokens: two operations, two effects.
 call create_note $tok_acme shared-1 '{"text": "same"}'

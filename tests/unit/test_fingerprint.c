@@ -2,6 +2,8 @@
  * make it exact (equal requests hash equal, changed requests do not). */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "idem/idem.h"
@@ -423,4 +425,31 @@ Test(jcs_properties, changing_the_tool_or_version_changes_the_fingerprint)
     cr_assert_str_neq(base, other);
     fingerprint_hex(other, "send_email", 1, "{\"to\":\"a@example.com\"}");
     cr_assert_str_eq(base, other);
+}
+
+/* tests/data/fingerprint/corpus.json: argument documents and the fingerprints the library
+ * computed for them before tools could have identity policies. The default policy (all
+ * arguments) must keep every one byte for byte, or stored records would stop replaying. */
+Test(fingerprint, default_policy_fingerprints_equal_the_fixed_corpus)
+{
+    char path[1024], hex[IDEM_FINGERPRINT_HEX_SIZE];
+    const char *dir = getenv("IDEM_TEST_DATA");
+    json_error_t jerr;
+    json_t *corpus, *entry;
+    size_t i;
+
+    cr_assert_not_null(dir, "IDEM_TEST_DATA is not set");
+    snprintf(path, sizeof(path), "%s/fingerprint/corpus.json", dir);
+    corpus = json_load_file(path, 0, &jerr);
+    cr_assert_not_null(corpus, "%s: %s", path, jerr.text);
+    cr_assert_geq(json_array_size(corpus), 16);
+    json_array_foreach(corpus, i, entry)
+    {
+        fingerprint_hex(hex, json_string_value(json_object_get(entry, "tool")),
+                        (int)json_integer_value(json_object_get(entry, "payload_version")),
+                        json_string_value(json_object_get(entry, "arguments")));
+        cr_assert_str_eq(hex, json_string_value(json_object_get(entry, "fingerprint")), "entry %zu",
+                         i);
+    }
+    json_decref(corpus);
 }

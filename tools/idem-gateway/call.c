@@ -203,23 +203,32 @@ void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tena
     gw_run_clear(&run);
 }
 
-static json_t *tool_entry(const gw_tool *t)
+/* A tool's entry: its name, payload version and schema, and the policy the store applies
+ * to it (idem_store_tool_policy(): windows, stored failures, identity). */
+static json_t *tool_entry(const gw_tool *t, const idem_store *store)
 {
-    return json_pack("{s:s, s:i, s:O, s:I, s:I, s:b, s:[s], s:[s,s,s,s,s,s]}", "name", t->name,
-                     "payload_version", t->payload_version, "arguments", t->schema, "retention_s",
-                     (json_int_t)t->retention_s, "key_memory_s", (json_int_t)t->key_memory_s,
-                     "key_required", 1, "stored_failures", "rejected", "unstored_failures",
-                     "invalid", "conflict", "in_progress", "effect_failed", "unavailable",
-                     "misconfigured");
+    json_t *policy = NULL, *entry;
+
+    if (idem_store_tool_policy(&policy, store, t->name, NULL) != 0)
+        return NULL;
+    entry = json_pack("{s:s, s:i, s:O, s:O, s:O, s:b, s:O, s:O, s:O}", "name", t->name,
+                      "payload_version", t->payload_version, "arguments", t->schema, "retention_s",
+                      json_object_get(policy, "retention_s"), "key_memory_s",
+                      json_object_get(policy, "key_memory_s"), "key_required", 1, "stored_failures",
+                      json_object_get(policy, "stored_failures"), "unstored_failures",
+                      json_object_get(policy, "unstored_failures"), "identity",
+                      json_object_get(policy, "identity"));
+    json_decref(policy);
+    return entry;
 }
 
-void gw_list_tools(gw_reply *r, const gw_config *cfg)
+void gw_list_tools(gw_reply *r, const gw_config *cfg, const idem_store *store)
 {
     json_t *tools = json_array(), *doc = NULL;
     char *text = NULL;
 
     for (size_t i = 0; tools != NULL && i < cfg->ntools; i++) {
-        if (json_array_append_new(tools, tool_entry(&cfg->tools[i])) != 0) {
+        if (json_array_append_new(tools, tool_entry(&cfg->tools[i], store)) != 0) {
             json_decref(tools);
             tools = NULL;
         }

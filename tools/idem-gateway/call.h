@@ -61,8 +61,8 @@ void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, con
  * an operator resolved, say). */
 int gw_http_unwrap(gw_reply *r, const idem_outcome *out);
 
-/* Fill @r with GET /v1/tools's document. */
-void gw_list_tools(gw_reply *r, const gw_config *cfg);
+/* Fill @r with GET /v1/tools's document: each tool with the policy @store applies to it. */
+void gw_list_tools(gw_reply *r, const gw_config *cfg, const idem_store *store);
 
 /* A 500 problem of the gateway's own (out of memory). */
 void gw_internal_error(gw_reply *r);

@@ -270,9 +270,11 @@ void gw_config_free(gw_config *cfg)
         idem_declared_free(cfg->tools[i].effect);
         gw_upstream_free(cfg->tools[i].http);
         json_decref(cfg->tools[i].input_schema);
+        free(cfg->tools[i].identity_fields);
     }
     free(cfg->tools);
     free(cfg->windows);
+    free(cfg->identities);
     json_decref(cfg->doc);
     free(cfg);
 }

@@ -42,6 +42,9 @@ typedef struct gw_tool {
     int destructive;                   /* destructiveHint; 1 unless configured false */
     const char *operation_id_argument; /* the argument carrying the operation ID, or NULL */
     json_t *input_schema;              /* the schema MCP lists (with that argument); owned */
+    /* Its identity policy (config_tools.c): mode all unless configured. */
+    idem_tool_identity identity;  /* identity.fields is @identity_fields */
+    const char **identity_fields; /* owned array of borrowed strings */
 } gw_tool;
 
 typedef struct gw_config {
@@ -58,8 +61,10 @@ typedef struct gw_config {
     int log_json; /* log.format: the request log as JSON lines (else plain) */
     const char *dsn;
     idem_pool_options pool;
-    idem_store_options store;     /* its tools point at @windows */
-    idem_tool_retention *windows; /* one per tool; owned */
+    idem_store_options store;              /* its tools point at @windows, its identities at
+                                              @identities */
+    idem_tool_retention *windows;          /* one per tool; owned */
+    const idem_tool_identity **identities; /* one per tool with a policy; owned */
     gw_tenant *tenants;
     size_t ntenants;
     gw_tool *tools;

@@ -4,14 +4,15 @@
 #include <string.h>
 
 #include "core/parse.h"
+#include "core/text.h"
 #include "config_http.h"
 #include "config_read.h"
 #include "schema.h"
 
 static const char *const tenant_members[] = {"tokens", NULL};
 static const char *const tool_members[] = {
-    "payload_version", "retention_s", "key_memory_s",          "arguments",   "sql", "http",
-    "title",           "description", "operation_id_argument", "destructive", NULL};
+    "payload_version", "retention_s", "key_memory_s",          "arguments",   "sql",      "http",
+    "title",           "description", "operation_id_argument", "destructive", "identity", NULL};
 static const char *const sql_members[] = {"statement", "params", NULL};
 
 /* 64 lower-case hex digits into @out. */
@@ -213,6 +214,102 @@ static int read_sql(cfg_reader *r, gw_tool *t, const json_t *sql)
     return 0;
 }
 
+/* Where @pointer leads in the argument schema: each token a property an object schema
+ * declares. NULL when it leads somewhere, else (static) why not. */
+static const char *schema_refuses(const json_t *schema, const char *pointer, char *token)
+{
+    const char *p = pointer;
+
+    while (*p == '/') {
+        const json_t *type = json_object_get(schema, "type");
+        const json_t *properties = json_object_get(schema, "properties");
+
+        if (json_is_string(type) && strcmp(json_string_value(type), "array") == 0)
+            return "goes into an array, which is a field only as a whole";
+        p = idem__json_pointer_token(p + 1, token);
+        if ((schema = json_object_get(properties, token)) == NULL)
+            return "names no property that the tool's arguments schema declares";
+    }
+    return NULL;
+}
+
+/* Each field against the schema: a property it declares, not the operation ID argument
+ * (which is never part of the arguments the store sees). */
+static int check_identity_fields(cfg_reader *r, const gw_tool *t)
+{
+    char *token = NULL;
+    const char *why = NULL;
+    size_t j;
+
+    for (j = 0; why == NULL && j < t->identity.nfields; j++) {
+        const char *f = t->identity_fields[j];
+
+        char *grown = realloc(token, strlen(f) + 1);
+
+        if (grown == NULL) {
+            free(token);
+            return cfg_refuse(r, NULL, "out of memory");
+        }
+        token = grown;
+        idem__json_pointer_token(f + 1, token); /* the library checked: f starts with '/' */
+        if (t->operation_id_argument != NULL && strcmp(token, t->operation_id_argument) == 0)
+            why = "is the operation ID argument, which is always left out of the identity";
+        else
+            why = schema_refuses(t->schema, f, token);
+    }
+    free(token);
+    if (why == NULL)
+        return 0;
+    gw_pointer_push_index(&r->at, j - 1);
+    return cfg_refuse(r, NULL, "\"%s\" %s", t->identity_fields[j - 1], why);
+}
+
+/* "identity": {"only": [pointers]} or {"except": [pointers]}; absent: all arguments. The
+ * library checks the pointers as the store will (idem_tool_identity_check()), then each
+ * against the schema. */
+static int read_identity(cfg_reader *r, gw_tool *t, const json_t *identity)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    const char *mode = json_object_iter_key(json_object_iter((json_t *)identity));
+    const json_t *fields = json_object_iter_value(json_object_iter((json_t *)identity));
+    size_t mark, j;
+    const json_t *f;
+
+    t->identity = (idem_tool_identity)IDEM_TOOL_IDENTITY_INIT;
+    t->identity.tool = t->name;
+    if (identity == NULL)
+        return 0;
+    if (!json_is_object(identity) || json_object_size(identity) != 1 ||
+        (strcmp(mode, "only") != 0 && strcmp(mode, "except") != 0) || !json_is_array(fields))
+        return cfg_refuse(r, "identity",
+                          "must be {\"only\": [JSON Pointers]} or {\"except\": [JSON Pointers]}");
+    t->identity.mode = strcmp(mode, "only") == 0 ? IDEM_IDENTITY_ONLY : IDEM_IDENTITY_EXCEPT;
+    mark = gw_pointer_push(&r->at, "identity");
+    gw_pointer_push(&r->at, mode);
+    if ((t->identity_fields = calloc(json_array_size(fields) + 1, sizeof(char *))) == NULL)
+        return cfg_refuse(r, NULL, "out of memory");
+    json_array_foreach(fields, j, f)
+    {
+        t->identity_fields[j] = json_string_value(f);
+        if (t->identity_fields[j] == NULL ||
+            strlen(t->identity_fields[j]) != json_string_length(f)) {
+            gw_pointer_push_index(&r->at, j);
+            return cfg_refuse(r, NULL, "must be a JSON Pointer into the arguments: \"/note\"");
+        }
+    }
+    t->identity.fields = t->identity_fields;
+    t->identity.nfields = json_array_size(fields);
+    if (idem_tool_identity_check(&t->identity, &err) != 0) {
+        if (strncmp(err.field, "fields[", 7) == 0)
+            gw_pointer_push_index(&r->at, strtoul(err.field + 7, NULL, 10));
+        return cfg_refuse(r, NULL, "%s", without_field(&err));
+    }
+    if (check_identity_fields(r, t) != 0)
+        return GW_EXIT_DATAERR;
+    gw_pointer_pop(&r->at, mark);
+    return 0;
+}
+
 static int read_tool(cfg_reader *r, gw_config *cfg, const char *name, const json_t *tool)
 {
     gw_tool *t = &cfg->tools[cfg->ntools++];
@@ -227,7 +324,8 @@ static int read_tool(cfg_reader *r, gw_config *cfg, const char *name, const json
         (rc = cfg_uint(r, tool, "payload_version", 1, 2147483647, &version)) != 0 ||
         (rc = read_windows(r, cfg, t, tool)) != 0 ||
         (rc = read_schema(r, t, json_object_get(tool, "arguments"))) != 0 ||
-        (rc = cfg_tool_mcp(r, t, tool)) != 0)
+        (rc = cfg_tool_mcp(r, t, tool)) != 0 ||
+        (rc = read_identity(r, t, json_object_get(tool, "identity"))) != 0)
         return rc;
     t->payload_version = (int)version;
     if (json_object_get(tool, "http") != NULL && json_object_get(tool, "sql") != NULL)
@@ -248,7 +346,8 @@ int cfg_tools(cfg_reader *r, gw_config *cfg, const json_t *tools)
         return cfg_refuse(r, "tools", "must be an object with at least one tool");
     cfg->tools = calloc(n, sizeof(gw_tool));
     cfg->windows = calloc(n, sizeof(idem_tool_retention));
-    if (cfg->tools == NULL || cfg->windows == NULL)
+    cfg->identities = calloc(n, sizeof(idem_tool_identity *));
+    if (cfg->tools == NULL || cfg->windows == NULL || cfg->identities == NULL)
         return cfg_refuse(r, "tools", "out of memory");
     mark = gw_pointer_push(&r->at, "tools");
     json_object_foreach((json_t *)tools, name, tool)
@@ -260,10 +359,13 @@ int cfg_tools(cfg_reader *r, gw_config *cfg, const json_t *tools)
         cfg->windows[cfg->ntools - 1] =
             (idem_tool_retention){name, cfg->tools[cfg->ntools - 1].retention_s,
                                   cfg->tools[cfg->ntools - 1].key_memory_s};
+        if (cfg->tools[cfg->ntools - 1].identity.mode != IDEM_IDENTITY_ALL)
+            cfg->identities[cfg->store.nidentities++] = &cfg->tools[cfg->ntools - 1].identity;
         gw_pointer_pop(&r->at, at);
     }
     gw_pointer_pop(&r->at, mark);
     cfg->store.tools = cfg->windows;
     cfg->store.ntools = cfg->ntools;
+    cfg->store.identities = cfg->store.nidentities > 0 ? cfg->identities : NULL;
     return 0;
 }

@@ -263,7 +263,7 @@ static void route(gw_server *s, struct MHD_Connection *c, request *q, const char
         else if (gw_auth_tenant(cfg, header(c, "Authorization")) == NULL)
             unauthorized(&q->reply);
         else
-            gw_list_tools(&q->reply, cfg);
+            gw_list_tools(&q->reply, cfg, q->gen->store);
     } else if (strncmp(url, TOOLS_PATH "/", sizeof(TOOLS_PATH)) == 0 &&
                strchr(url + sizeof(TOOLS_PATH), '/') == NULL)
         route_tool(cfg, c, q, url + sizeof(TOOLS_PATH), method);
