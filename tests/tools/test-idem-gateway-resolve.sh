@@ -105,11 +105,11 @@ broken other_placeholder 'r["url"] = "http://127.0.0.1:1/s/{/to}"' \
     '/tools/send_email/http/resolver/url: its only placeholder is {key}'
 broken bad_scheme 'r["url"] = "ftp://x/{key}"' '/tools/send_email/http/resolver/url: must start with'
 broken overlap 'r["failed_status"] = [410, 200]' \
-    '/tools/send_email/http/resolver/done_status: is needed: its default \\[200\\] is also in failed_status'
+    '/tools/send_email/http/resolver/done_status: is needed: its default .200. is also in failed_status'
 broken overlap_given 'r["done_status"] = [200]; r["failed_status"] = [410, 200]' \
     '/tools/send_email/http/resolver/failed_status/1: 200 is already in done_status'
 broken default_overlap 'r["done_status"] = [200, 404]' \
-    '/tools/send_email/http/resolver/not_done_status: is needed: its default \\[404\\] is also in done_status'
+    '/tools/send_email/http/resolver/not_done_status: is needed: its default .404. is also in done_status'
 broken bad_status 'r["not_done_status"] = [404, 99]' \
     '/tools/send_email/http/resolver/not_done_status/1: not an HTTP status'
 broken bad_receipt 'r["receipt"] = "message"' '/tools/send_email/http/resolver/receipt: must be a JSON Pointer'
