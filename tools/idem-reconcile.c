@@ -515,8 +515,9 @@ static int cmd_resolve(cli *c, PGconn *conn)
 
 static int cmd_probe(cli *c, PGconn *conn)
 {
-    rp_options o = {c->config, c->dsn, c->tenant != NULL ? c->tenant : c->filter.tenant,
-                    c->operation_id, c->all, c->json, c->filter.limit, fail};
+    rp_options o = {c->config,       c->dsn, c->tenant != NULL ? c->tenant : c->filter.tenant,
+                    c->operation_id, c->all, c->json,
+                    c->filter.limit, fail};
 
     return rp_probe(&o, conn);
 }

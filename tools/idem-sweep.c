@@ -280,8 +280,7 @@ static int exit_for(int rc, const idem_error *err)
     }
 }
 
-static int print_json(const idem_sweep_result *r, int locked, int dry_run,
-                      const sp_summary *probes)
+static int print_json(const idem_sweep_result *r, int locked, int dry_run, const sp_summary *probes)
 {
     json_t *doc =
         json_pack("{s:b, s:b, s:I, s:I, s:i, s:b, s:I, s:I, s:f}", "locked_out", locked, "dry_run",
@@ -291,10 +290,10 @@ static int print_json(const idem_sweep_result *r, int locked, int dry_run,
                   (json_int_t)r->open_items, "duration_seconds", (double)r->duration_ms / 1000.0);
     if (doc != NULL && probes != NULL)
         json_object_set_new(doc, "probes",
-                            json_pack("{s:i, s:i, s:i, s:i, s:i}", "due", (int)probes->due,
-                                      "asked", (int)probes->asked, "settled",
-                                      (int)probes->settled, "unknown", (int)probes->unknown,
-                                      "waiting", (int)probes->waiting));
+                            json_pack("{s:i, s:i, s:i, s:i, s:i}", "due", (int)probes->due, "asked",
+                                      (int)probes->asked, "settled", (int)probes->settled,
+                                      "unknown", (int)probes->unknown, "waiting",
+                                      (int)probes->waiting));
     char *text =
         doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
                     : NULL;

@@ -130,8 +130,8 @@ static int probe_all(const rp_options *o, const gw_probes *p, PGconn *conn, gw_p
         unknown += rc == IDEM_EUNKNOWN;
         if (rc == IDEM_ECONFLICT) /* settled since it was listed */
             res.changed = 0, res.verdict = IDEM_PROBE_DONE, rc = 0;
-        json_array_append_new(items,
-                              say_answer(o, it->tenant, it->operation_id, it->tool, &res, rc, &err));
+        json_array_append_new(
+            items, say_answer(o, it->tenant, it->operation_id, it->tool, &res, rc, &err));
     }
     if (code == 0 && o->json)
         code = print_json(json_pack("{s:i, s:i, s:i, s:i, s:o}", "asked", asked, "settled",
@@ -189,7 +189,7 @@ int rp_probe(const rp_options *o, PGconn *conn)
 
     if (rc != 0) {
         say("%s", why);
-        return rc == GW_EXIT_NOINPUT ? RP_EXIT_NOINPUT
+        return rc == GW_EXIT_NOINPUT   ? RP_EXIT_NOINPUT
                : rc == GW_EXIT_DATAERR ? RP_EXIT_DATAERR
                                        : o->fail("probe", rc, &err);
     }

@@ -63,8 +63,9 @@ static int ask(sp_summary *out, const sp_options *o, const gw_probes *p, const g
     out->settled += rc != IDEM_EUNKNOWN;
     if (o->verbose)
         say("asked about %s %s (%s): %s%s%s", item->tenant, item->operation_id, item->tool,
-            rc == IDEM_ECONFLICT ? "settled meanwhile"
-                                 : gw_probe_verdict_name(rc == 0 ? res.verdict : IDEM_PROBE_UNKNOWN),
+            rc == IDEM_ECONFLICT
+                ? "settled meanwhile"
+                : gw_probe_verdict_name(rc == 0 ? res.verdict : IDEM_PROBE_UNKNOWN),
             rc == IDEM_EUNKNOWN ? ": " : "", rc == IDEM_EUNKNOWN ? err->message : "");
     return 0;
 }

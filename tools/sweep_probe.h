@@ -13,12 +13,12 @@
 #define SP_EXIT_NOINPUT 66 /* the file cannot be read */
 
 typedef struct sp_options {
-    const char *config;      /* the gateway configuration file */
-    const char *dsn;         /* NULL: the PG* environment */
-    unsigned int limit;      /* the most items asked about in one run */
-    unsigned int backoff_s;  /* after the first question; doubled after each, up to a day */
-    int dry_run;             /* say what is due; ask nothing */
-    int verbose;             /* each answer on stderr */
+    const char *config;     /* the gateway configuration file */
+    const char *dsn;        /* NULL: the PG* environment */
+    unsigned int limit;     /* the most items asked about in one run */
+    unsigned int backoff_s; /* after the first question; doubled after each, up to a day */
+    int dry_run;            /* say what is due; ask nothing */
+    int verbose;            /* each answer on stderr */
 } sp_options;
 
 typedef struct sp_summary {

@@ -26,9 +26,9 @@
 #define MAX_DELAY_DEFAULT_MS  2000U
 #define DEADLINE_DEFAULT_MS   30000U
 
-static const char *const http_members[] = {"method",     "url",      "headers",    "body",
-                                           "timeout_ms", "lease_ms", "key_header", "ca_file",
-                                           "statuses",   "retry",    "reference",  "resolver", NULL};
+static const char *const http_members[] = {
+    "method",  "url",      "headers", "body",      "timeout_ms", "lease_ms", "key_header",
+    "ca_file", "statuses", "retry",   "reference", "resolver",   NULL};
 static const char *const retry_members[] = {"max_attempts", "base_delay_ms", "max_delay_ms",
                                             "deadline_ms", NULL};
 static const char *const secret_members[] = {"env", "prefix", NULL};

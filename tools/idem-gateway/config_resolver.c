@@ -12,17 +12,17 @@
 #define TIMEOUT_MAX_MS     600000U /* and its bound */
 
 static const char *const resolver_members[] = {
-    "url", "done_status", "done_when", "receipt", "not_done_status", "failed_status",
-    "timeout_ms", NULL};
+    "url",           "done_status", "done_when", "receipt", "not_done_status",
+    "failed_status", "timeout_ms",  NULL};
 static const char *const when_members[] = {"pointer", "equals", NULL};
 static const char *const verdict_names[] = {"", "done_status", "failed_status", "not_done_status"};
 
 /* Like an http tool's URL, but its only placeholder is {key}, at least once. */
 static int check_url(cfg_reader *r, const char *url)
 {
-    const char *rest = strncmp(url, "https://", 8) == 0 ? url + 8
+    const char *rest = strncmp(url, "https://", 8) == 0  ? url + 8
                        : strncmp(url, "http://", 7) == 0 ? url + 7
-                                                          : NULL;
+                                                         : NULL;
     const char *path, *s;
     int keys = 0;
 
@@ -39,7 +39,8 @@ static int check_url(cfg_reader *r, const char *url)
                               "its only placeholder is {key}, the percent-encoded downstream key");
     }
     if (keys == 0)
-        return cfg_refuse(r, "url", "must hold {key}: the downstream key the provider is asked about");
+        return cfg_refuse(r, "url",
+                          "must hold {key}: the downstream key the provider is asked about");
     return 0;
 }
 

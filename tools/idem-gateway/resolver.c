@@ -36,13 +36,15 @@ static int answer_done(idem_external_answer *answer, const gw_http *h, const gw_
                  doc == NULL ? "is not JSON, so holds no value" : "holds another value",
                  res->done_pointer);
         rc = idem_external_answer_unknown(answer, why, err);
-    } else if (res->receipt != NULL && (doc == NULL || gw_upstream_resolve(doc, res->receipt) == NULL)) {
+    } else if (res->receipt != NULL &&
+               (doc == NULL || gw_upstream_resolve(doc, res->receipt) == NULL)) {
         snprintf(why, sizeof(why), "HTTP %ld, but the answer %s %s", up->status,
                  doc == NULL ? "is not JSON: no receipt at" : "has nothing at", res->receipt);
         rc = idem_external_answer_unknown(answer, why, err);
     } else {
-        receipt = res->receipt != NULL ? json_incref((json_t *)gw_upstream_resolve(doc, res->receipt))
-                                       : gw_upstream_document(up, 0);
+        receipt = res->receipt != NULL
+                      ? json_incref((json_t *)gw_upstream_resolve(doc, res->receipt))
+                      : gw_upstream_document(up, 0);
         rc = receipt == NULL ? idem_external_answer_unknown(answer, "out of memory", err)
                              : idem_external_answer_done(
                                    answer, gw_upstream_reference(ref, h, receipt), receipt, err);

@@ -153,8 +153,7 @@ static void classify(gw_upstream_result *res, const gw_http *h, CURL *c, CURLcod
              errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc));
 }
 
-static void exchange_once(gw_upstream_result *out, gw_http *h, const outgoing *req,
-                          const char *key)
+static void exchange_once(gw_upstream_result *out, gw_http *h, const outgoing *req, const char *key)
 {
     exchange x = {out, 0, 0};
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -232,7 +231,8 @@ json_t *gw_upstream_document(const gw_upstream_result *res, int raw)
     return doc;
 }
 
-const char *gw_upstream_reference(char buf[GW_REFERENCE_MAX + 1], const gw_http *h, const json_t *doc)
+const char *gw_upstream_reference(char buf[GW_REFERENCE_MAX + 1], const gw_http *h,
+                                  const json_t *doc)
 {
     const json_t *v = h->reference != NULL ? gw_upstream_resolve(doc, h->reference) : NULL;
     size_t n;

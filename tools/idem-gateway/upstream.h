@@ -33,11 +33,11 @@ typedef struct gw_http_header {
 /* An `http` tool's resolver (config_resolver.c; README.md in this folder, "Resolvers"): a
  * status request about a downstream key, its answer read as an idem_external_verdict. */
 typedef struct gw_resolver {
-    const char *url;            /* the template: {key} replaced by the percent-encoded key */
-    const char *done_pointer;   /* with done_value: done only when the answer holds it there */
-    const json_t *done_value;   /* borrowed from the document; NULL: no condition */
-    const char *receipt;        /* a JSON Pointer to the receipt in the answer; NULL: all of it */
-    unsigned int timeout_ms;    /* the longest the status request and the library wait */
+    const char *url;          /* the template: {key} replaced by the percent-encoded key */
+    const char *done_pointer; /* with done_value: done only when the answer holds it there */
+    const json_t *done_value; /* borrowed from the document; NULL: no condition */
+    const char *receipt;      /* a JSON Pointer to the receipt in the answer; NULL: all of it */
+    unsigned int timeout_ms;  /* the longest the status request and the library wait */
     unsigned char verdicts[GW_STATUS_MAX + 1]; /* idem_external_verdict by status */
     /* The status requests under way (resolver.c), waited for by gw_upstream_close(): */
     pthread_mutex_t lock;
