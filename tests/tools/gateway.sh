@@ -32,3 +32,34 @@ gateway_port() {
     echo "FAIL: the gateway did not start" >&2
     exit 1
 }
+
+# The processes a test starts (gateways, upstream.py), ended with the scratch directory on
+# exit; an upstream at $up has its hung requests released first.
+pids=()
+gateway_cleanup() {
+    local p
+    [ -n "${up:-}" ] && curl -s -m 5 -X POST "http://127.0.0.1:$up/_release" >/dev/null 2>&1
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    rm -rf "$scratch"
+}
+trap gateway_cleanup EXIT
+
+# upstream NAME [CERT KEY]: upstream.py started (HTTPS with CERT and KEY); its port in
+# $upstream_port.
+upstream() {
+    python3 "$(dirname "$0")/upstream.py" "$scratch/$1.port" "${@:2}" </dev/null >/dev/null &
+    pids+=($!)
+    for _ in $(seq 1 300); do
+        [ -s "$scratch/$1.port" ] && break
+        sleep 0.1
+    done
+    upstream_port=$(cat "$scratch/$1.port") || { echo "FAIL: the upstream did not start" >&2; exit 1; }
+}
+
+# http ARGS...: curl; the status in $status, the body in $scratch/body (and $body), the
+# headers in $scratch/headers.
+http() {
+    status=$(curl -sS -o "$scratch/body" -D "$scratch/headers" -w '%{http_code}' "$@")
+    body=$(cat "$scratch/body")
+}

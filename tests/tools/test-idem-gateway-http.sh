@@ -12,31 +12,11 @@ gateway=$1 migrate=$2 prefix=gwh
 . "$(dirname "$0")/gateway.sh"
 gateway_required "libmicrohttpd, libcurl"
 
-pids=()
-cleanup() {
-    local p
-    [ -n "${up:-}" ] && curl -s -m 5 -X POST "http://127.0.0.1:$up/_release" >/dev/null 2>&1
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$scratch"
-}
-trap cleanup EXIT
-
 secret='sk_live_Zq8mSECRETv41ue'
 export MAILER_TOKEN=$secret
 tok=acme-token-1
 
 # The upstream service, and the same over HTTPS with a certificate of its own.
-# upstream NAME [CERT KEY]: started; its port in $upstream_port.
-upstream() {
-    python3 "$(dirname "$0")/upstream.py" "$scratch/$1.port" "${@:2}" </dev/null >/dev/null &
-    pids+=($!)
-    for _ in $(seq 1 300); do
-        [ -s "$scratch/$1.port" ] && break
-        sleep 0.1
-    done
-    upstream_port=$(cat "$scratch/$1.port") || { echo "FAIL: the upstream did not start" >&2; exit 1; }
-}
 upstream plain
 up=$upstream_port
 # Without the openssl command (Debian openssl) the TLS checks are left out, saying so.

@@ -14,25 +14,11 @@ gateway=$1 migrate=$2 reconcile=$3 sweep=$4 prefix=gwr
 . "$(dirname "$0")/gateway.sh"
 gateway_required "libmicrohttpd, libcurl"
 
-pids=()
-cleanup() {
-    local p
-    [ -n "${up:-}" ] && curl -s -m 5 -X POST "http://127.0.0.1:$up/_release" >/dev/null 2>&1
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$scratch"
-}
-trap cleanup EXIT
 export MAILER_TOKEN=sk_test_resolve
 tok=acme-token-1
 
-python3 "$(dirname "$0")/upstream.py" "$scratch/up.port" </dev/null >/dev/null &
-pids+=($!)
-for _ in $(seq 1 300); do
-    [ -s "$scratch/up.port" ] && break
-    sleep 0.1
-done
-up=$(cat "$scratch/up.port") || { echo "FAIL: the upstream did not start" >&2; exit 1; }
+upstream plain
+up=$upstream_port
 
 post() { curl -sS -X POST "http://127.0.0.1:$up/$1" -d "$2" >/dev/null; }
 # script PATH ACTIONS / status_script PATH ACTIONS
@@ -124,10 +110,6 @@ gw_pid=$!
 pids+=("$gw_pid")
 gateway_port "$log" "$gw_pid"
 
-http() {
-    status=$(curl -sS -o "$scratch/body" -D "$scratch/headers" -w '%{http_code}' "$@")
-    body=$(cat "$scratch/body")
-}
 call() {
     http -X POST "http://127.0.0.1:$port/v1/tools/$1" -H "Authorization: Bearer $tok" \
         -H "Idempotency-Key: $2" -H 'Content-Type: application/json' --data-binary '{"to": "a@example.com"}'
