@@ -84,9 +84,12 @@ static int probe_one(const rp_options *o, const gw_probes *p, PGconn *conn)
     record = idem_reconcile_key_record(key);
     snprintf(tool, sizeof(tool), "%s", record != NULL ? record->tool : "");
     idem_reconcile_key_free(key);
-    if (record == NULL || !gw_probes_has_resolver(p, tool)) {
-        say("probe: %s", record == NULL ? "the key has been forgotten: nothing to ask about"
-                                        : "its tool declares no resolver in the configuration");
+    if (tool[0] == '\0') {
+        say("probe: not asked: the key has been forgotten (no record)");
+        return RP_EXIT_NOT_ASKED;
+    }
+    if (!gw_probes_has_resolver(p, tool)) {
+        say("probe: not asked: tool %s has no resolver in %s", tool, o->config);
         return RP_EXIT_NOT_ASKED;
     }
     rc = gw_probes_ask(&res, p, tool, o->tenant, o->operation_id, &err);
@@ -126,10 +129,14 @@ static int probe_all(const rp_options *o, const gw_probes *p, PGconn *conn, gw_p
             code = o->fail("probe", rc, &err);
             break;
         }
+        if (rc == IDEM_ECONFLICT) { /* settled since it was listed: not asked */
+            if (!o->json)
+                printf("%s %s (%s): not asked: %s\n", it->tenant, it->operation_id, it->tool,
+                       err.message);
+            continue;
+        }
         asked++;
         unknown += rc == IDEM_EUNKNOWN;
-        if (rc == IDEM_ECONFLICT) /* settled since it was listed */
-            res.changed = 0, res.verdict = IDEM_PROBE_DONE, rc = 0;
         json_array_append_new(
             items, say_answer(o, it->tenant, it->operation_id, it->tool, &res, rc, &err));
     }
@@ -187,11 +194,13 @@ int rp_probe(const rp_options *o, PGconn *conn)
     char why[1200];
     int rc = gw_probes_open(&p, o->config, o->dsn, "idem-reconcile", why, sizeof(why));
 
-    if (rc != 0) {
+    if (rc == GW_EXIT_NOINPUT || rc == GW_EXIT_DATAERR) {
         say("%s", why);
-        return rc == GW_EXIT_NOINPUT   ? RP_EXIT_NOINPUT
-               : rc == GW_EXIT_DATAERR ? RP_EXIT_DATAERR
-                                       : o->fail("probe", rc, &err);
+        return rc == GW_EXIT_NOINPUT ? RP_EXIT_NOINPUT : RP_EXIT_DATAERR;
+    }
+    if (rc != 0) {
+        snprintf(err.message, sizeof(err.message), "%.500s", why);
+        return o->fail("probe", rc, &err);
     }
     if (o->operation_id != NULL) {
         rc = probe_one(o, p, conn);
