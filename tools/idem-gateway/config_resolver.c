@@ -10,6 +10,8 @@
 
 #define TIMEOUT_DEFAULT_MS 2000U   /* the library's default (external.h) */
 #define TIMEOUT_MAX_MS     600000U /* and its bound */
+#define DONE_DEFAULT       200     /* done_status's default */
+#define NOT_DONE_DEFAULT   404     /* not_done_status's default */
 
 static const char *const resolver_members[] = {
     "url",           "done_status", "done_when", "receipt", "not_done_status",
@@ -123,8 +125,9 @@ static int read_resolver(cfg_reader *r, gw_resolver *res, const json_t *obj)
         (rc = read_statuses(r, res, obj, "done_status", IDEM_PROBE_DONE)) != 0 ||
         (rc = read_statuses(r, res, obj, "not_done_status", IDEM_PROBE_NOT_DONE)) != 0 ||
         (rc = read_statuses(r, res, obj, "failed_status", IDEM_PROBE_FAILED)) != 0 ||
-        (rc = default_status(r, res, obj, "done_status", IDEM_PROBE_DONE, 200)) != 0 ||
-        (rc = default_status(r, res, obj, "not_done_status", IDEM_PROBE_NOT_DONE, 404)) != 0 ||
+        (rc = default_status(r, res, obj, "done_status", IDEM_PROBE_DONE, DONE_DEFAULT)) != 0 ||
+        (rc = default_status(r, res, obj, "not_done_status", IDEM_PROBE_NOT_DONE,
+                             NOT_DONE_DEFAULT)) != 0 ||
         (rc = read_pointer(r, obj, "receipt", &res->receipt)) != 0 ||
         (when != NULL && (rc = read_when(r, res, when)) != 0) ||
         (rc = cfg_uint(r, obj, "timeout_ms", 1, TIMEOUT_MAX_MS, &timeout)) != 0)

@@ -99,7 +99,11 @@ static int ask(idem_external_answer *answer, const idem_external_question *q, vo
         rc = idem_external_answer_unknown(answer, "out of memory", &err);
         goto done;
     }
-    gw_upstream_ask(&up, h, url, q->timeout_ms < res->timeout_ms ? q->timeout_ms : res->timeout_ms);
+    /* The library's limit for this question, never 0: libcurl takes 0 for no limit. */
+    gw_upstream_ask(&up, h, url,
+                    q->timeout_ms == 0                ? 1
+                    : q->timeout_ms < res->timeout_ms ? q->timeout_ms
+                                                      : res->timeout_ms);
     if (up.status >= GW_STATUS_MIN && up.status <= GW_STATUS_MAX) {
         rc = answer_status(answer, h, &up, &err);
     } else {
