@@ -14,7 +14,7 @@
 int sp_probe(sp_summary *out, const sp_options *o, PGconn *conn, idem_error *err)
 {
     snprintf(err->message, sizeof(err->message),
-             "--config: this idem-sweep was built without HTTP support (libcurl): it cannot "
+             "this idem-sweep was built without HTTP support (libcurl): it cannot "
              "make the status requests of %s",
              o->config);
     return IDEM_EINVAL;
