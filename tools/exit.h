@@ -16,6 +16,8 @@ enum cli_exit {
     EXIT_LEDGER = 8,             /* idem-migrate: the ledger lacks what exists */
     EXIT_NOT_APPLIED = 9,        /* idem-migrate baseline: a migration is not applied */
     EXIT_NOT_DISTRIBUTABLE = 10, /* idem-migrate distribute: not on Citus, or placed otherwise */
+    EXIT_STILL_UNKNOWN = 11,     /* idem-reconcile probe: the outcome is still unknown */
+    EXIT_NOT_ASKED = 12,         /* idem-reconcile probe: no resolver, or not outcome_unknown */
     EXIT_USAGE = 64,             /* EX_USAGE: the command line is wrong */
     EXIT_DATAERR = 65,           /* EX_DATAERR: an input is not valid */
     EXIT_NOINPUT = 66,           /* EX_NOINPUT: a file or folder named cannot be read */

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "core/parse.h"
+#include "reconcile_probe.h"
 #include "reconcile_text.h"
 
 static const char usage_text[] =
@@ -21,6 +22,7 @@ static const char usage_text[] =
     "       idem-reconcile [OPTIONS] show TENANT OPERATION_ID\n"
     "       idem-reconcile [OPTIONS] resolve TENANT OPERATION_ID --note TEXT\n"
     "       idem-reconcile [OPTIONS] resolve TENANT OPERATION_ID --as OUTCOME --note TEXT\n"
+    "       idem-reconcile [OPTIONS] probe [TENANT OPERATION_ID | --all] --config FILE\n"
     "\n"
     "Reconciliation items are calls that idem refused to execute and a person must look\n"
     "at: kind \"expired\" is a retry that arrived after its key's retention window (it ran\n"
@@ -44,17 +46,29 @@ static const char usage_text[] =
     "  resolve   mark the key's open items resolved, with a note, who and when; with --as,\n"
     "            also settle an external operation's or a stalled record's outcome:\n"
     "            later calls replay it\n"
-    "\n"
+    "  probe     ask the provider what became of outcome_unknown operations, by the\n"
+    "            resolvers (status requests) that the gateway configuration FILE declares\n"
+    "            for its http tools, and settle them by the answer as the gateway would:\n"
+    "            done (completed, its result the receipt), failed (rejected), not done\n"
+    "            (dispatched again with the same downstream key), or still unknown; every\n"
+    "            answer is recorded. Without operands: list the open outcome_unknown items,\n"
+    "            whether FILE has a resolver for their tool, how often they were asked;\n"
+    "            --all: ask about each of those with a resolver, least recently asked\n"
+    "            first. The resolvers an application registers in its own process\n"
+    "            (idem_external_set_resolver()) cannot run here\n"
+    "\n";
+
+static const char options_text[] =
     "Options:\n"
     "  --dsn CONNINFO         libpq connection string or postgresql:// URI; without it the\n"
     "                         PG* environment variables are used\n"
-    "  --tenant TENANT        list: only this tenant's items\n"
+    "  --tenant TENANT        list, probe: only this tenant's items\n"
     "  --kind KIND            list, resolve: only items of this kind\n"
     "  --open                 list: only open items\n"
     "  --resolved             list: only resolved items\n"
     "  --since WHEN           list: items last seen at or after WHEN, a UTC time\n"
     "                         (2024-05-01, 2024-05-01T09:30:00Z) or an age (90m, 24h, 7d)\n"
-    "  --limit N              list: at most N items (default 1000; 0 = all)\n"
+    "  --limit N              list, probe: at most N items (default 1000; 0 = all)\n"
     "  --note TEXT            resolve: what was found or done (required)\n"
     "  --by NAME              resolve: who resolved it (default: the database role)\n"
     "  --as OUTCOME           resolve: what the provider did: completed (later calls replay\n"
@@ -63,20 +77,34 @@ static const char usage_text[] =
     "  --reference REF        resolve --as: the provider's reference (message, payment ID)\n"
     "  --receipt JSON         resolve --as: the receipt later calls get (default: one saying\n"
     "                         how it was resolved, with the note and reference)\n"
+    "  --config FILE          probe: the gateway configuration whose http tools' resolvers\n"
+    "                         are run (their secrets' environment variables must be set);\n"
+    "                         the database is still --dsn's, not FILE's\n"
+    "  --all                  probe: ask about every open outcome_unknown item\n"
     "  --json                 print JSON\n"
     "  --connect-timeout SEC  longest wait to connect (default 10, or PGCONNECT_TIMEOUT)\n"
     "  -h, --help             print this help\n"
     "  -V, --version          print the version\n"
     "\n";
 
+/* Too long for one string literal (C's 4095). */
 static const char usage_exits[] =
     "Exit status:\n"
-    "   0  done (list: also when nothing matches)\n"
-    "   2  show: nothing is recorded for the key; resolve: no open item for it (--as: no\n"
-    "      external operation or stalled local record under it, or its outcome is\n"
-    "      already settled)\n"
+    "   0  done (list: also when nothing matches; probe: settled)\n"
+    "   2  show, probe: nothing is recorded for the key; resolve: no open item for it\n"
+    "      (--as: no external operation or stalled local record under it, or its\n"
+    "      outcome is already settled)\n"
     "   7  the schema lacks migration 0003 (run idem-migrate up)\n"
-    "  64  usage error\n"
+    "  11  probe: the outcome is still unknown (--all: of at least one item): the\n"
+    "      provider could not tell, did not answer in time or answered what the\n"
+    "      resolver cannot read (the reason is printed)\n"
+    "  12  probe: not asked: the operation's tool has no resolver in FILE, or the\n"
+    "      operation is not outcome_unknown (any more)\n"
+    "  64  usage error; probe --config in an idem-reconcile built without HTTP support\n"
+    "      (libcurl)\n"
+    "  65  probe: FILE is not a valid gateway configuration (the message names the\n"
+    "      place as a JSON Pointer)\n"
+    "  66  probe: FILE cannot be read\n"
     "  69  a database error that a retry will not fix\n"
     "  71  out of memory\n"
     "  75  try again later: no server answers (or not in time), connection lost,\n"
@@ -101,6 +129,8 @@ typedef struct cli {
     int resolve_as; /* -1: not given */
     const char *reference;
     const char *receipt;
+    const char *config; /* probe */
+    int all;            /* probe */
 } cli;
 
 #define usage_error(...) cli_usage_error("idem-reconcile", __VA_ARGS__)
@@ -196,9 +226,37 @@ static int parse_option(cli *c, int opt, const char *arg)
         return 0;
     case 'c':
         return cli_connect_timeout_option(&c->connect_timeout_s, "idem-reconcile", arg);
+    case 'C':
+        c->config = arg;
+        return 0;
+    case 'A':
+        c->all = 1;
+        return 0;
     default:
         return usage_error("unknown option");
     }
+}
+
+/* probe's operands and options. */
+static int check_probe(cli *c, int nargs, char **args)
+{
+    if (c->config == NULL)
+        return usage_error("probe needs --config FILE: the gateway configuration whose "
+                           "resolvers are run");
+    if (nargs != 0 && nargs != 2)
+        return usage_error("probe takes TENANT OPERATION_ID, or no operands (with --all: ask "
+                           "about every open item)");
+    if (nargs == 2 && (c->all || c->filter.tenant != NULL))
+        return usage_error("--all and --tenant are for probe without operands");
+    if (c->filter.kind != NULL || c->filter.state != IDEM_RECONCILE_ANY || c->filter.since != 0 ||
+        c->note != NULL || c->by != NULL || c->resolve_as >= 0 || c->reference != NULL ||
+        c->receipt != NULL)
+        return usage_error("probe takes --config, --all, --tenant, --limit and --json");
+    if (nargs == 2) {
+        c->tenant = args[0];
+        c->operation_id = args[1];
+    }
+    return -1;
 }
 
 /* The command and its operands, and which options it takes. */
@@ -206,8 +264,12 @@ static int check_command(cli *c, int nargs, char **args)
 {
     int list = strcmp(c->command, "list") == 0, resolve = strcmp(c->command, "resolve") == 0;
 
+    if (strcmp(c->command, "probe") == 0)
+        return check_probe(c, nargs, args);
+    if (c->config != NULL || c->all)
+        return usage_error("--config and --all are for probe");
     if (!list && !resolve && strcmp(c->command, "show") != 0)
-        return usage_error("unknown command '%s' (list, show, resolve)", c->command);
+        return usage_error("unknown command '%s' (list, show, resolve, probe)", c->command);
     if (list && nargs != 0)
         return usage_error("list takes no operands (filter with --tenant, --kind, ...)");
     if (!list && nargs != 2)
@@ -250,6 +312,8 @@ static int parse_args(cli *c, int argc, char **argv)
         {"as", required_argument, NULL, 'a'},
         {"reference", required_argument, NULL, 'R'},
         {"receipt", required_argument, NULL, 'J'},
+        {"config", required_argument, NULL, 'C'},
+        {"all", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -260,6 +324,7 @@ static int parse_args(cli *c, int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "hV", longs, NULL)) != -1) {
         if (opt == 'h') {
             fputs(usage_text, stdout);
+            fputs(options_text, stdout);
             fputs(usage_exits, stdout);
             return EXIT_OK;
         }
@@ -273,7 +338,7 @@ static int parse_args(cli *c, int argc, char **argv)
             return rc;
     }
     if (optind == argc)
-        return usage_error("a command is needed (list, show, resolve)");
+        return usage_error("a command is needed (list, show, resolve, probe)");
     c->command = argv[optind];
     return check_command(c, argc - optind - 1, argv + optind + 1);
 }
@@ -426,6 +491,15 @@ static int cmd_resolve(cli *c, PGconn *conn)
     return EXIT_OK;
 }
 
+static int cmd_probe(cli *c, PGconn *conn)
+{
+    rp_options o = {c->config,       c->dsn, c->tenant != NULL ? c->tenant : c->filter.tenant,
+                    c->operation_id, c->all, c->json,
+                    c->filter.limit, fail};
+
+    return rp_probe(&o, conn);
+}
+
 int main(int argc, char **argv)
 {
     idem_reconcile_filter filter = IDEM_RECONCILE_FILTER_INIT;
@@ -448,6 +522,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(c.command, "list") == 0)
         code = cmd_list(&c, conn);
+    else if (strcmp(c.command, "probe") == 0)
+        code = cmd_probe(&c, conn);
     else if (strcmp(c.command, "show") == 0)
         code = cmd_show(&c, conn);
     else if (c.resolve_as >= 0)

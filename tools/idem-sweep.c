@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "core/parse.h"
+#include "sweep_probe.h"
 
 static const char usage_text[] =
     "usage: idem-sweep [OPTIONS]\n"
@@ -30,7 +31,14 @@ static const char usage_text[] =
     "The lock is session-level: connect to PostgreSQL directly; a connection through a\n"
     "pooler such as PgBouncer is refused.\n"
     "Silent on success: meant for cron or a systemd timer.\n"
-    "\n"
+    "With --config, it then asks the provider about open outcome_unknown items, by the\n"
+    "resolvers (status requests) that the gateway configuration FILE declares for its\n"
+    "http tools, and settles each by the answer (as idem-reconcile probe does), least\n"
+    "recently asked first, at most --probe-limit per run, each item again only after its\n"
+    "backoff. Resolvers an application registers in its own process cannot run here.\n"
+    "\n";
+
+static const char options_text[] =
     "Options:\n"
     "  --dsn CONNINFO         libpq connection string or postgresql:// URI; without it the\n"
     "                         PG* environment variables are used\n"
@@ -50,6 +58,14 @@ static const char usage_text[] =
     "  --json                 print a JSON summary on stdout\n"
     "  --metrics-file PATH    after a successful run, write Prometheus text-format metrics\n"
     "                         to PATH (atomically: a temporary file renamed over it)\n"
+    "  --config FILE          ask the provider about outcome_unknown items by FILE's\n"
+    "                         resolvers (a gateway configuration; the secrets'\n"
+    "                         environment variables must be set; the database is still\n"
+    "                         --dsn's); the role also needs idem_operator's rights\n"
+    "  --probe-limit N        --config: ask about at most N items per run (default 20)\n"
+    "  --probe-backoff SEC    --config: ask about an item again SEC seconds after the\n"
+    "                         first question, twice as long after each further one, at\n"
+    "                         most a day (default 300)\n"
     "  -v, --verbose          narrate on stderr\n"
     "  -h, --help             print this help\n"
     "  -V, --version          print the version\n"
@@ -57,7 +73,11 @@ static const char usage_text[] =
     "Exit status:\n"
     "   0  done, or another idem-sweep is running (said on stderr with --verbose)\n"
     "   7  the schema lacks migration 0003 (run idem-migrate up)\n"
-    "  64  usage error\n"
+    "  64  usage error; --config given to an idem-sweep built without HTTP support\n"
+    "      (libcurl)\n"
+    "  65  --config: FILE is not a valid gateway configuration (the message names the\n"
+    "      place as a JSON Pointer)\n"
+    "  66  --config: FILE cannot be read\n"
     "  69  a database error that a retry will not fix\n"
     "  71  out of memory\n"
     "  74  the metrics file cannot be written (checked before any work: nothing swept)\n"
@@ -72,6 +92,9 @@ static const char usage_text[] =
     "      exist, directly or through a pooler), or connected through a connection\n"
     "      pooler (connect to the server directly)\n";
 
+#define PROBE_LIMIT_DEFAULT     20
+#define PROBE_BACKOFF_DEFAULT_S 300
+
 typedef struct cli {
     const char *dsn;
     const char *metrics_file;
@@ -79,6 +102,7 @@ typedef struct cli {
     int json;
     int verbose;
     idem_sweep_options opts;
+    sp_options probe; /* probe.config NULL: no probing */
 } cli;
 
 #define usage_error(...) cli_usage_error("idem-sweep", __VA_ARGS__)
@@ -130,6 +154,13 @@ static int parse_option(cli *c, int opt, const char *arg)
     case 'v':
         c->verbose = 1;
         return 0;
+    case 'C':
+        c->probe.config = arg;
+        return 0;
+    case 'P':
+        return parse_uint(&c->probe.limit, "--probe-limit", arg, 1, 1000, 1);
+    case 'B':
+        return parse_uint(&c->probe.backoff_s, "--probe-backoff", arg, 1, 86400, 1);
     default:
         return usage_error("unknown option");
     }
@@ -151,6 +182,9 @@ static int parse_args(cli *c, int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"metrics-file", required_argument, NULL, 'm'},
         {"verbose", no_argument, NULL, 'v'},
+        {"config", required_argument, NULL, 'C'},
+        {"probe-limit", required_argument, NULL, 'P'},
+        {"probe-backoff", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -161,6 +195,7 @@ static int parse_args(cli *c, int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "vhV", longs, NULL)) != -1) {
         if (opt == 'h') {
             fputs(usage_text, stdout);
+            fputs(options_text, stdout);
             return EXIT_OK;
         }
         if (opt == 'V') {
@@ -175,6 +210,8 @@ static int parse_args(cli *c, int argc, char **argv)
     if (optind != argc)
         return usage_error("unexpected argument '%s' (idem-sweep takes options only)",
                            argv[optind]);
+    if (c->probe.config == NULL && (c->probe.limit != 0 || c->probe.backoff_s != 0))
+        return usage_error("--probe-limit and --probe-backoff are for --config");
     return -1;
 }
 
@@ -222,7 +259,7 @@ static int exit_for(int rc, const idem_error *err)
     return rc == IDEM_ELOCKED ? EXIT_OK : cli_exit_for(rc, err);
 }
 
-static int print_json(const idem_sweep_result *r, int locked, int dry_run)
+static int print_json(const idem_sweep_result *r, int locked, int dry_run, const sp_summary *probes)
 {
     json_t *doc =
         json_pack("{s:b, s:b, s:I, s:I, s:i, s:b, s:I, s:I, s:f}", "locked_out", locked, "dry_run",
@@ -230,6 +267,12 @@ static int print_json(const idem_sweep_result *r, int locked, int dry_run)
                   "batches", (int)r->batches, "complete", r->complete, "late_retries",
                   (json_int_t)r->late_retries, "open_reconciliation_items",
                   (json_int_t)r->open_items, "duration_seconds", (double)r->duration_ms / 1000.0);
+    if (doc != NULL && probes != NULL)
+        json_object_set_new(doc, "probes",
+                            json_pack("{s:i, s:i, s:i, s:i, s:i}", "due", (int)probes->due, "asked",
+                                      (int)probes->asked, "settled", (int)probes->settled,
+                                      "unknown", (int)probes->unknown, "waiting",
+                                      (int)probes->waiting));
     char *text =
         doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
                     : NULL;
@@ -384,8 +427,22 @@ static void say_dry_run(const cli *c, const idem_sweep_result *r)
            r->expired, r->purged, c->metrics_file != NULL ? ", no metrics file written" : "");
 }
 
+/* What --config did, on stderr with --verbose (a dry run says it anyway). */
+static void say_probes(const cli *c, const sp_summary *p)
+{
+    if (c->opts.dry_run && !c->json)
+        printf("dry run: %u outcome_unknown item%s due to be asked about, %u waiting for their "
+               "backoff; none was asked\n",
+               p->due, p->due == 1 ? "" : "s", p->waiting);
+    else if (c->verbose)
+        say("asked the provider about %u outcome_unknown item%s: %u settled, %u still unknown; "
+            "%u more due, %u waiting for their backoff",
+            p->asked, p->asked == 1 ? "" : "s", p->settled, p->unknown, p->due - p->asked,
+            p->waiting);
+}
+
 static int report(const cli *c, PGconn *conn, int rc, const idem_sweep_result *r,
-                  const idem_error *err)
+                  const idem_error *err, const sp_summary *probes)
 {
     int code = exit_for(rc, err);
     open_by_kind open;
@@ -403,10 +460,42 @@ static int report(const cli *c, PGconn *conn, int rc, const idem_sweep_result *r
     if (rc == 0 && c->opts.dry_run && !c->verbose && !c->json)
         say_dry_run(c, r);
     if (code == EXIT_OK && c->json)
-        code = print_json(r, rc == IDEM_ELOCKED, c->opts.dry_run);
+        code = print_json(r, rc == IDEM_ELOCKED, c->opts.dry_run, probes);
+    if (probes != NULL)
+        say_probes(c, probes);
     if (rc == 0 && code == EXIT_OK && c->metrics_file != NULL && !c->opts.dry_run)
         if ((code = read_open_by_kind(&open, conn)) == EXIT_OK)
             code = write_metrics(c->metrics_file, r, &open);
+    return code;
+}
+
+/* After a sweep that went well: --config's questions, then the report of both. */
+static int finish_with_probes(cli *c, PGconn *conn, const idem_sweep_result *result,
+                              const idem_error *swept)
+{
+    sp_summary probes;
+    idem_error err = IDEM_ERROR_INIT;
+    int rc, code;
+
+    c->probe.dsn = c->dsn;
+    c->probe.dry_run = c->opts.dry_run;
+    c->probe.verbose = c->verbose;
+    if (c->probe.limit == 0)
+        c->probe.limit = PROBE_LIMIT_DEFAULT;
+    if (c->probe.backoff_s == 0)
+        c->probe.backoff_s = PROBE_BACKOFF_DEFAULT_S;
+    rc = sp_probe(&probes, &c->probe, conn, &err);
+    if (rc > 0) {
+        code = rc;
+    } else if (rc < 0) {
+        say("--config: %s", err.message[0] ? err.message : idem_strerror(rc));
+        code = exit_for(rc, &err);
+        if (rc == IDEM_EINVAL)
+            code = EXIT_USAGE; /* built without HTTP support */
+    } else {
+        code = report(c, conn, 0, result, swept, &probes);
+    }
+    PQfinish(conn);
     return code;
 }
 
@@ -440,7 +529,9 @@ int main(int argc, char **argv)
         return code;
     }
     rc = idem_sweep_run(&result, conn, &c.opts, &err);
-    code = report(&c, conn, rc, &result, &err);
+    if (rc == 0 && c.probe.config != NULL)
+        return finish_with_probes(&c, conn, &result, &err);
+    code = report(&c, conn, rc, &result, &err, NULL);
     PQfinish(conn);
     return code;
 }

@@ -34,7 +34,8 @@ gateway_port() {
 }
 
 # The processes a test starts in the background (gateways, upstreams), ended by
-# gateway_cleanup, the tests' EXIT trap, which also releases the upstream $up's held answers.
+# gateway_cleanup, the EXIT trap set here, which also releases the upstream $up's held
+# answers.
 pids=()
 gateway_cleanup() {
     local p
@@ -43,9 +44,10 @@ gateway_cleanup() {
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
     rm -rf "$scratch"
 }
+trap gateway_cleanup EXIT
 
-# upstream NAME [CERT KEY]: tests/tools/upstream.py started (HTTPS with CERT and KEY); its
-# port in $upstream_port.
+# upstream NAME [CERT KEY]: upstream.py started (HTTPS with CERT and KEY); its port in
+# $upstream_port.
 upstream() {
     python3 "$(dirname "${BASH_SOURCE[0]}")/upstream.py" "$scratch/$1.port" "${@:2}" </dev/null >/dev/null &
     pids+=($!)
@@ -54,4 +56,11 @@ upstream() {
         sleep 0.1
     done
     upstream_port=$(cat "$scratch/$1.port") || { echo "FAIL: the upstream did not start" >&2; exit 1; }
+}
+
+# http ARGS...: curl; the status in $status, the body in $scratch/body (and $body), the
+# headers in $scratch/headers.
+http() {
+    status=$(curl -sS -o "$scratch/body" -D "$scratch/headers" -w '%{http_code}' "$@")
+    body=$(tr -d '\0' <"$scratch/body") # the text, for messages
 }

@@ -12,8 +12,6 @@ gateway=$1 migrate=$2 prefix=gwh
 . "$(dirname "$0")/gateway.sh"
 gateway_required "libmicrohttpd, libcurl"
 
-trap gateway_cleanup EXIT
-
 secret='sk_live_Zq8mSECRETv41ue'
 export MAILER_TOKEN=$secret
 tok=acme-token-1

@@ -69,10 +69,6 @@ start() {
     pids+=("$gw_pid")
     gateway_port "$scratch/$1.log" "$gw_pid"
 }
-http() {
-    status=$(curl -sS -o "$scratch/body" -D "$scratch/headers" -w '%{http_code}' "$@")
-    body=$(tr -d '\0' <"$scratch/body")
-}
 call() { # call TOOL KEY JSON [TOKEN] [CURL-ARGS...]
     http -X POST "http://127.0.0.1:$port/v1/tools/$1" -H "Authorization: Bearer ${4:-$tok}" \
         -H "Idempotency-Key: $2" -H 'Content-Type: application/json' --data-binary "$3" "${@:5}"

@@ -79,12 +79,6 @@ start() {
     gateway_port "$log" "$gw_pid"
 }
 
-# http ARGS...: curl; the status in $status, the body in $scratch/body (and $body), the
-# headers in $scratch/headers.
-http() {
-    status=$(curl -sS -o "$scratch/body" -D "$scratch/headers" -w '%{http_code}' "$@")
-    body=$(cat "$scratch/body")
-}
 # call TOOL TOKEN KEY JSON [CURL-ARGS...]
 call() {
     local tool=$1 token=$2 key=$3 json=$4

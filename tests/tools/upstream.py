@@ -12,11 +12,20 @@ Idempotency-Key, body) and answers each by the next action scripted for its path
   drop    act, then close the connection without an answer
   hold    act, then answer only once released (the answer may find nobody)
 
+
 With no action left it does "ok". A path that honours keys (the default) acts once per
 Idempotency-Key: a request with a key it has acted on gets the first answer again.
 
-Control: POST /_script {"path", "actions", "honour"}; GET /_log (the requests received,
-and "acts": the actions by path); POST /_release (every hang and hold ends).
+Status requests: GET PATH/status/KEY asks what became of KEY at PATH, answered from what
+was really done there: 200 {"state": "sent", "message": FIRST-ANSWER} when it acted on
+KEY, 404 {"error": "no such message"} when not; or by the next status action scripted for
+PATH: record (that answer), refused (410 {"error": "bounced"}), fail (500), garbage (200
+with a body that is not JSON), hang (no answer until released), gather N (hold until N
+status requests for PATH scripted "gather N" have arrived, then the record's answer).
+
+Control: POST /_script {"path", "actions", "honour"}; POST /_status {"path", "actions"};
+GET /_log (the requests received, "acts": the actions by path, "status": the status
+requests); POST /_release (every hang and hold ends).
 """
 import json
 import os
@@ -25,6 +34,7 @@ import sys
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
 
 lock = threading.Lock()
 released = threading.Event()
@@ -33,6 +43,10 @@ honour = {}  # path: bool
 answers = {}  # (path, key): (status, content type, bytes)
 acts = {}  # path: actions taken
 log = []
+status_scripts = {}  # path: deque of status actions
+status_log = []  # {"path", "key", "action"}
+status_hangs = []  # the events hung status requests wait for
+arrived = threading.Condition(lock)
 
 REFUSAL = b'{"error" :  "invalid recipient",\n "code": 7}'
 BINARY = b"\xff\x00\xfe refused"
@@ -58,10 +72,18 @@ class Handler(BaseHTTPRequestHandler):
     def control(self, data):
         if self.path == "/_log":
             with lock:
-                doc = json.dumps({"requests": log, "acts": acts}).encode()
+                doc = json.dumps({"requests": log, "acts": acts, "status": status_log}).encode()
             return self.send(200, "application/json", doc)
         if self.path == "/_release":
             released.set()
+            with lock:
+                for ev in status_hangs:
+                    ev.set()
+            return self.send(200, "application/json", b"{}")
+        if self.path == "/_status":
+            d = json.loads(data)
+            with lock:
+                status_scripts[d["path"]] = deque(d.get("actions", []))
             return self.send(200, "application/json", b"{}")
         if self.path == "/_script":
             d = json.loads(data)
@@ -76,11 +98,43 @@ class Handler(BaseHTTPRequestHandler):
             acts[path] = acts.get(path, 0) + 1
             answers[(path, key)] = (status, ctype, data)
 
+    def status(self, path, key):
+        with lock:
+            script = status_scripts.setdefault(path, deque())
+            action = script.popleft() if script else "record"
+            entry = {"path": path, "key": key, "action": action}
+            status_log.append(entry)
+            arrived.notify_all()
+            if action.startswith("gather "):
+                want = int(action.split()[1])
+                arrived.wait_for(lambda: sum(1 for e in status_log if e["path"] == path
+                                             and e["action"] == action) >= want, 120)
+            known = answers.get((path, key))
+            hung = threading.Event()
+            status_hangs.append(hung)
+        if action == "hang":
+            hung.wait(120)
+            self.close_connection = True
+            return None
+        if action == "fail":
+            return self.send(500, "application/json", b'{"error": "status unavailable"}')
+        if action == "garbage":
+            return self.send(200, "text/html", b"<html>maintenance</html>")
+        if action == "refused":
+            return self.send(410, "application/json", b'{"error": "bounced"}')
+        if known is None:
+            return self.send(404, "application/json", b'{"error": "no such message"}')
+        doc = {"state": "sent", "message": json.loads(known[2]) if known[1] == "application/json" else known[2].decode()}
+        return self.send(200, "application/json", json.dumps(doc).encode())
+
     def handle_any(self):
         data = self.body()
         path = self.path.split("?")[0]
         if path.startswith("/_"):
             return self.control(data)
+        if self.command == "GET" and "/status/" in path:
+            base, _, key = path.partition("/status/")
+            return self.status(base, unquote(key))
         key = self.headers.get("Idempotency-Key")
         with lock:
             log.append({"method": self.command, "path": self.path, "key": key,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config_http.h"
+#include "config_resolver.h"
 #include "upstream.h"
 
 #define TIMEOUT_MAX_MS   600000U   /* ten minutes */
@@ -25,9 +26,9 @@
 #define MAX_DELAY_DEFAULT_MS  2000U
 #define DEADLINE_DEFAULT_MS   30000U
 
-static const char *const http_members[] = {"method",     "url",      "headers",    "body",
-                                           "timeout_ms", "lease_ms", "key_header", "ca_file",
-                                           "statuses",   "retry",    "reference",  NULL};
+static const char *const http_members[] = {
+    "method",  "url",      "headers", "body",      "timeout_ms", "lease_ms", "key_header",
+    "ca_file", "statuses", "retry",   "reference", "resolver",   NULL};
 static const char *const retry_members[] = {"max_attempts", "base_delay_ms", "max_delay_ms",
                                             "deadline_ms", NULL};
 static const char *const secret_members[] = {"env", "prefix", NULL};
@@ -313,9 +314,10 @@ static int read_http(cfg_reader *r, gw_http *h, const json_t *http)
     if ((rc = cfg_object(r, http, http_members)) != 0 || (rc = read_method(r, h, http)) != 0 ||
         (rc = read_target(r, h, http)) != 0 || (rc = read_times(r, h, http)) != 0 ||
         (rc = read_headers(r, h, json_object_get(http, "headers"))) != 0 ||
-        (rc = read_statuses(r, h, json_object_get(http, "statuses"))) != 0)
+        (rc = read_statuses(r, h, json_object_get(http, "statuses"))) != 0 ||
+        (rc = read_retry(r, h, json_object_get(http, "retry"))) != 0)
         return rc;
-    return read_retry(r, h, json_object_get(http, "retry"));
+    return cfg_resolver(r, &h->resolver, json_object_get(http, "resolver"));
 }
 
 int cfg_http(cfg_reader *r, gw_http **out, const json_t *http)

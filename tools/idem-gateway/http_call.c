@@ -15,8 +15,6 @@
  * after 200 ms, then 400 ms: the store's deadline bounds each. */
 #define REPORT_TRIES      3
 #define REPORT_BACKOFF_MS 100U
-/* The longest provider reference the library stores (external.h). */
-#define REFERENCE_MAX 256
 
 static void sleep_ms(unsigned int ms)
 {
@@ -84,35 +82,12 @@ static void log_attempt(const gw_tool *tool, const gw_tenant *tenant, const char
                 tenant->name, key, n, names[res->cls], res->error);
 }
 
-/* The provider's reference at the tool's pointer in its answer @doc: a string or an
- * integer of 1 to REFERENCE_MAX printable ASCII characters; otherwise none (NULL). */
-static const char *reference(char buf[REFERENCE_MAX + 1], const gw_http *h, const json_t *doc)
-{
-    const json_t *v = h->reference != NULL ? gw_upstream_resolve(doc, h->reference) : NULL;
-    size_t n;
-
-    if (json_is_integer(v))
-        snprintf(buf, REFERENCE_MAX + 1, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    else if (json_is_string(v) && json_string_length(v) <= REFERENCE_MAX)
-        memcpy(buf, json_string_value(v), json_string_length(v) + 1);
-    else
-        return NULL;
-    n = strlen(buf);
-    if (n == 0 || (json_is_string(v) && n != json_string_length(v)))
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (buf[i] < 0x21 || buf[i] > 0x7e)
-            return NULL;
-    }
-    return buf;
-}
-
 /* One report of @res, made again while the database is unavailable. */
 static int report(idem_outcome *out, idem_external_attempt *a, const gw_http *h,
                   const gw_upstream_result *res, idem_error *err)
 {
     json_t *doc = NULL;
-    char what[sizeof(res->error) + 32], ref[REFERENCE_MAX + 1];
+    char what[sizeof(res->error) + 32], ref[GW_REFERENCE_MAX + 1];
     int rc = IDEM_EUNAVAIL;
 
     if (res->cls == GW_CLASS_SUCCESS || res->cls == GW_CLASS_FINAL)
@@ -127,7 +102,7 @@ static int report(idem_outcome *out, idem_external_attempt *a, const gw_http *h,
             sleep_ms(REPORT_BACKOFF_MS << i);
         idem_outcome_clear(out);
         if (res->cls == GW_CLASS_SUCCESS)
-            rc = idem_external_complete(out, a, reference(ref, h, doc), doc, err);
+            rc = idem_external_complete(out, a, gw_upstream_reference(ref, h, doc), doc, err);
         else if (res->cls == GW_CLASS_FINAL)
             rc = idem_external_fail(out, a, IDEM_EXTERNAL_FINAL, doc, what, err);
         else if (res->cls == GW_CLASS_TRANSIENT)

@@ -135,8 +135,8 @@ static int open_upstreams(gw_config *cfg, idem_store *store)
     char why[512];
 
     for (size_t i = 0; i < cfg->ntools; i++) {
-        if (cfg->tools[i].http != NULL &&
-            gw_upstream_open(cfg->tools[i].http, store, why, sizeof(why)) != 0) {
+        if (cfg->tools[i].http != NULL && gw_upstream_open(cfg->tools[i].http, cfg->tools[i].name,
+                                                           store, why, sizeof(why)) != 0) {
             cli_say(PROG, "tool %s: %s", cfg->tools[i].name, why);
             return EXIT_OSERR;
         }

@@ -50,8 +50,8 @@ static gw_gen *gen_new(gw_config *cfg, idem_pool *pool, idem_log_fn log, char *w
         return NULL;
     }
     for (size_t i = 0; i < cfg->ntools; i++) {
-        if (cfg->tools[i].http != NULL &&
-            gw_upstream_open(cfg->tools[i].http, gen->store, inner, sizeof(inner)) != 0) {
+        if (cfg->tools[i].http != NULL && gw_upstream_open(cfg->tools[i].http, cfg->tools[i].name,
+                                                           gen->store, inner, sizeof(inner)) != 0) {
             snprintf(why, size, "tool %s: %s", cfg->tools[i].name, inner);
             *code = EXIT_OSERR;
             gen_free(gen);

@@ -62,8 +62,9 @@ static size_t on_body(char *data, size_t size, size_t n, void *cls)
     return n;
 }
 
-/* The header lines: the configured ones, the key, and the body's type. NULL on no memory. */
-static struct curl_slist *header_list(const gw_http *h, const char *key)
+/* The header lines: the configured ones, the key (when @key is not NULL), and the body's
+ * type. NULL on no memory. */
+static struct curl_slist *header_list(const gw_http *h, const char *key, int has_body)
 {
     struct curl_slist *list = NULL, *next;
     char line[8192];
@@ -71,11 +72,13 @@ static struct curl_slist *header_list(const gw_http *h, const char *key)
     for (size_t i = 0; i <= h->nheaders + 2; i++) {
         if (i < h->nheaders)
             snprintf(line, sizeof(line), "%s: %s", h->headers[i].name, h->headers[i].value);
-        else if (i == h->nheaders)
+        else if (i == h->nheaders && key != NULL)
             snprintf(line, sizeof(line), "%s: %s", h->key_header, key);
+        else if (i == h->nheaders)
+            continue;
         else if (i == h->nheaders + 1)
             snprintf(line, sizeof(line), "%s",
-                     h->has_body ? "Content-Type: application/json" : "Content-Type:");
+                     has_body ? "Content-Type: application/json" : "Content-Type:");
         else
             snprintf(line, sizeof(line), "Expect:"); /* no 100-continue round trip */
         next = curl_slist_append(list, line);
@@ -89,8 +92,16 @@ static struct curl_slist *header_list(const gw_http *h, const char *key)
     return list;
 }
 
-static void set_options(CURL *c, gw_http *h, const gw_upstream_request *req,
-                        struct curl_slist *headers, exchange *x, char *errbuf)
+/* One request: @method to @url with @body (NULL: none). */
+typedef struct outgoing {
+    const char *method;
+    const char *url;
+    const char *body;
+    unsigned int timeout_ms;
+} outgoing;
+
+static void set_options(CURL *c, gw_http *h, const outgoing *req, struct curl_slist *headers,
+                        exchange *x, char *errbuf)
 {
     curl_easy_setopt(c, CURLOPT_URL, req->url);
     curl_easy_setopt(c, CURLOPT_SHARE, h->share);
@@ -102,7 +113,7 @@ static void set_options(CURL *c, gw_http *h, const gw_upstream_request *req,
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     if (h->ca_file != NULL)
         curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -113,8 +124,8 @@ static void set_options(CURL *c, gw_http *h, const gw_upstream_request *req,
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->body));
     }
-    if (strcmp(h->method, "GET") != 0 && strcmp(h->method, "POST") != 0)
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, h->method);
+    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0)
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
 }
 
 /* After the exchange: the status's class, or, without an answer, transient when nothing
@@ -143,8 +154,7 @@ static void classify(gw_upstream_result *res, const gw_http *h, CURL *c, CURLcod
              errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc));
 }
 
-void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_request *req,
-                      const char *key)
+static void exchange_once(gw_upstream_result *out, gw_http *h, const outgoing *req, const char *key)
 {
     exchange x = {out, 0, 0};
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -153,7 +163,7 @@ void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_req
     CURLcode rc;
 
     memset(out, 0, sizeof(*out));
-    if (c == NULL || (headers = header_list(h, key)) == NULL) {
+    if (c == NULL || (headers = header_list(h, key, req->body != NULL)) == NULL) {
         out->cls = GW_CLASS_TRANSIENT;
         snprintf(out->error, sizeof(out->error), "out of memory before sending");
         curl_easy_cleanup(c);
@@ -164,6 +174,21 @@ void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_req
     classify(out, h, c, rc, &x, errbuf);
     curl_easy_cleanup(c);
     curl_slist_free_all(headers);
+}
+
+void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_request *req,
+                      const char *key)
+{
+    outgoing o = {h->method, req->url, req->body, h->timeout_ms};
+
+    exchange_once(out, h, &o, key);
+}
+
+void gw_upstream_ask(gw_upstream_result *out, gw_http *h, const char *url, unsigned int timeout_ms)
+{
+    outgoing o = {"GET", url, NULL, timeout_ms};
+
+    exchange_once(out, h, &o, NULL);
 }
 
 void gw_upstream_result_clear(gw_upstream_result *res)
@@ -207,6 +232,28 @@ json_t *gw_upstream_document(const gw_upstream_result *res, int raw)
     return doc;
 }
 
+const char *gw_upstream_reference(char buf[GW_REFERENCE_MAX + 1], const gw_http *h,
+                                  const json_t *doc)
+{
+    const json_t *v = h->reference != NULL ? gw_upstream_resolve(doc, h->reference) : NULL;
+    size_t n;
+
+    if (json_is_integer(v))
+        snprintf(buf, GW_REFERENCE_MAX + 1, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_string(v) && json_string_length(v) <= GW_REFERENCE_MAX)
+        memcpy(buf, json_string_value(v), json_string_length(v) + 1);
+    else
+        return NULL;
+    n = strlen(buf);
+    if (n == 0 || (json_is_string(v) && n != json_string_length(v)))
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] < 0x21 || buf[i] > 0x7e)
+            return NULL;
+    }
+    return buf;
+}
+
 static void lock(CURL *c, curl_lock_data data, curl_lock_access access, void *cls)
 {
     gw_http *h = cls;
@@ -238,7 +285,7 @@ static int open_share(gw_http *h)
     return 0;
 }
 
-int gw_upstream_open(gw_http *h, idem_store *store, char *why, size_t size)
+int gw_upstream_open(gw_http *h, const char *tool, idem_store *store, char *why, size_t size)
 {
     idem_external_options opts = IDEM_EXTERNAL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
@@ -252,13 +299,14 @@ int gw_upstream_open(gw_http *h, idem_store *store, char *why, size_t size)
         return snprintf(why, size, "cannot create the external-effect path: %s%s%s", err.field,
                         err.field[0] != '\0' ? ": " : "", err.message),
                -1;
-    return 0;
+    return h->resolver != NULL ? gw_resolver_register(h, tool, why, size) : 0;
 }
 
 void gw_upstream_close(gw_http *h)
 {
     if (h == NULL)
         return;
+    gw_resolver_wait(h->resolver);
     idem_external_free(h->ext);
     h->ext = NULL;
     if (h->share != NULL)
@@ -283,5 +331,6 @@ void gw_upstream_free(gw_http *h)
         free(h->headers[i].value);
     }
     free(h->headers);
+    gw_resolver_free(h->resolver);
     free(h);
 }

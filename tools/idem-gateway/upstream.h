@@ -30,6 +30,21 @@ typedef struct gw_http_header {
     int secret;
 } gw_http_header;
 
+/* An `http` tool's resolver (config_resolver.c; README.md in this folder, "Resolvers"): a
+ * status request about a downstream key, its answer read as an idem_external_verdict. */
+typedef struct gw_resolver {
+    const char *url;          /* the template: {key} replaced by the percent-encoded key */
+    const char *done_pointer; /* with done_value: done only when the answer holds it there */
+    const json_t *done_value; /* borrowed from the document; NULL: no condition */
+    const char *receipt;      /* a JSON Pointer to the receipt in the answer; NULL: all of it */
+    unsigned int timeout_ms;  /* the longest the status request and the library wait */
+    unsigned char verdicts[GW_STATUS_MAX + 1]; /* idem_external_verdict by status */
+    /* The status requests under way (resolver.c), waited for by gw_upstream_close(): */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    unsigned int running;
+} gw_resolver;
+
 /* An `http` tool's declaration (config_http.c), and its client. */
 typedef struct gw_http {
     const char *method;      /* GET POST PUT PATCH DELETE; borrowed, as every string here */
@@ -45,6 +60,7 @@ typedef struct gw_http {
     unsigned int lease_ms;                    /* at least timeout_ms plus the report's margin */
     unsigned char classes[GW_STATUS_MAX + 1]; /* gw_class by status */
     idem_retry_policy retry;
+    gw_resolver *resolver; /* owned; NULL: none */
     /* Made by gw_upstream_open(), owned: */
     idem_external *ext;
     CURLSH *share; /* connections, DNS and TLS sessions reused across calls */
@@ -92,6 +108,9 @@ void gw_upstream_request_clear(gw_upstream_request *req);
  * (clear it with gw_upstream_result_clear()). */
 void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_request *req,
                       const char *key);
+/* A status request: GET @url with the tool's headers (no key header, no body), at most
+ * @timeout_ms. Fills @out as gw_upstream_send() does (its class is not used). */
+void gw_upstream_ask(gw_upstream_result *out, gw_http *h, const char *url, unsigned int timeout_ms);
 void gw_upstream_result_clear(gw_upstream_result *res);
 
 /* The answer as a JSON document: the body when it is JSON and @raw is 0; otherwise the
@@ -99,11 +118,33 @@ void gw_upstream_result_clear(gw_upstream_result *res);
  * New reference, NULL on no memory. */
 json_t *gw_upstream_document(const gw_upstream_result *res, int raw);
 
-/* Every http tool's client and external-effect path over @store; before any thread. */
-int gw_upstream_open(gw_http *h, idem_store *store, char *why, size_t size);
-/* Free what gw_upstream_open() made (before the store goes); NULL is accepted. */
+/* The provider's reference at the tool's pointer (h->reference) in the answer @doc: a
+ * string or an integer of 1 to GW_REFERENCE_MAX printable ASCII characters; otherwise NULL
+ * (none). Points into @buf or is NULL. */
+#define GW_REFERENCE_MAX 256 /* the longest the library stores (external.h) */
+const char *gw_upstream_reference(char buf[GW_REFERENCE_MAX + 1], const gw_http *h,
+                                  const json_t *doc);
+
+/* A resolver's URL template with {key} replaced by @key, percent-encoded
+ * (upstream_request.c). Returns 0 with *@out owned by the caller, or -1 (no memory). */
+int gw_upstream_key_url(char **out, const char *tmpl, const char *key);
+
+/* Every http tool's client and external-effect path over @store, and the resolver of @tool
+ * when it has one (resolver.c); before any thread. */
+int gw_upstream_open(gw_http *h, const char *tool, idem_store *store, char *why, size_t size);
+/* Free what gw_upstream_open() made (before the store goes), once the status requests
+ * under way have ended (each is bounded by its timeout); NULL is accepted. */
 void gw_upstream_close(gw_http *h);
 /* gw_upstream_close(), then the declaration itself; NULL is accepted. */
 void gw_upstream_free(gw_http *h);
+
+/* The resolver of @h (h->resolver, not NULL) registered for @tool on h->ext (resolver.c).
+ * Returns 0, or -1 with @why. */
+int gw_resolver_register(gw_http *h, const char *tool, char *why, size_t size);
+/* Wait for the status requests under way (a resolver the library gave up on may still
+ * run); NULL is accepted. */
+void gw_resolver_wait(gw_resolver *r);
+/* gw_resolver_wait(), then free @r; NULL is accepted. */
+void gw_resolver_free(gw_resolver *r);
 
 #endif

@@ -308,3 +308,23 @@ void gw_upstream_request_clear(gw_upstream_request *req)
     free(req->body);
     req->url = req->body = NULL;
 }
+
+int gw_upstream_key_url(char **out, const char *tmpl, const char *key)
+{
+    static const char placeholder[] = "{key}";
+    buf b = {0};
+    const char *s = tmpl, *at;
+
+    while ((at = strstr(s, placeholder)) != NULL) {
+        put(&b, s, (size_t)(at - s));
+        put_encoded(&b, key, strlen(key));
+        s = at + strlen(placeholder);
+    }
+    put(&b, s, strlen(s));
+    if (b.failed) {
+        free(b.s);
+        return -1;
+    }
+    *out = b.s;
+    return 0;
+}
