@@ -2,8 +2,8 @@
  * idem-bench — what idem costs beside the work it protects, as a ratio measured in one
  * run against the same machine doing the same work without idem.
  *
- * Usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls,gateway|all]
- * [--threads 1,4,16]
+ * Usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls,
+ *                   gateway|all] [--threads 1,4,16]
  *                   [--duration SECONDS] [--round SECONDS] [--large] [--json]
  *                   [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO]
  *
@@ -23,9 +23,8 @@
 #include "bench/bench.h"
 
 static const char usage[] =
-    "usage: idem-bench [--mode "
-    "create,replay,contention,growth,sweep,external,pooler,rls,gateway|all] "
-    "[--threads 1,4,16]\n"
+    "usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls,\n"
+    "                  gateway|all] [--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
     "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO] [--existing]\n"
     "  --mode      which measurements (default all); not in all: sweep (retention's\n"

@@ -2,7 +2,7 @@
 """The gateway bench: idem-gateway under wrk against the same declared effect called in
 process through the library (idem-bench --mode gateway), in one run on one server.
 
-    gateway.py BUILD-DIR [--connections 1,16,64] [--duration SECONDS] [--pool N]
+    gateway.py BUILD-DIR [--connections 1,16,64] [--duration SECONDS] [--rounds N] [--pool N]
                          [--soak SECONDS]
 
 Run under tools/with-postgres (the PG* variables name the server); tools/run bench
@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import secrets
 import shutil
 import signal
@@ -131,17 +132,30 @@ class Gateway:
                 self.proc.wait()
 
 
+def cpu_s(pid):
+    """User + system CPU seconds of process @pid so far (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def wrk(url, mode, token, connections, seconds, nonce):
     threads = min(connections, os.cpu_count() or 1)
     cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", "%gs" % seconds,
            "--timeout", "30s", "-s", os.path.join(HERE, "gateway.lua"), url, "--",
            mode, token, nonce, str(REPLAY_KEYS)]
+    cpu = children_cpu_s()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     m = re.search(r"^gateway-bench-result (.*)$", out, re.M)
     if m is None:
         sys.exit("gateway bench: wrk said nothing the bench reads:\n" + out)
     r = json.loads(m.group(1))
-    r["ops_per_s"] = r["answered"] / (r["duration_us"] / 1e6)
+    r["wrk_cpu_s"] = children_cpu_s() - cpu
     return r
 
 
@@ -149,7 +163,8 @@ def in_process(build, db, connections, seconds, pool):
     out = subprocess.run([os.path.join(build, "tools", "idem-bench"), "--existing", "--dsn",
                           "dbname=" + db, "--mode", "gateway", "--threads", str(connections),
                           "--duration", "%g" % seconds, "--pool", str(pool), "--json"],
-                         check=True, stdout=subprocess.PIPE, text=True).stdout
+                         check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True).stdout
     sides = {s["side"]: s for s in json.loads(out)["results"][0]["sides"]}
     return sides["in-process new keys"], sides["in-process replays"]
 
@@ -158,78 +173,140 @@ class Run:
     """One gateway measurement with its check: rows created against non-replayed 201s."""
 
     def __init__(self, gw, db, token, what, connections, seconds):
-        before = rows(db)
+        before, cpu = rows(db), cpu_s(gw.proc.pid)
         self.load = loadavg()
         self.r = wrk(gw.url(), what, token, connections, seconds, secrets.token_hex(4))
+        self.gw_cpu_s = cpu_s(gw.proc.pid) - cpu
         self.rows = settled_rows(db) - before
         r = self.r
+        # Requests wrk made and had no answer for when it stopped: the gateway finishes a
+        # call under way, and nobody reads its answer.
         self.unanswered = r["sent"] - r["answered"]
-        # A call under way when wrk stops is finished by the gateway, its answer unread.
         self.ok = (r["created"] <= self.rows <= r["created"] + self.unanswered and
                    r["other"] == 0 and r["socket_errors"] == 0 and
                    (what == "new" or r["created"] == 0))
 
-    def check_line(self, label):
-        r = self.r
-        line = ("%s: rows created %d, non-replayed 201s %d, replayed 201s %d, other answers %d,"
-                " socket errors %d" % (label, self.rows, r["created"], r["replayed"], r["other"],
-                                       r["socket_errors"]))
-        if self.rows != r["created"]:
-            line += (" (%d calls unanswered when wrk stopped, finished by the gateway)"
-                     % self.unanswered)
-        if r["other"]:
-            line += "; first other answer: " + r["first_other"]
-        return line + (": ok" if self.ok else ": FAILED")
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return (xs[n // 2] + xs[(n - 1) // 2]) / 2 if n else float("nan")
 
 
 def ratio(a, b):
     return a / b if b else float("nan")
 
 
+class Cell:
+    """One connection count and kind of request over its rounds: the gateway's runs and the
+    in-process side's results, round by round."""
+
+    def __init__(self, connections, what):
+        self.connections, self.what = connections, what
+        self.gw, self.lib, self.loads = [], [], []
+
+    def add(self, run, lib, load):
+        self.gw.append(run)
+        self.lib.append(lib)
+        self.loads.append(load)
+
+    def gw_ops_per_s(self):
+        return (sum(g.r["answered"] for g in self.gw) /
+                (sum(g.r["duration_us"] for g in self.gw) / 1e6))
+
+    def lib_ops_per_s(self):
+        return sum(i["ops"] for i in self.lib) / sum(i["seconds"] for i in self.lib)
+
+    def round_ratios(self):
+        return [ratio(g.r["answered"] / (g.r["duration_us"] / 1e6), i["ops_per_s"])
+                for g, i in zip(self.gw, self.lib)]
+
+    def p(self, which):
+        """Medians over the rounds: gateway p50 or p99 (ms), in-process, per-round ratio."""
+        gw = [g.r["p%s_us" % which] / 1e3 for g in self.gw]
+        lib = [i["p%s_ms" % which] for i in self.lib]
+        return median(gw), median(lib), median([ratio(a, b) for a, b in zip(gw, lib)])
+
+    def cpu_us(self):
+        n = sum(g.r["answered"] for g in self.gw)
+        return (1e6 * sum(g.gw_cpu_s for g in self.gw) / n,
+                1e6 * sum(g.r["wrk_cpu_s"] for g in self.gw) / n,
+                median([i["client_cpu_us_per_op"] for i in self.lib]))
+
+    def check_line(self):
+        created = sum(g.r["created"] for g in self.gw)
+        made = sum(g.rows for g in self.gw)
+        other = sum(g.r["other"] for g in self.gw)
+        line = ("%d connections, %s: rows created %d, non-replayed 201s %d, replayed 201s %d,"
+                " other answers %d, socket errors %d" % (
+                    self.connections, self.what, made, created,
+                    sum(g.r["replayed"] for g in self.gw), other,
+                    sum(g.r["socket_errors"] for g in self.gw)))
+        if made != created:
+            line += (" (%d requests unanswered when wrk stopped, their calls finished by the"
+                     " gateway)" % sum(g.unanswered for g in self.gw))
+        if other:
+            line += "; first other answer: " + next(g.r["first_other"] for g in self.gw
+                                                    if g.r["other"])
+        return line + (": ok" if all(g.ok for g in self.gw) else ": FAILED")
+
+
 def measure(args, gw_start, db, token, pool):
-    table, checks, gw = [], [], None
+    cells, gw = [], None
+    step = args.duration / args.rounds
     for c in args.connections:
-        say("%d connection%s: in process" % (c, "" if c == 1 else "s"))
-        load = loadavg()
-        new_in, replay_in = in_process(args.build, db, c, args.duration, pool)
-        if gw is None:
-            gw = gw_start()
-        say("%d connection%s: the gateway" % (c, "" if c == 1 else "s"))
-        wrk(gw.url(), "new", token, c, 1, "warm" + secrets.token_hex(4))  # not measured
-        new_gw = Run(gw, db, token, "new", c, args.duration)
-        replay_gw = Run(gw, db, token, "replay", c, args.duration)
-        for what, g, i in (("new keys", new_gw, new_in), ("replays", replay_gw, replay_in)):
-            table.append((c, what, g, i, load + " / " + g.load))
-            checks.append(g.check_line("%d connections, %s" % (c, what)))
-    return table, checks, gw
+        new, replay = Cell(c, "new keys"), Cell(c, "replays")
+        cells += [new, replay]
+        for k in range(args.rounds):
+            say("%d connection%s, round %d of %d" % (c, "" if c == 1 else "s", k + 1,
+                                                     args.rounds))
+            load = loadavg()
+            new_in, replay_in = in_process(args.build, db, c, step, pool)
+            if gw is None:
+                gw = gw_start()
+            if k == 0:
+                wrk(gw.url(), "new", token, c, 1, "warm" + secrets.token_hex(4))  # not measured
+            new.add(Run(gw, db, token, "new", c, step), new_in, load)
+            replay.add(Run(gw, db, token, "replay", c, step), replay_in, load)
+    return cells, gw
 
 
-def print_table(table, pool, args):
-    print("\nidem-gateway (wrk, keep-alive, a fresh key per request or replays of %d keys)"
-          " against the same declared effect in process (idem-bench --mode gateway, attempt 0"
-          " as the gateway marks requests, one thread per connection); pools of min(connections,"
-          " %d); %g s per side" % (REPLAY_KEYS, pool, args.duration))
-    print("%-5s %-9s %10s %10s %6s %17s %17s %8s  %s" % (
-        "conns", "requests", "gw ops/s", "lib ops/s", "ratio", "gw p50/p99 ms",
-        "lib p50/p99 ms", "p99 gw/lib", "load average (lib / gw)"))
-    for c, what, g, i, load in table:
-        r = g.r
-        print("%-5d %-9s %10.0f %10.0f %6.2f %8.2f /%7.2f %8.2f /%7.2f %8.2f    %s" % (
-            c, what, r["ops_per_s"], i["ops_per_s"], ratio(r["ops_per_s"], i["ops_per_s"]),
-            r["p50_us"] / 1e3, r["p99_us"] / 1e3, i["p50_ms"], i["p99_ms"],
-            ratio(r["p99_us"] / 1e3, i["p99_ms"]), load))
+def print_table(cells, pool, args):
+    print("\nidem-gateway (wrk, keep-alive; a fresh key per request, or replays of %d keys)"
+          " against the same declared effect in process (idem-bench --mode gateway: attempt 0"
+          " as the gateway marks requests, one thread per connection); pools of"
+          " min(connections, %d); %d rounds of %g s per side, the sides in turn. ops/s over"
+          " all rounds; ratio gateway / in-process of all rounds, then the median of the"
+          " per-round ratios [min-max]; p50 and p99 medians of the rounds; CPU per request:"
+          " the gateway's, wrk's, and the in-process client's"
+          % (REPLAY_KEYS, pool, args.rounds, args.duration / args.rounds))
+    print("%-5s %-8s %8s %8s %22s %15s %15s %10s %16s  %s" % (
+        "conns", "requests", "gw ops/s", "lib/s", "ratio [rounds]", "gw p50/p99 ms",
+        "lib p50/p99 ms", "p99 gw/lib", "CPU us gw/wrk/lib", "load average"))
+    for c in cells:
+        rr = c.round_ratios()
+        g50, l50, _ = c.p("50")
+        g99, l99, r99 = c.p("99")
+        cg, cw, cl = c.cpu_us()
+        print("%-5d %-8s %8.0f %8.0f %5.2f %4.2f [%4.2f-%4.2f] %6.2f /%7.2f %6.2f /%7.2f %10.2f"
+              " %5.0f/%4.0f/%4.0f  %s .. %s" % (
+                  c.connections, c.what, c.gw_ops_per_s(), c.lib_ops_per_s(),
+                  ratio(c.gw_ops_per_s(), c.lib_ops_per_s()), median(rr), min(rr), max(rr),
+                  g50, g99, l50, l99, r99, cg, cw, cl, c.loads[0].split()[0],
+                  c.gw[-1].load.split()[0]))
 
 
-def print_targets(table):
-    for c, what, g, i, _ in table:
-        if c != TARGET_AT:
+def print_targets(cells):
+    for c in cells:
+        if c.connections != TARGET_AT:
             continue
-        t = ratio(g.r["ops_per_s"], i["ops_per_s"])
-        p = ratio(g.r["p99_us"] / 1e3, i["p99_ms"])
+        t = ratio(c.gw_ops_per_s(), c.lib_ops_per_s())
+        p = c.p("99")[2]
         print("target at %d connections, %s: throughput %.2f x in-process (>= %.1f: %s),"
-              " p99 %.2f x (<= %.0f: %s)" % (c, what, t, TARGET_THROUGHPUT,
-                                             "met" if t >= TARGET_THROUGHPUT else "not met", p,
-                                             TARGET_P99, "met" if p <= TARGET_P99 else "not met"))
+              " p99 %.2f x (<= %.0f: %s)" % (
+                  c.connections, c.what, t, TARGET_THROUGHPUT,
+                  "met" if t >= TARGET_THROUGHPUT else "not met", p, TARGET_P99,
+                  "met" if p <= TARGET_P99 else "not met"))
 
 
 def soak(args, gw_start, db, token, pool):
@@ -272,14 +349,17 @@ def parse_args():
     p.add_argument("--connections", default="1,16,64")
     p.add_argument("--duration", type=float, default=10)
     p.add_argument("--pool", type=int, default=2 * (os.cpu_count() or 1))
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--soak", type=int, default=0)
     args = p.parse_args()
     try:
         args.connections = [int(c) for c in args.connections.split(",")]
     except ValueError:
         p.error("--connections: a comma-separated list of numbers")
-    if any(c < 1 or c > 64 for c in args.connections) or args.pool < 1 or args.duration <= 0:
-        p.error("--connections 1 to 64 each, --pool at least 1, --duration above 0")
+    if (any(c < 1 or c > 64 for c in args.connections) or args.pool < 1 or args.rounds < 1 or
+            args.duration / max(args.rounds, 1) < 1):
+        p.error("--connections 1 to 64 each, --pool and --rounds at least 1, --duration at"
+                " least 1 s per round")
     return args
 
 
@@ -312,12 +392,13 @@ def main():
         if args.soak:
             _, ok = soak(args, gw_start, db, token, args.pool)
         else:
-            table, checks, gw = measure(args, gw_start, db, token, args.pool)
-            print_table(table, args.pool, args)
-            print_targets(table)
+            cells, gw = measure(args, gw_start, db, token, args.pool)
+            print_table(cells, args.pool, args)
+            print_targets(cells)
             print("gateway RSS at the end: %d kB; load average at the end %s" % (
                 rss_kb(gw.proc.pid), loadavg()))
             print("\nchecks: the rows the gateway created against its non-replayed 201s")
+            checks = [c.check_line() for c in cells]
             for line in checks:
                 print(line)
             ok = all(line.endswith(": ok") for line in checks)
