@@ -173,7 +173,7 @@ class Run:
     """One gateway measurement with its check: rows created against non-replayed 201s."""
 
     def __init__(self, gw, db, token, what, connections, seconds):
-        before, cpu = rows(db), cpu_s(gw.proc.pid)
+        before, cpu = settled_rows(db), cpu_s(gw.proc.pid)
         self.load = loadavg()
         self.r = wrk(gw.url(), what, token, connections, seconds, secrets.token_hex(4))
         self.gw_cpu_s = cpu_s(gw.proc.pid) - cpu
