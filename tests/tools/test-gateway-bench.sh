@@ -7,12 +7,7 @@
 # when wrk is not installed or the gateway is not built.
 set -uo pipefail
 build=$1 src=$2
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
+prefix=gwbench
 
 if [ ! -x "$build/tools/idem-gateway/idem-gateway" ]; then
     echo "SKIPPED: idem-gateway is not built" >&2
@@ -22,34 +17,20 @@ if ! command -v wrk >/dev/null; then
     echo "SKIPPED: wrk is not installed (tools/run bench installs it)" >&2
     exit 77
 fi
-if ! psql -Atqc 'SELECT 1' dbname=postgres >/dev/null 2>&1; then
-    if [ -n "${IDEM_REQUIRE_PG:-}" ]; then
-        echo "PostgreSQL required but unreachable" >&2
-        exit 1
-    fi
-    echo "SKIPPED: no PostgreSQL server; run under tools/with-postgres" >&2
-    exit 77
-fi
+. "$(dirname "$0")/common.sh"
 
-out=$(python3 "$src/tools/bench/gateway.py" "$build" --connections 2 --duration 1 --rounds 1 \
-    --pool 2 2>&1)
-status=$?
-[ "$status" = 0 ] || fail "a short run: exit $status: $out"
+bench() { python3 "$src/tools/bench/gateway.py" "$build" "$@"; }
+
+check "a short run" 0 bench --connections 2 --duration 1 --rounds 1 --pool 2
 for what in "new keys" replays; do
-    grep -Eq "^2 +$what " <<<"$out" || fail "no line for $what in the table: $out"
-    grep -q "^2 connections, $what: rows created .*: ok$" <<<"$out" ||
-        fail "the check of $what: $out"
+    expect "a line for $what in the table" grep -Eq "^2 +$what " <<<"$out"
+    expect "the check of $what passed" grep -q "^2 connections, $what: rows created .*: ok$" \
+        <<<"$out"
 done
-grep -q "^target at" <<<"$out" && fail "targets printed without a run at 16 connections: $out"
-grep -q "fsync " <<<"$out" || fail "the report does not say the server's durability: $out"
-psql -Atqc "SELECT datname FROM pg_database WHERE datname LIKE 'idem_gwbench_%'" dbname=postgres |
-    grep -q . && fail "the bench's database is left behind"
+expect "no targets without a run at 16 connections" lacks "target at"
+expect "the server's durability said" contains "fsync "
+leftover=$(q postgres "SELECT datname FROM pg_database WHERE datname LIKE 'idem_gwbench_%'")
+expect "the bench's database dropped" test -z "$leftover"
 
-python3 "$src/tools/bench/gateway.py" "$build" --connections 0 >/dev/null 2>&1
-[ $? = 2 ] || fail "--connections 0: not a usage error"
-
-if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-fi
-echo "all gateway bench checks passed"
+check "--connections 0 is a usage error" 2 bench --connections 0
+finish
