@@ -314,7 +314,7 @@ def soak(args, gw_start, db, token, pool):
     in_process(args.build, db, 1, 1, pool)
     gw = gw_start()
     say("soak: %d connections, new keys, %d s" % (SOAK_CONNECTIONS, args.soak))
-    before, samples = rows(db), []
+    before, samples, idle = rows(db), [], rss_kb(gw.proc.pid)
     proc = subprocess.Popen(
         ["wrk", "-t", str(min(SOAK_CONNECTIONS, os.cpu_count() or 1)), "-c",
          str(SOAK_CONNECTIONS), "-d", "%ds" % args.soak, "--timeout", "30s", "-s",
@@ -324,18 +324,23 @@ def soak(args, gw_start, db, token, pool):
     while proc.poll() is None:
         samples.append((time.monotonic() - t0, rss_kb(gw.proc.pid), loadavg()))
         time.sleep(SOAK_SAMPLE_S)
-    samples.append((time.monotonic() - t0, rss_kb(gw.proc.pid), loadavg()))
+    after = rss_kb(gw.proc.pid)
     m = re.search(r"^gateway-bench-result (.*)$", proc.stdout.read(), re.M)
     r = json.loads(m.group(1))
     created = settled_rows(db) - before
     print("\nsoak: %d connections, new keys, %d s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms" % (
         SOAK_CONNECTIONS, args.soak, r["answered"] / (r["duration_us"] / 1e6),
         r["p50_us"] / 1e3, r["p99_us"] / 1e3))
-    print("gateway RSS (VmRSS), every %d s: %s kB" % (
+    print("gateway RSS (VmRSS), every %d s under the load: %s kB" % (
         SOAK_SAMPLE_S, " ".join(str(s[1]) for s in samples)))
-    print("RSS at start %d kB, at end %d kB (%+d kB); load average at start %s, at end %s" % (
-        samples[0][1], samples[-1][1], samples[-1][1] - samples[0][1], samples[0][2],
-        samples[-1][2]))
+    settled = next((s for s in samples if s[0] >= 2 * SOAK_SAMPLE_S), samples[-1])
+    print("RSS idle before the load %d kB; at the start of the load %d kB, after %.0f s (its"
+          " connections' threads and the pool open) %d kB, at the end of the load %d kB (%+d kB"
+          " since %.0f s), at most %d kB; after the load (its connections closed) %d kB; load"
+          " average at the start %s, at the end %s" % (
+              idle, samples[0][1], settled[0], settled[1], samples[-1][1],
+              samples[-1][1] - settled[1], settled[0], max(s[1] for s in samples), after,
+              samples[0][2], samples[-1][2]))
     unanswered = r["sent"] - r["answered"]
     ok = r["created"] <= created <= r["created"] + unanswered and r["other"] == 0
     print("rows created %d, non-replayed 201s %d, other answers %d, unanswered at the end %d: %s"
