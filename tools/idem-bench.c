@@ -2,8 +2,8 @@
  * idem-bench — what idem costs beside the work it protects, as a ratio measured in one
  * run against the same machine doing the same work without idem.
  *
- * Usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls|all]
- * [--threads 1,4,16]
+ * Usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls,
+ *                   gateway|all] [--threads 1,4,16]
  *                   [--duration SECONDS] [--round SECONDS] [--large] [--json]
  *                   [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO]
  *
@@ -23,15 +23,17 @@
 #include "bench/bench.h"
 
 static const char usage[] =
-    "usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls|all] "
-    "[--threads 1,4,16]\n"
+    "usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls,\n"
+    "                  gateway|all] [--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
     "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO] [--existing]\n"
     "  --mode      which measurements (default all); not in all: sweep (retention's\n"
     "              sweeper on a backlog of 1 M expired records, beside replays),\n"
     "              external (begin + complete of an external effect beside the local path)\n"
     "              pooler (the pooler-safe setting, directly and through --pgbouncer)\n"
-    "              and rls (row-level security on and off, as the application role)\n"
+    "              rls (row-level security on and off, as the application role)\n"
+    "              and gateway (the in-process side of tools/bench/gateway.py: its\n"
+    "              declared effect through the library, attempt 0, new keys and replays)\n"
     "  --threads   client threads for create and replay (default 1,4,16; at most 64)\n"
     "  --duration  measured seconds per measurement, all sides together (default 10)\n"
     "  --round     seconds per round; the sides alternate round by round (default 0.5)\n"
@@ -47,7 +49,8 @@ static const char usage[] =
     "              is neither migrated nor dropped. Rows of the tenants bench-* are the\n"
     "              bench's: it refuses to start when some exist, and deletes them at the\n"
     "              end (its table bench_hand_ops too, if it made it). Modes create,\n"
-    "              replay, contention, external; on Citus, against the coordinator\n"
+    "              replay, contention, external, gateway (its rows, tenant gateway-bench,\n"
+    "              stay); on Citus, against the coordinator\n"
     "  -h, --help  print this help\n"
     "  -V, --version\n"
     "              print the version\n";
@@ -88,10 +91,11 @@ static int parse_threads(bench_config *cfg, const char *list)
 static int parse_modes(bench_config *cfg, const char *list)
 {
     static const char *const names[] = {"create", "replay",   "contention", "growth", "all",
-                                        "sweep",  "external", "pooler",     "rls"};
+                                        "sweep",  "external", "pooler",     "rls",    "gateway"};
     static const int bits[] = {BENCH_MODE_CREATE,   BENCH_MODE_REPLAY, BENCH_MODE_CONTENTION,
                                BENCH_MODE_GROWTH,   BENCH_MODE_ALL,    BENCH_MODE_SWEEP,
-                               BENCH_MODE_EXTERNAL, BENCH_MODE_POOLER, BENCH_MODE_RLS};
+                               BENCH_MODE_EXTERNAL, BENCH_MODE_POOLER, BENCH_MODE_RLS,
+                               BENCH_MODE_GATEWAY};
     char *copy = strdup(list), *save = NULL;
     int rc = 0;
 
@@ -191,9 +195,10 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
                 (c == 't' || c == 'm') && has_empty_item(optarg) ? " (an empty item)" : "");
     if (rc == 0 && cfg->existing &&
         (cfg->modes & (BENCH_MODE_GROWTH | BENCH_MODE_SWEEP | BENCH_MODE_POOLER)) != 0) {
-        fprintf(stderr, "idem-bench: --existing measures create, replay, contention and external "
-                        "only (growth, sweep and pooler make databases of their own): give "
-                        "--mode\n");
+        fprintf(stderr,
+                "idem-bench: --existing measures create, replay, contention, external and gateway "
+                "only (growth, sweep and pooler make databases of their own): give "
+                "--mode\n");
         rc = -1;
     }
     return rc == 0 && optind == argc ? 0 : -1;

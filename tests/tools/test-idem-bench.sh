@@ -121,6 +121,19 @@ assert machine["durability"].startswith("fsync "), machine
 assert machine["data_directory"] and " on /" in machine["data_file_system"], machine
 ' "$out" || fail "the report of a short replay run: $out"
 
+# The gateway mode (the in-process side of tools/bench/gateway.py): new keys created and
+# replays replayed through the declared path, marked attempt 0, without errors.
+out=$("$bench" --mode gateway --threads 2 --duration 1 --round 0.1 --json 2>/dev/null)
+status=$?
+[ "$status" = 0 ] || fail "a short gateway run: exit $status"
+python3 -c '
+import json, sys
+(m,) = json.loads(sys.argv[1])["results"]
+assert m["mode"] == "gateway" and m["threads"] == 2, m
+assert [s["side"] for s in m["sides"]] == ["in-process new keys", "in-process replays"], m
+assert all(s["errors"] == 0 and s["ops"] > 0 for s in m["sides"]), m
+' "$out" || fail "the report of a short gateway run: $out"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1

@@ -41,7 +41,7 @@ build=(gcc libc6-dev meson ninja-build pkg-config libpq-dev libjansson-dev libss
     libmicrohttpd-dev libcurl4-openssl-dev)
 check build "${build[@]}"
 check demo "${build[@]}" postgresql-15
-check bench "${build[@]}" postgresql-15 pgbouncer
+check bench "${build[@]}" postgresql-15 pgbouncer wrk python3
 check test "${build[@]}" postgresql-15 libcriterion-dev clang-format binutils procps python3 \
     pgbouncer curl mandoc prometheus
 

@@ -171,6 +171,7 @@ enum {
     BENCH_MODE_EXTERNAL = 32, /* not part of all: external effects beside the local path */
     BENCH_MODE_POOLER = 64,   /* not part of all: the pooler-safe setting, and PgBouncer */
     BENCH_MODE_RLS = 128,     /* not part of all: row-level security on and off */
+    BENCH_MODE_GATEWAY = 256, /* not part of all: the gateway bench's in-process side */
 };
 
 /* Run what cfg asks for in a fresh database on cfg->dsn's server (dropped at the end),
@@ -187,13 +188,13 @@ int bench_db_create(PGconn *admin, const char *dsn, const char *name);
 void bench_db_drop(PGconn *admin, const char *name);
 
 /* --existing (existing.c): check that the database @admin is connected to holds idem's
- * schema at this version and the example's table, and no rows of the bench's tenants;
- * make bench_hand_ops if missing (distributed by tenant on Citus; *made set). Returns 0 or
- * -1 (said on stderr). */
-int bench_existing_check(PGconn *admin, int *made);
+ * schema at this version and, unless @modes is the gateway mode alone, the example's
+ * table; and no rows of the bench's tenants; make bench_hand_ops if missing (distributed
+ * by tenant on Citus; *made set). Returns 0 or -1 (said on stderr). */
+int bench_existing_check(PGconn *admin, int modes, int *made);
 /* After a check that passed (@checked): delete the rows of the bench's tenants (bench-*),
- * and bench_hand_ops if it was made. */
-void bench_existing_clean(PGconn *admin, int made, int checked);
+ * and bench_hand_ops if it was made; nothing when @modes is the gateway mode alone. */
+void bench_existing_clean(PGconn *admin, int modes, int made, int checked);
 /* The lean table of the create mode's sides without idem (create.c), the user's own: 8
  * columns, the key its primary key, no other index. */
 #define BENCH_HAND_TABLE                                                                           \
@@ -275,6 +276,20 @@ int bench_mode_pooler(bench_results *res, const bench_config *cfg, const char *c
 
 /* The rls mode (rls.c): database @db and a second one like it without row-level security. */
 int bench_mode_rls(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db);
+
+/* The gateway mode (gateway.c): the in-process side of tools/bench/gateway.py, in the
+ * database @conninfo names; its table public.bench_gateway_tasks, made when missing, and
+ * its rows stay. gateway.py configures idem-gateway with the same tenant, tool, statement
+ * and arguments (BENCH_CREATE_ARGUMENTS). */
+int bench_mode_gateway(bench_results *res, const bench_config *cfg, const char *conninfo);
+#define BENCH_GATEWAY_TENANT "gateway-bench" /* not bench-*: --existing leaves its rows */
+#define BENCH_GATEWAY_TOOL   "create_bench_task"
+#define BENCH_GATEWAY_SQL                                                                          \
+    "INSERT INTO public.bench_gateway_tasks (tenant, subject, operation_id) VALUES ($1, $2, $3)"   \
+    " RETURNING json_build_object('status', 'created', 'task_id', task_id)"
+#define BENCH_GATEWAY_REPLAY_KEYS 1000
+/* Replay key @i (gateway-replay-<i>), into out (at least 32 bytes). */
+void bench_gateway_replay_key(char *out, size_t size, uint64_t i);
 
 /* ---- report (report.c) --------------------------------------------------------------- */
 

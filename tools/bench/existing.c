@@ -39,7 +39,7 @@ static int make_hand_table(PGconn *admin, int citus, int *made)
                    "distributing bench_hand_ops");
 }
 
-int bench_existing_check(PGconn *admin, int *made)
+int bench_existing_check(PGconn *admin, int modes, int *made)
 {
     idem_error err = IDEM_ERROR_INIT;
     PGresult *res = NULL;
@@ -53,6 +53,8 @@ int bench_existing_check(PGconn *admin, int *made)
     res = PQexec(admin, sql_tables);
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         rc = bench_error("--existing: looking at the database", PQerrorMessage(admin));
+    else if (modes == BENCH_MODE_GATEWAY)
+        rc = 0; /* its own table (gateway.c); neither the example's nor bench_hand_ops */
     else if (PQgetvalue(res, 0, 0)[0] != 't')
         rc = bench_error("--existing",
                          "idem_example.support_tasks is missing: create the example's "
@@ -67,10 +69,10 @@ int bench_existing_check(PGconn *admin, int *made)
     return rc;
 }
 
-void bench_existing_clean(PGconn *admin, int made, int checked)
+void bench_existing_clean(PGconn *admin, int modes, int made, int checked)
 {
-    if (!checked)
-        return;
+    if (!checked || modes == BENCH_MODE_GATEWAY)
+        return; /* the gateway mode's rows stay, its tenant is not bench-* */
     bench_say("deleting the rows of tenants bench-*");
     exec_ok(admin, "DELETE FROM idem.reconciliation_items WHERE " OWN_TENANTS, "cleaning up");
     exec_ok(admin, "DELETE FROM idem.outbox WHERE " OWN_TENANTS, "cleaning up");

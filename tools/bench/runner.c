@@ -112,6 +112,8 @@ static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin,
         rc = bench_mode_pooler(res, cfg, conninfo, db);
     if (rc == 0 && (cfg->modes & BENCH_MODE_RLS))
         rc = bench_mode_rls(res, cfg, admin, db);
+    if (rc == 0 && (cfg->modes & BENCH_MODE_GATEWAY))
+        rc = bench_mode_gateway(res, cfg, conninfo);
     free(conninfo);
     return rc;
 }
@@ -157,11 +159,11 @@ int bench_main(const bench_config *cfg)
 
         snprintf(db, sizeof(db), "%s", PQdb(admin));
         bench_say("database %s (existing: not migrated, not dropped)", db);
-        int checked = (rc = bench_existing_check(admin, &made)) == 0;
+        int checked = (rc = bench_existing_check(admin, cfg->modes, &made)) == 0;
 
         if (rc == 0)
             rc = run_modes(&res, cfg, admin, db);
-        bench_existing_clean(admin, made, checked);
+        bench_existing_clean(admin, cfg->modes, made, checked);
     } else {
         snprintf(db, sizeof(db), "idem_bench_%ld", (long)getpid());
         bench_say("database %s", db);

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# test-gateway-bench.sh BUILD-ROOT SOURCE-ROOT: a short run of the gateway bench
+# (tools/bench/gateway.py) against the server of tools/with-postgres: idem-gateway under
+# wrk and idem-bench --mode gateway in a database without the example's table, every
+# answer a 201, the rows the gateway created accounted for by its non-replayed 201s, both
+# kinds of request in the table. No number is checked: it is a benchmark. Skipped (77)
+# when wrk is not installed or the gateway is not built.
+set -uo pipefail
+build=$1 src=$2
+prefix=gwbench
+
+if [ ! -x "$build/tools/idem-gateway/idem-gateway" ]; then
+    echo "SKIPPED: idem-gateway is not built" >&2
+    exit 77
+fi
+if ! command -v wrk >/dev/null; then
+    echo "SKIPPED: wrk is not installed (tools/run bench installs it)" >&2
+    exit 77
+fi
+. "$(dirname "$0")/common.sh"
+
+bench() { python3 "$src/tools/bench/gateway.py" "$build" "$@"; }
+
+check "a short run" 0 bench --connections 2 --duration 1 --rounds 1 --pool 2
+for what in "new keys" replays; do
+    expect "a line for $what in the table" grep -Eq "^2 +$what " <<<"$out"
+    expect "the check of $what passed" grep -q "^2 connections, $what: rows created .*: ok$" \
+        <<<"$out"
+done
+expect "no targets without a run at 16 connections" lacks "target at"
+expect "the server's durability said" contains "fsync "
+leftover=$(q postgres "SELECT datname FROM pg_database WHERE datname LIKE 'idem_gwbench_%'")
+expect "the bench's database dropped" test -z "$leftover"
+
+check "--connections 0 is a usage error" 2 bench --connections 0
+finish

@@ -1,0 +1,423 @@
+#!/usr/bin/env python3
+"""The gateway bench: idem-gateway under wrk against the same declared effect called in
+process through the library (idem-bench --mode gateway), in one run on one server.
+
+    gateway.py BUILD-DIR [--connections 1,16,64] [--duration SECONDS] [--rounds N] [--pool N]
+                         [--soak SECONDS]
+
+Run under tools/with-postgres (the PG* variables name the server); tools/run bench
+--gateway and --gateway-soak run it at the server's default durability. It creates a
+database (idem_gwbench_PID), migrates it, and for each connection count runs the
+in-process side (one thread per connection, pools of min(connections, --pool)), then wrk
+against the gateway (pool_size --pool) with a fresh Idempotency-Key per request (new keys)
+and with the keys gateway-replay-* that the in-process side created (replays). It prints
+throughput and p50/p99 beside the in-process side's, their ratios, the load average, and
+checks that the rows the gateway created equal its non-replayed 201 answers.
+
+--soak SECONDS instead runs wrk at 64 connections on new keys for that long, sampling the
+gateway's resident set size (VmRSS of /proc/PID/status) every 5 s.
+
+Exit status: 0; 1 a step failed; 2 a check failed (rows against 201s, error answers).
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# In step with tools/bench/bench.h (BENCH_GATEWAY_*) and gateway.c: the in-process side
+# calls the same tool, tenant, statement and arguments.
+TENANT = "gateway-bench"
+TOOL = "create_bench_task"
+STATEMENT = ("INSERT INTO public.bench_gateway_tasks (tenant, subject, operation_id)"
+             " VALUES ($1, $2, $3)"
+             " RETURNING json_build_object('status', 'created', 'task_id', task_id)")
+REPLAY_KEYS = 1000
+TARGET_THROUGHPUT, TARGET_P99, TARGET_AT = 0.7, 2.0, 16
+SOAK_CONNECTIONS, SOAK_SAMPLE_S = 64, 5
+
+
+def say(msg):
+    print("gateway bench: " + msg, file=sys.stderr, flush=True)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def psql(db, sql):
+    out = subprocess.run(["psql", "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def rows(db):
+    return int(psql(db, "SELECT count(*) FROM public.bench_gateway_tasks"
+                        " WHERE tenant = '%s'" % TENANT))
+
+
+def settled_rows(db):
+    """The row count once the calls still under way in the gateway have committed."""
+    last = rows(db)
+    while True:
+        time.sleep(0.5)
+        now = rows(db)
+        if now == last:
+            return now
+        last = now
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def gateway_config(db, token, pool):
+    return {
+        "http": {"address": "127.0.0.1", "port": 0},
+        "database": {"dsn": "dbname=" + db, "pool_size": pool},
+        "tenants": {TENANT: {"tokens": [hashlib.sha256(token.encode()).hexdigest()]}},
+        "tools": {TOOL: {
+            "payload_version": 1,
+            "arguments": {"type": "object",
+                          "properties": {"subject": {"type": "string", "minLength": 1,
+                                                     "maxLength": 200}},
+                          "required": ["subject"], "additionalProperties": False},
+            "sql": {"statement": STATEMENT, "params": ["$tenant", "/subject", "$operation_id"]},
+        }},
+    }
+
+
+class Gateway:
+    def __init__(self, exe, config, log):
+        self.log = log
+        self.proc = subprocess.Popen([exe, "--config", config], stdout=subprocess.DEVNULL,
+                                     stderr=open(log, "w"))
+        self.port = None
+        for _ in range(600):
+            with open(log) as f:
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", f.read())
+            if m:
+                self.port = int(m.group(1))
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.stop()
+        sys.exit("gateway bench: the gateway did not start:\n" + open(log).read())
+
+    def url(self):
+        return "http://127.0.0.1:%d/v1/tools/%s" % (self.port, TOOL)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def cpu_s(pid):
+    """User + system CPU seconds of process @pid so far (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def wrk(url, mode, token, connections, seconds, nonce):
+    threads = min(connections, os.cpu_count() or 1)
+    cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", "%gs" % seconds,
+           "--timeout", "30s", "-s", os.path.join(HERE, "gateway.lua"), url, "--",
+           mode, token, nonce, str(REPLAY_KEYS)]
+    cpu = children_cpu_s()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    m = re.search(r"^gateway-bench-result (.*)$", out, re.M)
+    if m is None:
+        sys.exit("gateway bench: wrk said nothing the bench reads:\n" + out)
+    r = json.loads(m.group(1))
+    r["wrk_cpu_s"] = children_cpu_s() - cpu
+    return r
+
+
+def in_process(build, db, connections, seconds, pool):
+    out = subprocess.run([os.path.join(build, "tools", "idem-bench"), "--existing", "--dsn",
+                          "dbname=" + db, "--mode", "gateway", "--threads", str(connections),
+                          "--duration", "%g" % seconds, "--pool", str(pool), "--json"],
+                         check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True).stdout
+    sides = {s["side"]: s for s in json.loads(out)["results"][0]["sides"]}
+    return sides["in-process new keys"], sides["in-process replays"]
+
+
+class Run:
+    """One gateway measurement with its check: rows created against non-replayed 201s."""
+
+    def __init__(self, gw, db, token, what, connections, seconds):
+        before, cpu = settled_rows(db), cpu_s(gw.proc.pid)
+        self.load = loadavg()
+        self.r = wrk(gw.url(), what, token, connections, seconds, secrets.token_hex(4))
+        self.gw_cpu_s = cpu_s(gw.proc.pid) - cpu
+        self.rows = settled_rows(db) - before
+        r = self.r
+        # Requests wrk made and had no answer for when it stopped: the gateway finishes a
+        # call under way, and nobody reads its answer.
+        self.unanswered = r["sent"] - r["answered"]
+        self.ok = (r["created"] <= self.rows <= r["created"] + self.unanswered and
+                   r["other"] == 0 and r["socket_errors"] == 0 and
+                   (what == "new" or r["created"] == 0))
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return (xs[n // 2] + xs[(n - 1) // 2]) / 2 if n else float("nan")
+
+
+def ratio(a, b):
+    return a / b if b else float("nan")
+
+
+class Cell:
+    """One connection count and kind of request over its rounds: the gateway's runs and the
+    in-process side's results, round by round."""
+
+    def __init__(self, connections, what):
+        self.connections, self.what = connections, what
+        self.gw, self.lib, self.loads = [], [], []
+
+    def add(self, run, lib, load):
+        self.gw.append(run)
+        self.lib.append(lib)
+        self.loads.append(load)
+
+    def gw_ops_per_s(self):
+        return (sum(g.r["answered"] for g in self.gw) /
+                (sum(g.r["duration_us"] for g in self.gw) / 1e6))
+
+    def lib_ops_per_s(self):
+        return sum(i["ops"] for i in self.lib) / sum(i["seconds"] for i in self.lib)
+
+    def round_ratios(self):
+        return [ratio(g.r["answered"] / (g.r["duration_us"] / 1e6), i["ops_per_s"])
+                for g, i in zip(self.gw, self.lib)]
+
+    def p(self, which):
+        """Medians over the rounds: gateway p50 or p99 (ms), in-process, per-round ratio."""
+        gw = [g.r["p%s_us" % which] / 1e3 for g in self.gw]
+        lib = [i["p%s_ms" % which] for i in self.lib]
+        return median(gw), median(lib), median([ratio(a, b) for a, b in zip(gw, lib)])
+
+    def cpu_us(self):
+        n = sum(g.r["answered"] for g in self.gw)
+        return (1e6 * sum(g.gw_cpu_s for g in self.gw) / n,
+                1e6 * sum(g.r["wrk_cpu_s"] for g in self.gw) / n,
+                median([i["client_cpu_us_per_op"] for i in self.lib]))
+
+    def check_line(self):
+        created = sum(g.r["created"] for g in self.gw)
+        made = sum(g.rows for g in self.gw)
+        other = sum(g.r["other"] for g in self.gw)
+        line = ("%d connections, %s: rows created %d, non-replayed 201s %d, replayed 201s %d,"
+                " other answers %d, socket errors %d" % (
+                    self.connections, self.what, made, created,
+                    sum(g.r["replayed"] for g in self.gw), other,
+                    sum(g.r["socket_errors"] for g in self.gw)))
+        if made != created:
+            line += (" (%d requests unanswered when wrk stopped, their calls finished by the"
+                     " gateway)" % sum(g.unanswered for g in self.gw))
+        if other:
+            line += "; first other answer: " + next(g.r["first_other"] for g in self.gw
+                                                    if g.r["other"])
+        return line + (": ok" if all(g.ok for g in self.gw) else ": FAILED")
+
+
+def measure(args, gw_start, db, token, pool):
+    cells, gw = [], None
+    step = args.duration / args.rounds
+    for c in args.connections:
+        new, replay = Cell(c, "new keys"), Cell(c, "replays")
+        cells += [new, replay]
+        for k in range(args.rounds):
+            say("%d connection%s, round %d of %d" % (c, "" if c == 1 else "s", k + 1,
+                                                     args.rounds))
+            load = loadavg()
+            new_in, replay_in = in_process(args.build, db, c, step, pool)
+            if gw is None:
+                gw = gw_start()
+            if k == 0:
+                wrk(gw.url(), "new", token, c, 1, "warm" + secrets.token_hex(4))  # not measured
+            new.add(Run(gw, db, token, "new", c, step), new_in, load)
+            replay.add(Run(gw, db, token, "replay", c, step), replay_in, load)
+    return cells, gw
+
+
+def print_table(cells, pool, args):
+    print("\nidem-gateway (wrk, keep-alive; a fresh key per request, or replays of %d keys)"
+          " against the same declared effect in process (idem-bench --mode gateway: attempt 0"
+          " as the gateway marks requests, one thread per connection); pools of"
+          " min(connections, %d); %d rounds of %g s per side, the sides in turn. ops/s over"
+          " all rounds; ratio gateway / in-process of all rounds, then the median of the"
+          " per-round ratios [min-max]; p50 and p99 medians of the rounds; CPU per request:"
+          " the gateway's, wrk's, and the in-process client's"
+          % (REPLAY_KEYS, pool, args.rounds, args.duration / args.rounds))
+    print("%-5s %-8s %8s %8s %22s %15s %15s %10s %16s  %s" % (
+        "conns", "requests", "gw ops/s", "lib/s", "ratio [rounds]", "gw p50/p99 ms",
+        "lib p50/p99 ms", "p99 gw/lib", "CPU us gw/wrk/lib", "load average"))
+    for c in cells:
+        rr = c.round_ratios()
+        g50, l50, _ = c.p("50")
+        g99, l99, r99 = c.p("99")
+        cg, cw, cl = c.cpu_us()
+        print("%-5d %-8s %8.0f %8.0f %5.2f %4.2f [%4.2f-%4.2f] %6.2f /%7.2f %6.2f /%7.2f %10.2f"
+              " %5.0f/%4.0f/%4.0f  %s .. %s" % (
+                  c.connections, c.what, c.gw_ops_per_s(), c.lib_ops_per_s(),
+                  ratio(c.gw_ops_per_s(), c.lib_ops_per_s()), median(rr), min(rr), max(rr),
+                  g50, g99, l50, l99, r99, cg, cw, cl, c.loads[0].split()[0],
+                  c.gw[-1].load.split()[0]))
+
+
+def print_targets(cells):
+    for c in cells:
+        if c.connections != TARGET_AT:
+            continue
+        t = ratio(c.gw_ops_per_s(), c.lib_ops_per_s())
+        p = c.p("99")[2]
+        print("target at %d connections, %s: throughput %.2f x in-process (>= %.1f: %s),"
+              " p99 %.2f x (<= %.0f: %s)" % (
+                  c.connections, c.what, t, TARGET_THROUGHPUT,
+                  "met" if t >= TARGET_THROUGHPUT else "not met", p, TARGET_P99,
+                  "met" if p <= TARGET_P99 else "not met"))
+
+
+def soak(args, gw_start, db, token, pool):
+    say("soak: setting up (the in-process side, 1 s)")
+    in_process(args.build, db, 1, 1, pool)
+    gw = gw_start()
+    say("soak: %d connections, new keys, %d s" % (SOAK_CONNECTIONS, args.soak))
+    before, samples, idle = rows(db), [], rss_kb(gw.proc.pid)
+    proc = subprocess.Popen(
+        ["wrk", "-t", str(min(SOAK_CONNECTIONS, os.cpu_count() or 1)), "-c",
+         str(SOAK_CONNECTIONS), "-d", "%ds" % args.soak, "--timeout", "30s", "-s",
+         os.path.join(HERE, "gateway.lua"), gw.url(), "--", "new", token, secrets.token_hex(4),
+         str(REPLAY_KEYS)], stdout=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while proc.poll() is None:
+        samples.append((time.monotonic() - t0, rss_kb(gw.proc.pid), loadavg()))
+        time.sleep(SOAK_SAMPLE_S)
+    after = rss_kb(gw.proc.pid)
+    m = re.search(r"^gateway-bench-result (.*)$", proc.stdout.read(), re.M)
+    r = json.loads(m.group(1))
+    created = settled_rows(db) - before
+    print("\nsoak: %d connections, new keys, %d s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms" % (
+        SOAK_CONNECTIONS, args.soak, r["answered"] / (r["duration_us"] / 1e6),
+        r["p50_us"] / 1e3, r["p99_us"] / 1e3))
+    print("gateway RSS (VmRSS), every %d s under the load: %s kB" % (
+        SOAK_SAMPLE_S, " ".join(str(s[1]) for s in samples)))
+    settled = next((s for s in samples if s[0] >= 2 * SOAK_SAMPLE_S), samples[-1])
+    print("RSS idle before the load %d kB; at the start of the load %d kB, after %.0f s (its"
+          " connections' threads and the pool open) %d kB, at the end of the load %d kB (%+d kB"
+          " since %.0f s), at most %d kB; after the load (its connections closed) %d kB; load"
+          " average at the start %s, at the end %s" % (
+              idle, samples[0][1], settled[0], settled[1], samples[-1][1],
+              samples[-1][1] - settled[1], settled[0], max(s[1] for s in samples), after,
+              samples[0][2], samples[-1][2]))
+    unanswered = r["sent"] - r["answered"]
+    ok = r["created"] <= created <= r["created"] + unanswered and r["other"] == 0
+    print("rows created %d, non-replayed 201s %d, other answers %d, unanswered at the end %d: %s"
+          % (created, r["created"], r["other"], unanswered, "ok" if ok else "FAILED"))
+    return gw, ok
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("build")
+    p.add_argument("--connections", default="1,16,64")
+    p.add_argument("--duration", type=float, default=10)
+    p.add_argument("--pool", type=int, default=2 * (os.cpu_count() or 1))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--soak", type=int, default=0)
+    args = p.parse_args()
+    try:
+        args.connections = [int(c) for c in args.connections.split(",")]
+    except ValueError:
+        p.error("--connections: a comma-separated list of numbers")
+    if (any(c < 1 or c > 64 for c in args.connections) or args.pool < 1 or args.rounds < 1 or
+            args.duration / max(args.rounds, 1) < 1):
+        p.error("--connections 1 to 64 each, --pool and --rounds at least 1, --duration at"
+                " least 1 s per round")
+    return args
+
+
+def main():
+    args = parse_args()
+    db = "idem_gwbench_%d" % os.getpid()
+    token = secrets.token_hex(16)
+    tmp = tempfile.mkdtemp(prefix="idem-gwbench.")
+    config = os.path.join(tmp, "gateway.json")
+    with open(config, "w") as f:
+        json.dump(gateway_config(db, token, args.pool), f)
+    gws = []
+
+    def gw_start():
+        gws.append(Gateway(os.path.join(args.build, "tools", "idem-gateway", "idem-gateway"),
+                           config, os.path.join(tmp, "gateway.log")))
+        say("gateway pid %d, port %d, RSS %d kB" % (gws[-1].proc.pid, gws[-1].port,
+                                                     rss_kb(gws[-1].proc.pid)))
+        return gws[-1]
+
+    psql("postgres", "CREATE DATABASE " + db)
+    ok = True
+    try:
+        subprocess.run([os.path.join(args.build, "tools", "idem-migrate"), "up"], check=True,
+                       env=dict(os.environ, PGDATABASE=db), stdout=subprocess.DEVNULL)
+        durability = ", ".join("%s %s" % (s, psql(db, "SHOW " + s))
+                               for s in ("fsync", "synchronous_commit", "full_page_writes"))
+        print("PostgreSQL %s (%s); %d CPUs; load average at start %s" % (
+            psql(db, "SHOW server_version"), durability, os.cpu_count(), loadavg()))
+        if args.soak:
+            _, ok = soak(args, gw_start, db, token, args.pool)
+        else:
+            cells, gw = measure(args, gw_start, db, token, args.pool)
+            print_table(cells, args.pool, args)
+            print_targets(cells)
+            print("gateway RSS at the end: %d kB; load average at the end %s" % (
+                rss_kb(gw.proc.pid), loadavg()))
+            print("\nchecks: the rows the gateway created against its non-replayed 201s")
+            checks = [c.check_line() for c in cells]
+            for line in checks:
+                print(line)
+            ok = all(line.endswith(": ok") for line in checks)
+    finally:
+        for gw in gws:
+            gw.stop()
+        psql("postgres", "DROP DATABASE IF EXISTS " + db)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0 if ok else 2
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except subprocess.CalledProcessError as e:
+        sys.exit("gateway bench: %s failed: exit %d %s" % (e.cmd[0], e.returncode,
+                                                           e.stderr or ""))
