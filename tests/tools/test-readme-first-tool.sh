@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# test-readme-first-tool.sh BUILD-DIR README: the front README's "A first tool", as
-# written: its SQL (the role renamed for this run), its program compiled against the build,
-# and the transcript it shows, command by command, as the role it names.
+# test-readme-first-tool.sh BUILD-DIR README [SANITIZE]: the front README's "A first tool",
+# as written: its SQL (the role renamed for this run), its program compiled against the
+# build (with the build's sanitizers, SANITIZE as meson's b_sanitize, since the library
+# then needs their runtime first), and the transcript it shows, command by command, as the
+# role it names.
 set -uo pipefail
-build=$1 readme=$2 prefix=firsttool
+build=$1 readme=$2 sanitize=${3:-none} prefix=firsttool
 migrate="$build/tools/idem-migrate"
 . "$(dirname "$0")/common.sh"
 
@@ -26,6 +28,7 @@ printf '%s\n' "$program" >"$scratch/create-note.c"
 flags=$(PKG_CONFIG_PATH="$build/meson-uninstalled" pkg-config --cflags --libs idem) ||
     { echo "pkg-config cannot find the build's idem" >&2; exit 1; }
 # shellcheck disable=SC2086 # the flags are words
+[ "$sanitize" = none ] || flags="-fsanitize=$sanitize $flags"
 check compiles 0 cc -std=c11 -Wall -Wextra -Werror -o "$scratch/create-note" \
     "$scratch/create-note.c" $flags -Wl,-rpath,"$build/lib"
 
