@@ -17,74 +17,12 @@
 #include "log.h"
 #include "pool_internal.h"
 
-enum close_reason { CLOSE_BROKEN = 1, CLOSE_LIFETIME, CLOSE_IDLE, CLOSE_HEALTH, CLOSE_ENDED };
-
 /* libpq's notices (server warnings, messages arriving while idle) would go to stderr. */
 static void route_notice(void *arg, const char *message)
 {
     const idem_pool *pool = arg;
 
     idem__log(pool->opts.log, pool->opts.log_ctx, IDEM_LOG_INFO, "pool: server says: %s", message);
-}
-
-static const char *reason_text(int reason)
-{
-    switch (reason) {
-    case CLOSE_LIFETIME:
-        return "max_lifetime_ms reached";
-    case CLOSE_IDLE:
-        return "idle_timeout_ms reached";
-    case CLOSE_HEALTH:
-        return "failed the check on checkout";
-    case CLOSE_ENDED:
-        return "the server ended its session while it sat in a transaction";
-    default:
-        return "broken, discarded or left busy";
-    }
-}
-
-static void close_conn(const idem_pool *pool, idem_conn *conn)
-{
-    int reason = conn->close_reason;
-    int bad = reason == CLOSE_BROKEN || reason == CLOSE_HEALTH || reason == CLOSE_ENDED;
-    /* For CLOSE_ENDED the server's own words went to the log already; libpq's would only
-     * add "server closed the connection unexpectedly". */
-    char why[IDEM_ERROR_MESSAGE_MAX];
-
-    snprintf(why, sizeof(why), "%s", bad && reason != CLOSE_ENDED ? PQerrorMessage(conn->pg) : "");
-    idem_conninfo_redact(why, sizeof(why), pool->conninfo);
-    idem__log(pool->opts.log, pool->opts.log_ctx, bad ? IDEM_LOG_WARNING : IDEM_LOG_DEBUG,
-              "pool: closing a connection (%s)%s%s", reason_text(conn->close_reason),
-              why[0] != '\0' ? ": " : "", why);
-    idem__conn_close(conn);
-}
-
-static void close_list(const idem_pool *pool, idem_conn *list)
-{
-    while (list != NULL) {
-        idem_conn *next = list->next;
-
-        close_conn(pool, list);
-        list = next;
-    }
-}
-
-static void count_close_locked(idem_pool *pool, int reason)
-{
-    switch (reason) {
-    case CLOSE_LIFETIME:
-        pool->st.closed_lifetime++;
-        break;
-    case CLOSE_IDLE:
-        pool->st.closed_idle++;
-        break;
-    case CLOSE_HEALTH:
-        pool->st.closed_health++;
-        break;
-    default:
-        pool->st.closed_broken++;
-        break;
-    }
 }
 
 /* Connections are closed up to 10 % before max_lifetime_ms so that those opened
@@ -182,17 +120,17 @@ static void prune_locked(idem_pool *pool, long long now, idem_conn **closing)
         idem_conn *c = *p;
 
         if (now >= c->expires_ms)
-            c->close_reason = CLOSE_LIFETIME;
+            c->close_reason = IDEM__CLOSE_LIFETIME;
         else if (o->idle_timeout_ms > 0 && pool->nidle > o->min_idle &&
                  now - c->idle_since_ms >= o->idle_timeout_ms)
-            c->close_reason = CLOSE_IDLE;
+            c->close_reason = IDEM__CLOSE_IDLE;
         if (c->close_reason == 0) {
             p = &c->next;
             continue;
         }
         *p = c->next;
         pool->nidle--;
-        count_close_locked(pool, c->close_reason);
+        idem__pool_count_close_locked(pool, c->close_reason);
         give_slot_locked(pool);
         c->next = *closing;
         *closing = c;
@@ -300,7 +238,7 @@ static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, long l
         rc = wait_locked(out, pool, until, err);
     }
     pthread_mutex_unlock(&pool->lock);
-    close_list(pool, pruned);
+    idem__pool_close_list(pool, pruned);
     return rc;
 }
 
@@ -411,12 +349,12 @@ static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now, lo
 static void retire_unhealthy(idem_pool *pool, idem_conn *conn)
 {
     pthread_mutex_lock(&pool->lock);
-    count_close_locked(pool, CLOSE_HEALTH);
+    idem__pool_count_close_locked(pool, IDEM__CLOSE_HEALTH);
     pool->st.acquires--; /* counted when taken; counted again if its replacement opens */
     pool->nopening++;
     pthread_mutex_unlock(&pool->lock);
-    conn->close_reason = CLOSE_HEALTH;
-    close_conn(pool, conn);
+    conn->close_reason = IDEM__CLOSE_HEALTH;
+    idem__pool_close_conn(pool, conn);
 }
 
 int idem__pool_checkout(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, idem_error *err)
@@ -473,25 +411,25 @@ void idem_pool_release(idem_conn *conn)
     conn->deadline_ms = 0;
     now = idem__coarse_ms();
     if (state == IDEM__CONN_BROKEN)
-        reason = CLOSE_BROKEN;
+        reason = IDEM__CLOSE_BROKEN;
     else if (state == IDEM__CONN_ENDED)
-        reason = CLOSE_ENDED;
+        reason = IDEM__CLOSE_ENDED;
     else if (now >= conn->expires_ms)
-        reason = CLOSE_LIFETIME;
+        reason = IDEM__CLOSE_LIFETIME;
     conn->close_reason = reason;
     pthread_mutex_lock(&pool->lock);
     pool->st.rolled_back += state == IDEM__CONN_ROLLED_BACK;
     if (reason == 0) {
         give_conn_locked(pool, conn, now); /* from here on, conn may be another's */
     } else {
-        count_close_locked(pool, reason);
+        idem__pool_count_close_locked(pool, reason);
         give_slot_locked(pool);
     }
     prune_locked(pool, now, &pruned);
     pthread_mutex_unlock(&pool->lock);
     if (reason != 0)
-        close_conn(pool, conn);
-    close_list(pool, pruned);
+        idem__pool_close_conn(pool, conn);
+    idem__pool_close_list(pool, pruned);
 }
 
 PGconn *idem_conn_pg(idem_conn *conn)

@@ -1,5 +1,5 @@
-/* Private to the pool (pool.c: checkout and release; pool_setup.c: creating, configuring
- * and freeing a pool, its counters). */
+/* Private to the pool (pool.c: checkout and release; pool_close.c: closing connections;
+ * pool_setup.c: creating, configuring and freeing a pool, its counters). */
 #ifndef IDEM_LIB_POOL_INTERNAL_H
 #define IDEM_LIB_POOL_INTERNAL_H
 
@@ -61,5 +61,23 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
 /* Take the most recently released idle connection (the pool's lock held, or no other
  * user). */
 idem_conn *idem__pool_pop_idle_locked(idem_pool *pool);
+
+/* Why a connection is closed (idem_conn.close_reason), for the log and the statistics. */
+enum idem__close_reason {
+    IDEM__CLOSE_BROKEN = 1,
+    IDEM__CLOSE_LIFETIME,
+    IDEM__CLOSE_IDLE,
+    IDEM__CLOSE_HEALTH,
+    IDEM__CLOSE_ENDED
+};
+
+/* Close @conn, logging why (its close_reason, and libpq's words when it broke). */
+void idem__pool_close_conn(const idem_pool *pool, idem_conn *conn);
+
+/* Close every connection of the list linked by next. */
+void idem__pool_close_list(const idem_pool *pool, idem_conn *list);
+
+/* Count a connection closed for @reason in the pool's statistics (the lock held). */
+void idem__pool_count_close_locked(idem_pool *pool, int reason);
 
 #endif

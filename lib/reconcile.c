@@ -8,7 +8,7 @@
 #include "exec.h"
 #include "idem/sys/reconcile.h"
 #include "idem/validate.h"
-#include "jcs.h"
+#include "reconcile_check.h"
 #include "reconcile_internal.h"
 #include "tenant.h"
 
@@ -122,103 +122,6 @@ int idem__reconcile_record(idem_conn *conn, const char *tenant, const char *oper
     return 0;
 }
 
-/* ---- checks ---------------------------------------------------------------------------- */
-
-/* The kinds of item idem records: a filter or resolution naming another would find
- * nothing, so it is refused as a typo. */
-static const char *const known_kinds[] = {IDEM_RECONCILE_KINDS};
-
-static int kind_byte(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-static int check_kind(const char *field, const char *kind, idem_error *err)
-{
-    size_t i;
-
-    for (i = 0; kind[i] != '\0'; i++) {
-        if (i == IDEM_RECONCILE_KIND_MAX)
-            return idem__error_field(err, IDEM_EINVAL, field, "is longer than %d bytes",
-                                     IDEM_RECONCILE_KIND_MAX);
-        if (!kind_byte((unsigned char)kind[i]))
-            return idem__error_field(
-                err, IDEM_EINVAL, field,
-                "byte 0x%02x at offset %zu is not allowed (allowed: a-z 0-9 _)",
-                (unsigned char)kind[i], i);
-    }
-    if (i == 0)
-        return idem__error_field(err, IDEM_EINVAL, field, "must not be empty");
-    for (i = 0; i < sizeof(known_kinds) / sizeof(known_kinds[0]); i++)
-        if (strcmp(kind, known_kinds[i]) == 0)
-            return 0;
-    return idem__error_field(
-        err, IDEM_EINVAL, field,
-        "\"%s\" is not a kind of item idem records (" IDEM__RECONCILE_KINDS_TEXT ")", kind);
-}
-
-/* UTF-8 text of 1 to @max bytes without control characters (but for tab and newline when
- * @multiline). */
-static int check_text(const char *field, const char *s, size_t max, int multiline, idem_error *err)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t n = strnlen(s, max + 1), i = 0, at;
-    uint32_t cp;
-
-    if (n == 0)
-        return idem__error_field(err, IDEM_EINVAL, field, "must not be empty");
-    if (n > max)
-        return idem__error_field(err, IDEM_EINVAL, field, "is longer than %zu bytes", max);
-    while (i < n) {
-        at = i;
-        if (idem__utf8_next(u, n, &i, &cp) != 0)
-            return idem__error_field(err, IDEM_EINVAL, field,
-                                     "is not valid UTF-8 (byte 0x%02x at offset %zu)", u[at], at);
-        if ((cp < 0x20 && !(multiline && (cp == '\n' || cp == '\t'))) || cp == 0x7f)
-            return idem__error_field(err, IDEM_EINVAL, field,
-                                     "control character 0x%02x at offset %zu is not allowed",
-                                     (unsigned)cp, at);
-    }
-    return 0;
-}
-
-/* Turn a validator's "tenant" into "filter.tenant". */
-static int prefixed(int rc, const char *field, idem_error *err)
-{
-    if (rc != 0 && err != NULL)
-        snprintf(err->field, sizeof(err->field), "%s", field);
-    return rc;
-}
-
-static int check_filter(const idem_reconcile_filter *f, idem_error *err)
-{
-    if (idem__check_version(err, f->version, IDEM_RECONCILE_FILTER_VERSION, "filter") != 0)
-        return IDEM_EINVAL;
-    if (f->tenant != NULL && idem_validate_tenant(f->tenant, err) != 0)
-        return prefixed(IDEM_EINVAL, "filter.tenant", err);
-    if (f->operation_id != NULL && idem_validate_operation_id(f->operation_id, err) != 0)
-        return prefixed(IDEM_EINVAL, "filter.operation_id", err);
-    if (f->kind != NULL && check_kind("filter.kind", f->kind, err) != 0)
-        return IDEM_EINVAL;
-    if (f->state != IDEM_RECONCILE_ANY && f->state != IDEM_RECONCILE_OPEN &&
-        f->state != IDEM_RECONCILE_RESOLVED)
-        return idem__error_field(err, IDEM_EINVAL, "filter.state",
-                                 "must be ANY, OPEN or RESOLVED, got %d", (int)f->state);
-    if (f->since < 0)
-        return idem__error_field(err, IDEM_EINVAL, "filter.since", "must not be negative");
-    return 0;
-}
-
-static int check_conn(PGconn *conn, idem_error *err)
-{
-    if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-        return idem__error_field(err, IDEM_EINVAL, "conn", "must be an open connection");
-    if (PQtransactionStatus(conn) != PQTRANS_IDLE)
-        return idem__error_field(err, IDEM_EINVAL, "conn",
-                                 "must be idle (not inside a transaction)");
-    return 0;
-}
-
 /* ---- reading rows ---------------------------------------------------------------------- */
 
 static const char *text_or_null(const PGresult *res, int row, int col)
@@ -306,11 +209,11 @@ int idem_reconcile_list(idem_reconcile_items **out, PGconn *conn,
 
     if (out == NULL)
         return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
-    if ((rc = check_conn(conn, err)) != 0)
+    if ((rc = idem__reconcile_check_conn(conn, err)) != 0)
         return rc;
     if (filter == NULL)
         filter = &every;
-    if ((rc = check_filter(filter, err)) != 0)
+    if ((rc = idem__reconcile_check_filter(filter, err)) != 0)
         return rc;
     return query_items(out, conn, filter, err);
 }
@@ -398,7 +301,8 @@ int idem_reconcile_show(idem_reconcile_key **out, PGconn *conn, const char *tena
 
     if (out == NULL)
         return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
-    if ((rc = check_conn(conn, err)) != 0 || (rc = idem_validate_tenant(tenant, err)) != 0 ||
+    if ((rc = idem__reconcile_check_conn(conn, err)) != 0 ||
+        (rc = idem_validate_tenant(tenant, err)) != 0 ||
         (rc = idem_validate_operation_id(operation_id, err)) != 0)
         return rc;
     key = calloc(1, sizeof(*key));
@@ -466,14 +370,17 @@ static int check_resolution(const char *tenant, const char *operation_id,
     if ((rc = idem__check_version(err, r->version, IDEM_RECONCILE_RESOLUTION_VERSION,
                                   "resolution")) != 0)
         return rc;
-    if (r->kind != NULL && (rc = check_kind("resolution.kind", r->kind, err)) != 0)
+    if (r->kind != NULL && (rc = idem__reconcile_check_kind("resolution.kind", r->kind, err)) != 0)
         return rc;
     if (r->note == NULL)
         return idem__error_field(err, IDEM_EINVAL, "resolution.note",
                                  "is missing (NULL): say what was found or done");
-    if ((rc = check_text("resolution.note", r->note, IDEM_RECONCILE_NOTE_MAX, 1, err)) != 0)
+    if ((rc = idem__reconcile_check_text("resolution.note", r->note, IDEM_RECONCILE_NOTE_MAX, 1,
+                                         err)) != 0)
         return rc;
-    return r->by != NULL ? check_text("resolution.by", r->by, IDEM_RECONCILE_BY_MAX, 0, err) : 0;
+    return r->by != NULL
+               ? idem__reconcile_check_text("resolution.by", r->by, IDEM_RECONCILE_BY_MAX, 0, err)
+               : 0;
 }
 
 int idem_reconcile_resolve_items(unsigned int *out, PGconn *conn, const char *tenant,
@@ -486,7 +393,7 @@ int idem_reconcile_resolve_items(unsigned int *out, PGconn *conn, const char *te
     long long resolved, matching;
     int rc;
 
-    if ((rc = check_conn(conn, err)) != 0 ||
+    if ((rc = idem__reconcile_check_conn(conn, err)) != 0 ||
         (rc = check_resolution(tenant, operation_id, resolution, err)) != 0)
         return rc;
     kind = values[2] = resolution->kind;
