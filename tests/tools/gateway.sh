@@ -64,3 +64,15 @@ http() {
     status=$(curl -sS -o "$scratch/body" -D "$scratch/headers" -w '%{http_code}' "$@")
     body=$(tr -d '\0' <"$scratch/body") # the text, for messages
 }
+
+# edited_config FROM TO PYTHON-EDIT [PYTHON-PRELUDE]: the configuration FROM with
+# PYTHON-EDIT run on it (as d; PYTHON-PRELUDE first, naming parts of it), written to TO.
+edited_config() {
+    python3 - "$1" "$2" "$3" "${4:-}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[4])
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+PY
+}

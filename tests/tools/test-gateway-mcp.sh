@@ -107,12 +107,7 @@ check check_config 0 "$gateway" --check-config "$cfg"
 # broken NAME PYTHON-EDIT WANT: the configuration changed by PYTHON-EDIT (on d) is refused
 # with 65, the message containing WANT.
 broken() {
-    python3 - "$cfg" "$scratch/$1.json" "$2" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(d, open(sys.argv[2], "w"))
-PY
+    edited_config "$cfg" "$scratch/$1.json" "$2"
     check "check_config_$1" 65 "$gateway" --check-config "$scratch/$1.json"
     expect "check_config_$1_names_it" err_contains "$3"
 }

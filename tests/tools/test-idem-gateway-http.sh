@@ -128,13 +128,7 @@ config "$good" "dbname=x"
 check check_config_good 0 "$gateway" --check-config "$good"
 expect check_config_counts contains ": ok: 1 tenant, $ntools tools"
 broken() {
-    python3 - "$good" "$scratch/$1.json" "$2" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-h = d["tools"]["send_email"]["http"]
-exec(sys.argv[3])
-json.dump(d, open(sys.argv[2], "w"))
-PY
+    edited_config "$good" "$scratch/$1.json" "$2" 'h = d["tools"]["send_email"]["http"]'
     check "check_config_$1" 65 env ${4:+"$4"} "$gateway" --check-config "$scratch/$1.json"
     expect "check_config_$1_names_it" err_contains "$3"
 }

@@ -74,13 +74,7 @@ JSON
 # --check-config of resolvers: every error names its place.
 check check_config_ok 0 "$gateway" --check-config "$cfg"
 broken() {
-    python3 - "$cfg" "$scratch/$1.json" "$2" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-r = d["tools"]["send_email"]["http"]["resolver"]
-exec(sys.argv[3])
-json.dump(d, open(sys.argv[2], "w"))
-PY
+    edited_config "$cfg" "$scratch/$1.json" "$2" 'r = d["tools"]["send_email"]["http"]["resolver"]'
     check "check_config_$1" 65 "$gateway" --check-config "$scratch/$1.json"
     expect "check_config_$1_names_it" err_contains "$3"
     check "probe_config_$1" 65 "$reconcile" --dsn "$dsn" probe --config "$scratch/$1.json"

@@ -124,12 +124,7 @@ expect check_config_missing_says err_contains "cannot read"
 # broken NAME PYTHON-EDIT WANT: the good file changed by PYTHON-EDIT (on d) is refused
 # with 65, the message containing WANT.
 broken() {
-    python3 - "$good" "$scratch/$1.json" "$2" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(d, open(sys.argv[2], "w"))
-PY
+    edited_config "$good" "$scratch/$1.json" "$2"
     check "check_config_$1" 65 "$gateway" --check-config "$scratch/$1.json"
     expect "check_config_$1_names_it" err_contains "$3"
 }
