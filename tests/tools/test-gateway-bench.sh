@@ -26,6 +26,19 @@ for what in "new keys" replays; do
     expect "the check of $what passed" grep -q "^2 connections, $what: rows created .*: ok$" \
         <<<"$out"
 done
+expect "the HTTP exchange alone measured" grep -Eq "GET /healthz under wrk .*[1-9][0-9]* ops/s" \
+    <<<"$out"
+# The last columns of each line: all the CPU per request (gateway, in process, HTTP
+# exchange), the bound, the load averages; each CPU figure counted, the bound a ratio.
+expect "the CPU per request and the bound" python3 -c '
+import re, sys
+rows = [l for l in sys.argv[1].splitlines() if re.match(r"2 +(new keys|replays) ", l)]
+assert len(rows) == 2, rows
+for l in rows:
+    m = re.search(r" +(\d+)/ *(\d+)/ *(\d+) +([\d.]+)  [\d.]+ \.\. [\d.]+$", l)
+    assert m, l
+    assert all(int(x) > 0 for x in m.groups()[:3]) and 0 < float(m.group(4)) <= 1, l
+' "$out"
 expect "no targets without a run at 16 connections" lacks "target at"
 expect "the server's durability said" contains "fsync "
 leftover=$(q postgres "SELECT datname FROM pg_database WHERE datname LIKE 'idem_gwbench_%'")

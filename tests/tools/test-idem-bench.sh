@@ -64,6 +64,8 @@ import json, sys
 (m,) = json.loads(sys.argv[1])["results"]
 assert m["mode"] == "external" and len(m["sides"]) == 2, m
 assert all(s["ops"] > 0 and s["errors"] == 0 for s in m["sides"]), m
+# The server is on this machine (tools/with-postgres): its CPU per call is counted.
+assert all(s["server_cpu_us_per_op"] > 0 for s in m["sides"]), m
 ' "$out" || fail "the report of a short external run: $out"
 
 # The pooler mode: the default setting against IDEM_POOLER_TRANSACTION directly, and

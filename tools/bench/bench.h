@@ -60,8 +60,10 @@ typedef struct bench_side_result {
     double seconds;
     double ops_per_s;
     double p50_ms, p99_ms, p999_ms;
-    double cpu_ns;        /* client CPU time, all threads */
-    double cpu_us_per_op; /* client CPU per successful operation */
+    double cpu_ns;           /* client CPU time, all threads */
+    double cpu_us_per_op;    /* client CPU per successful operation */
+    double server_ns;        /* the server's CPU time: postmaster and backends (0: unknown) */
+    double server_us_per_op; /* the server's CPU per successful operation */
     int nrounds;
     double round_ops_per_s[BENCH_MAX_ROUNDS];
     double round_p50_ms[BENCH_MAX_ROUNDS];
@@ -111,6 +113,10 @@ typedef struct bench_plan {
 /* Run the plan: warm each side up, then cycle through the sides in rounds (A B A B ...).
  * Fills out->side[]; returns 0 (exits if the threads cannot start). */
 int bench_run(bench_measure *out, const bench_plan *plan);
+
+/* Count the CPU time of the server whose data directory is @data_dir (its postmaster and
+ * every backend, read from /proc) in each side's results; a server elsewhere counts 0. */
+void bench_watch_server(const char *data_dir);
 
 /* Add the ratio side a / side b to m: of throughput (per round), or of p50 latency. */
 void bench_ratio_throughput(bench_measure *m, int a, int b, const char *label, double target);

@@ -4,9 +4,11 @@
 --   wrk -s gateway.lua URL -- MODE TOKEN NONCE NKEYS
 --
 -- MODE new: a fresh Idempotency-Key per request (gw-NONCE-THREAD-N); MODE replay: one of
--- the keys gateway-replay-0 .. gateway-replay-(NKEYS-1), already created. At the end one
--- line "gateway-bench-result {JSON}" on stdout: requests sent and answered, 201s without
--- and with Idempotent-Replayed, other answers (and the first of them), latency.
+-- the keys gateway-replay-0 .. gateway-replay-(NKEYS-1), already created; MODE healthz:
+-- GET /healthz, the HTTP exchange alone (no call). At the end one line
+-- "gateway-bench-result {JSON}" on stdout: requests sent and answered, 201s without and
+-- with Idempotent-Replayed, 200s of /healthz, other answers (and the first of them),
+-- latency.
 
 local threads = {}
 
@@ -17,7 +19,7 @@ end
 
 function init(args)
     mode, nonce, nkeys = args[1], args[3], tonumber(args[4])
-    sent, created, replayed, other, first_other = 0, 0, 0, 0, ""
+    sent, created, replayed, healthy, other, first_other = 0, 0, 0, 0, 0, ""
     headers = {
         ["Authorization"] = "Bearer " .. args[2],
         ["Content-Type"] = "application/json",
@@ -28,7 +30,9 @@ end
 
 function request()
     sent = sent + 1
-    if mode == "new" then
+    if mode == "healthz" then
+        return wrk.format("GET", "/healthz")
+    elseif mode == "new" then
         headers["Idempotency-Key"] = string.format("gw-%s-%d-%d", nonce, id, sent)
     else
         headers["Idempotency-Key"] = "gateway-replay-" .. math.random(0, nkeys - 1)
@@ -37,7 +41,9 @@ function request()
 end
 
 function response(status, hdrs, answer)
-    if status == 201 and hdrs["Idempotent-Replayed"] == "true" then
+    if mode == "healthz" and status == 200 then
+        healthy = healthy + 1
+    elseif status == 201 and hdrs["Idempotent-Replayed"] == "true" then
         replayed = replayed + 1
     elseif status == 201 then
         created = created + 1
@@ -56,7 +62,7 @@ local function quoted(s)
 end
 
 function done(summary, latency, requests)
-    local n = {sent = 0, created = 0, replayed = 0, other = 0}
+    local n = {sent = 0, created = 0, replayed = 0, healthy = 0, other = 0}
     local first = ""
     for _, t in ipairs(threads) do
         for k in pairs(n) do
@@ -69,9 +75,9 @@ function done(summary, latency, requests)
     local e = summary.errors
     io.write(string.format(
         'gateway-bench-result {"duration_us": %d, "answered": %d, "sent": %d, "created": %d,' ..
-        ' "replayed": %d, "other": %d, "first_other": %s, "socket_errors": %d,' ..
+        ' "replayed": %d, "healthy": %d, "other": %d, "first_other": %s, "socket_errors": %d,' ..
         ' "p50_us": %d, "p99_us": %d, "max_us": %d}\n',
-        summary.duration, summary.requests, n.sent, n.created, n.replayed, n.other,
+        summary.duration, summary.requests, n.sent, n.created, n.replayed, n.healthy, n.other,
         quoted(first), e.connect + e.read + e.write + e.timeout,
         latency:percentile(50), latency:percentile(99), latency.max))
 end

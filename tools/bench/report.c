@@ -23,10 +23,11 @@ static void print_header(const bench_results *res, const bench_config *cfg)
            res->data_fs);
     printf("%.0f s per measurement in rounds of %.2g s that alternate the sides (A B A B ...);"
            " pools of min(threads, %d) connections;\nlatencies in ms; cpu us: the client's CPU"
-           " time (user + system) per operation\n\n",
+           " time (user + system) per operation; server us: the PostgreSQL server's CPU"
+           " time (postmaster and backends) per operation\n\n",
            cfg->duration_s, cfg->round_s, cfg->pool_cap);
-    printf("%-12s %3s  %-38s %9s %8s %8s %8s %8s %6s\n", "mode", "thr", "side", "ops/s", "p50",
-           "p99", "p99.9", "cpu us", "errors");
+    printf("%-12s %3s  %-38s %9s %8s %8s %8s %8s %10s %6s\n", "mode", "thr", "side", "ops/s", "p50",
+           "p99", "p99.9", "cpu us", "server us", "errors");
 }
 
 static void print_sides(const bench_measure *m)
@@ -34,9 +35,9 @@ static void print_sides(const bench_measure *m)
     for (int s = 0; s < m->nsides; s++) {
         const bench_side_result *r = &m->side[s];
 
-        printf("%-12s %3d  %-38s %9.0f %8.3f %8.3f %8.3f %8.1f %6lld\n", m->mode, m->threads,
+        printf("%-12s %3d  %-38s %9.0f %8.3f %8.3f %8.3f %8.1f %10.1f %6lld\n", m->mode, m->threads,
                r->name, r->ops_per_s, r->p50_ms, r->p99_ms, r->p999_ms, r->cpu_us_per_op,
-               r->errors);
+               r->server_us_per_op, r->errors);
         if (r->errors > 0)
             printf("%16s first error: %s\n", "", r->first_error);
     }
@@ -118,12 +119,12 @@ static json_t *side_json(const bench_side_result *r)
 
     for (int i = 0; i < r->nrounds; i++)
         json_array_append_new(rounds, json_real(r->round_ops_per_s[i]));
-    return json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:s?}", "side", r->name,
-                     "ops", (json_int_t)r->ops, "errors", (json_int_t)r->errors, "seconds",
+    return json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:s?}", "side",
+                     r->name, "ops", (json_int_t)r->ops, "errors", (json_int_t)r->errors, "seconds",
                      r->seconds, "ops_per_s", r->ops_per_s, "p50_ms", r->p50_ms, "p99_ms",
                      r->p99_ms, "p999_ms", r->p999_ms, "client_cpu_us_per_op", r->cpu_us_per_op,
-                     "round_ops_per_s", rounds, "first_error",
-                     r->errors > 0 ? r->first_error : NULL);
+                     "server_cpu_us_per_op", r->server_us_per_op, "round_ops_per_s", rounds,
+                     "first_error", r->errors > 0 ? r->first_error : NULL);
 }
 
 /* A number, or null when there is none (no rounds to take a ratio of). */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -34,6 +36,68 @@ static void sleep_s(double s)
 
     while (nanosleep(&ts, &ts) != 0) {
     }
+}
+
+/* The PostgreSQL server whose CPU time the rounds count: its postmaster's process ID. */
+static long server_pid;
+
+void bench_watch_server(const char *data_dir)
+{
+    char path[1100];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/postmaster.pid", data_dir);
+    if ((f = fopen(path, "r")) == NULL)
+        return;
+    if (fscanf(f, "%ld", &server_pid) != 1)
+        server_pid = 0;
+    fclose(f);
+}
+
+/* User + system CPU ticks of process @pid (/proc/PID/stat), with its waited-for children's
+ * when @children; its parent's ID into *@ppid. -1 when it cannot be read. */
+static long long process_ticks(long pid, int children, long *ppid)
+{
+    char path[64], line[1024];
+    unsigned long long ut, st;
+    long long cut, cst;
+    const char *p;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return -1;
+    p = fgets(line, sizeof(line), f);
+    fclose(f);
+    if (p == NULL || (p = strrchr(line, ')')) == NULL ||
+        sscanf(p + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", ppid, &ut,
+               &st, &cut, &cst) != 5)
+        return -1;
+    return (long long)(ut + st) + (children ? cut + cst : 0);
+}
+
+/* The server's CPU time so far, in ns: its postmaster's with every child's, those that
+ * ended (the postmaster waited for them) and those still running; 0 when no server is
+ * watched (bench_watch_server()) or it is not on this machine. */
+static double server_ns(void)
+{
+    long long ticks;
+    long ppid;
+    DIR *d;
+    const struct dirent *e;
+
+    if (server_pid <= 0 || (ticks = process_ticks(server_pid, 1, &ppid)) < 0 ||
+        (d = opendir("/proc")) == NULL)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        long pid = strtol(e->d_name, NULL, 10), parent = 0;
+        long long t;
+
+        if (pid > 0 && (t = process_ticks(pid, 0, &parent)) >= 0 && parent == server_pid)
+            ticks += t;
+    }
+    closedir(d);
+    return (double)ticks * 1e9 / (double)sysconf(_SC_CLK_TCK);
 }
 
 uint64_t bench_random(bench_worker *w, uint64_t n)
@@ -130,10 +194,13 @@ static double gather(samples *all, bench_worker *w, int threads, bench_side_resu
     return percentile_ms(all->ns + first, all->n - first, 0.5);
 }
 
-/* One round of one side on @threads threads for @seconds; returns the elapsed seconds.
- * Exits when the threads cannot start (some already wait on the barrier). */
-static double round_once(bench_worker *w, const bench_side *side, int threads, double seconds)
+/* One round of one side on @threads threads for @seconds; returns the elapsed seconds and
+ * adds the server's CPU time over them to *@busy_ns. Exits when the threads cannot
+ * start (some already wait on the barrier). */
+static double round_once(bench_worker *w, const bench_side *side, int threads, double seconds,
+                         double *busy_ns)
 {
+    double busy0;
     pthread_t tid[BENCH_MAX_THREADS];
     pthread_barrier_t start;
     atomic_int stop = 0;
@@ -154,11 +221,13 @@ static double round_once(bench_worker *w, const bench_side *side, int threads, d
     }
     pthread_barrier_wait(&start);
     t0 = now_ns();
+    busy0 = server_ns();
     sleep_s(seconds);
     atomic_store(&stop, 1);
     for (int i = 0; i < threads; i++)
         pthread_join(tid[i], NULL);
     t1 = now_ns();
+    *busy_ns += server_ns() - busy0;
     pthread_barrier_destroy(&start);
     return (double)(t1 - t0) / 1e9;
 }
@@ -182,6 +251,7 @@ static void summarize(bench_side_result *r, samples *all)
     qsort(all->ns, all->n, sizeof(uint64_t), by_value);
     r->ops_per_s = r->seconds > 0 ? (double)r->ops / r->seconds : 0;
     r->cpu_us_per_op = r->ops > 0 ? r->cpu_ns / 1e3 / (double)r->ops : 0;
+    r->server_us_per_op = r->ops > 0 ? r->server_ns / 1e3 / (double)r->ops : 0;
     r->p50_ms = percentile_ms(all->ns, all->n, 0.5);
     r->p99_ms = percentile_ms(all->ns, all->n, 0.99);
     r->p999_ms = percentile_ms(all->ns, all->n, 0.999);
@@ -190,7 +260,9 @@ static void summarize(bench_side_result *r, samples *all)
 static void warm_up(bench_worker *w, const bench_plan *plan)
 {
     for (int s = 0; s < plan->nsides; s++) {
-        round_once(w, &plan->sides[s], plan->threads, plan->warmup_s);
+        double ignored = 0;
+
+        round_once(w, &plan->sides[s], plan->threads, plan->warmup_s, &ignored);
         for (int i = 0; i < plan->threads; i++) {
             if (w[i].errors > 0)
                 fprintf(stderr, "idem-bench: warm-up of %s: %s\n", plan->sides[s].name, w[i].error);
@@ -216,7 +288,8 @@ int bench_run(bench_measure *out, const bench_plan *plan)
     warm_up(w, plan);
     for (int c = 0; c < cycles; c++) {
         for (int s = 0; s < plan->nsides; s++) {
-            double elapsed = round_once(w, &plan->sides[s], plan->threads, plan->round_s);
+            double elapsed = round_once(w, &plan->sides[s], plan->threads, plan->round_s,
+                                        &out->side[s].server_ns);
 
             record_round(&out->side[s], &all[s], w, plan->threads, elapsed);
         }

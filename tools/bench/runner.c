@@ -89,6 +89,7 @@ static void describe_server(bench_results *res, PGconn *admin)
              "fsync %s, synchronous_commit %s, full_page_writes %s", fsync, sync_commit, fpw);
     show(admin, "data_directory", res->data_dir, sizeof(res->data_dir));
     file_system_of(res->data_dir, res->data_fs, sizeof(res->data_fs));
+    bench_watch_server(res->data_dir);
 }
 
 static int run_modes(bench_results *res, const bench_config *cfg, PGconn *admin, const char *db)
