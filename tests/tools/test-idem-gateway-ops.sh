@@ -8,7 +8,8 @@
 # connections and an upstream hanging for its full timeout while 100 calls complete (the
 # RSS printed); SIGHUP (a removed token refused, an invalid file keeping the old
 # configuration); SIGTERM with calls parked on a row lock, released within the grace
-# period: every call answered, exit 0. IDEM-GATEWAY is "" when it is not built (skip).
+# period: every call answered, exit 0; a call outliving the grace period: exit 75, the call
+# kept whole. IDEM-GATEWAY is "" when it is not built (skip).
 set -uo pipefail
 gateway=$1 migrate=$2 prefix=gwo
 here=$(dirname "$0")
@@ -261,6 +262,45 @@ expect parked_all_201 is "$(cat "$scratch"/park-* | sort | uniq -c | awk '{print
 wait "$gw_pid"
 expect drain_exit_0 is $? 0
 expect bumped_six is "$(q "$db" "SELECT n FROM app.slots WHERE id = 1")" 6
+pids=("${pids[0]}")
+
+# ---------------------------------------------------------------------------------------
+# SIGTERM with a call parked on a row lock past the grace period: the gateway exits 75
+# without its answer, saying so; the call commits or rolls back whole (its record and its
+# write together), and its retry on a new gateway finds what it did.
+cfg="$scratch/grace.json"
+config "$cfg" ', "shutdown_grace_s": 1' "$tok" "$bump_tool"
+start grace "$cfg"
+before=$(q "$db" "SELECT n FROM app.slots WHERE id = 1")
+hold "$db" "BEGIN; SELECT n FROM app.slots WHERE id = 1 FOR UPDATE;" \
+    "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'slots' AND l.mode = 'RowShareLock' AND l.granted"
+curl -sS -o /dev/null -w '%{http_code}\n' -m 120 -X POST "http://127.0.0.1:$port/v1/tools/bump" \
+    -H "Authorization: Bearer $tok" -H "Idempotency-Key: outlived" \
+    -H 'Content-Type: application/json' -d '{}' >"$scratch/outlived" 2>/dev/null 7>&- &
+outlived=$!
+for _ in $(seq 1 600); do [ "$(metric idem_gateway_calls_in_flight)" = 1 ] && break; sleep 0.1; done
+expect one_parked is "$(metric idem_gateway_calls_in_flight)" 1
+kill -TERM "$gw_pid"
+wait "$gw_pid"
+expect grace_ran_out_exit_75 is $? 75
+expect grace_ran_out_said grep -q "1 request still under way after http.shutdown_grace_s (1 s): exiting" \
+    "$scratch/grace.log"
+wait "$outlived"
+expect outlived_no_answer is "$(cat "$scratch/outlived")" 000
+release_lock
+# The call's backend goes on once the lock is free; wait until it has finished.
+for _ in $(seq 1 300); do
+    [ "$(q "$db" "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'idem-gateway' AND state <> 'idle'")" = 0 ] && break
+    sleep 0.1
+done
+kept=$(q "$db" "SELECT count(*) FROM idem.operations WHERE tenant = 'acme' AND operation_id = 'outlived'")
+expect outlived_whole is "$(( $(q "$db" "SELECT n FROM app.slots WHERE id = 1") - before ))" "$kept"
+start grace_retry "$cfg"
+call bump outlived '{}'
+expect outlived_retry_201 is "$status" 201
+expect outlived_retry_once is "$(( $(q "$db" "SELECT n FROM app.slots WHERE id = 1") - before ))" 1
+kill -TERM "$gw_pid"
+wait "$gw_pid"
 pids=("${pids[0]}")
 
 [ "$failures" = 0 ] || tail -n 40 "$scratch"/*.log >&2
