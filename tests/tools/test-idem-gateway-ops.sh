@@ -177,6 +177,20 @@ assert any(l.get("key") == "m-mcp-1" and l["route"] == "mcp" for l in lines), li
 # Hostile clients: clear 4xx answers, and the gateway keeps serving.
 check hostile 0 python3 "$here/gateway_clients.py" hostile "$port" "$tok"
 echo "$out"
+# libmicrohttpd's own answers (before any handler: a version not 1.x, a head too large, a
+# request line that is not HTTP) are counted under no tool and logged like the others.
+expect metric_own_505 is "$(metric 'idem_gateway_requests_total{tool="(none)",code="505"}')" 1
+own=0
+for code in 400 413 414 431; do
+    own=$((own + $(metric "idem_gateway_requests_total{tool=\"(none)\",code=\"$code\"}")))
+done
+expect metric_own_4xx test "$own" -ge 3
+expect logged_own_505 python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert any(l.get("code") == 505 and l["route"] == "other" and l["tool"] == "(none)"
+           and l["id"] for l in lines), lines
+' "$log"
 
 # 1,000 idle connections and a call hanging upstream for its full timeout (8 s), while 100
 # calls of another tool complete.

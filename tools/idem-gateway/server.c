@@ -451,6 +451,29 @@ static enum MHD_Result admit(void *cls, const struct sockaddr *addr, socklen_t l
     return gw_guard_admit(&s->guard) ? MHD_YES : MHD_NO;
 }
 
+/* An answer libmicrohttpd made itself, before any handler ran (a malformed request line,
+ * a head over the limit, an unknown HTTP version), as its message says: counted and
+ * logged as the gateway's own answers are, under no tool. */
+static void answered_by_mhd(gw_server *s, const char *line)
+{
+    const char *at = strstr(line, "HTTP response code is ");
+    gw_log_entry e = {NULL, "other", NULL, GW_METRICS_NO_TOOL, NULL, 0, NULL, 0};
+    char id[GW_REQUEST_ID_MAX + 1];
+    unsigned int code;
+    gw_gen *gen;
+
+    if (at == NULL || sscanf(at, "HTTP response code is %u", &code) != 1 || code < 100 ||
+        code > 599)
+        return;
+    gw_request_id(id, NULL);
+    e.id = id;
+    e.code = code;
+    gw_metrics_request(GW_METRICS_NO_TOOL, code, 0);
+    gen = gw_live_acquire(s->live);
+    gw_log_request(&e, s->log_format >= 0 ? s->log_format : gen->cfg->log_json);
+    gw_gen_release(gen);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
@@ -461,6 +484,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     while (n > 0 && line[n - 1] == '\n')
         line[--n] = '\0';
     fprintf(stderr, "idem-gateway: http: %s\n", line);
+    answered_by_mhd(cls, line);
 }
 
 /* The configured address as a socket address; 0, or -1 when it is not an IP address. */
