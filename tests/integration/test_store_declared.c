@@ -121,31 +121,6 @@ Test(store_declared, the_receipt_goes_out_canonical_with_its_numbers_as_written)
     idem_outcome_clear(&out);
 }
 
-/* A declared record as versions before migration 0013 wrote it: the server's JSON text as
- * its receipt, receipt_canonical NULL (the column did not exist). */
-static void insert_earlier_record(const char *op, const char *args, const char *receipt)
-{
-    char hex[IDEM_FINGERPRINT_HEX_SIZE];
-    const char *values[3] = {op, hex, receipt};
-    idem_fingerprint fp;
-    PGresult *res;
-
-    cr_assert_eq(idem_fingerprint_compute_text(&fp, EXAMPLE_TOOL_NAME, EXAMPLE_TOOL_VERSION, args,
-                                               strlen(args), NULL, NULL),
-                 0);
-    idem_fingerprint_hex(hex, &fp);
-    res = PQexecParams(fx.check,
-                       "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
-                       " fingerprint, state, response, trace_id, claim_token, expires_at,"
-                       " completed_at, forget_at) VALUES ('acme', $1, '" EXAMPLE_TOOL_NAME "', 1,"
-                       " decode($2, 'hex'), 'completed', convert_to($3, 'UTF8'), NULL,"
-                       " gen_random_uuid(), now() + interval '1 day', now(),"
-                       " now() + interval '2 days')",
-                       3, NULL, values, NULL, NULL, 0);
-    cr_assert_eq(PQresultStatus(res), PGRES_COMMAND_OK, "%s", PQresultErrorMessage(res));
-    PQclear(res);
-}
-
 /* A declared record written before migration 0013 answered its first caller the server's
  * text, spacing and all: every retry gets those bytes again, whichever way it reads the
  * record: the declared statement's first attempt (the key is taken: the lookup answers),
@@ -159,7 +134,7 @@ Test(store_declared, a_record_of_an_earlier_version_replays_byte_for_byte_as_sto
     idem_error err = IDEM_ERROR_INIT;
 
     storetest_open(NULL, 2);
-    insert_earlier_record("op-old", args, stored);
+    storetest_insert_completed("acme", "op-old", args, stored); /* as before 0013 */
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         cr_assert_eq(run_declared(&out, create_task, "acme", "op-old", args, attempt, &err), 0,
                      "%s", err.message);
