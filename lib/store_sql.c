@@ -94,7 +94,7 @@ const idem__stmt idem__store_stmt_claim = {"idem_store_claim",
 
 /* A tool with an identity policy (identity.h): its fields' digests go with the claim, the
  * last parameter (binary). Only these claims name the column (migration 0012): a tool
- * without a policy writes none, and its calls need no schema newer than 0011. */
+ * without a policy writes none. (Every claim reads receipt_canonical, migration 0013.) */
 #define CLAIM_INSERT_ID CLAIM_INSERT ", identity_digests)"
 const idem__stmt idem__store_stmt_claim_id = {"idem_store_claim_id",
                                               CLAIM_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $13"), 13};
