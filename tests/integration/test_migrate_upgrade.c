@@ -94,8 +94,14 @@ static void declared_call(void)
     *to = '\0';
     cr_assert_str_eq(out.receipt, stored, "canonical: the stored text without its blanks");
     cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem.operations"
-                                         " WHERE operation_id = 'op-3' AND receipt_canonical"),
+                                         " WHERE operation_id = 'op-3' AND receipt_canonical"
+                                         " AND idem.receipt_form(receipt_canonical) = 'canonical'"),
                  1);
+    cr_assert_eq(pgtest_scalar(fx.check,
+                               "SELECT count(*) FROM idem.operations"
+                               " WHERE operation_id = 'op-1' AND receipt_canonical IS NULL"
+                               " AND idem.receipt_form(receipt_canonical) = 'as stored'"),
+                 1, "the callback's record goes out as stored");
     free(stored);
     idem_outcome_clear(&out);
     idem_outcome_clear(&again);
