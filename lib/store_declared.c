@@ -38,10 +38,10 @@
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
     " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
-    " fingerprint, state, response, trace_id, claim_token, expires_at, completed_at,"
-    " forget_at%s)"
+    " fingerprint, state, response, receipt_canonical, trace_id, claim_token, expires_at,"
+    " completed_at, forget_at%s)"
     " SELECT $%zu, $%zu, $%zu, $%zu::int4, $%zu, 'completed',"
-    " CASE WHEN octet_length(e.body) <= $%zu::int8 THEN e.body ELSE ''::bytea END,"
+    " CASE WHEN octet_length(e.body) <= $%zu::int8 THEN e.body ELSE ''::bytea END, true,"
     " $%zu, $%zu::uuid,"
     " now() + make_interval(secs => $%zu::int8), now(),"
     " now() + make_interval(secs => $%zu::int8)%s"
@@ -395,10 +395,11 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     return STEP_DONE;
 }
 
-/* The receipt the statement returned goes out canonical, as its replays do. */
+/* The receipt the statement returned goes out canonical, as its replays do: its record is
+ * marked so (receipt_canonical). */
 static enum step declared_done(call *c, const PGresult *res, int *out_rc)
 {
-    if (idem__store_receipt_out(c->out, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0),
+    if (idem__store_receipt_out(c->out, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0), 1,
                                 c->err) != 0) {
         *out_rc = IDEM_ENOMEM;
         return STEP_DONE;

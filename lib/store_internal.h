@@ -137,7 +137,8 @@ struct idem_tx {
     int begun;          /* BEGIN and the claim have been sent */
     int claim_lost;     /* the claim found the key taken: the call answers from @taken, or
                            starts over */
-    PGresult *taken;    /* the record the claim found (fingerprint, state, response) */
+    PGresult *taken;    /* the record the claim found (fingerprint, state, response,
+                           receipt_canonical) */
     int claim_busy;     /* a live attempt holds the key: the call answers in_progress */
     int ended;          /* the effect ended the transaction itself (COMMIT, ROLLBACK) */
     int decided;        /* a record the claim found decided the call (c->out is set) */
@@ -166,20 +167,24 @@ void idem__store_call_clear(call *c);
 int idem__store_no_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
                           idem_error *err);
 
-/* Decide the call from a record's row (binary: fingerprint, state, response, the
- * database's now(), and after a lost COMMIT reply the claim token as text): replayed,
- * rejected, conflict, in_progress, expired (a tombstone: a reconciliation item is recorded
- * on @conn, idle), invalid (the claim's row of state 'future': no record, the UUIDv7 dated
- * ahead), or created when @mine (the row was claimed by this call). Returns the call's
- * code. */
+/* Decide the call from a record's row (binary: fingerprint, state, response,
+ * receipt_canonical, the database's now(), and after a lost COMMIT reply the claim token
+ * as text): replayed, rejected, conflict, in_progress, expired (a tombstone: a
+ * reconciliation item is recorded on @conn, idle), invalid (the claim's row of state
+ * 'future': no record, the UUIDv7 dated ahead), or created when @mine (the row was claimed
+ * by this call). Returns the call's code. */
 int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine);
 
-/* Set out->receipt to a stored receipt's canonical form (RFC 8785: no whitespace, members
- * in order), its numbers as written (idem__jcs_write_text()): a declared effect's record
- * holds the server's JSON text, answered canonical to its first caller and to every retry
- * alike; a receipt idem serialized itself is canonical already, and bytes that are not JSON
- * are answered as stored. Returns 0 or IDEM_ENOMEM (out untouched) (store_record.c). */
-int idem__store_receipt_out(idem_outcome *out, const char *bytes, size_t len, idem_error *err);
+/* Set out->receipt to a copy of a stored receipt: with @canonical_form, its canonical form
+ * (RFC 8785: no whitespace, members in order), its numbers as written
+ * (idem__jcs_write_text()): a declared effect's record holds the server's JSON text, and
+ * one marked receipt_canonical (migration 0013) is answered canonical to its first caller
+ * and to every retry alike. Otherwise, and for bytes that are not JSON, as stored: a
+ * receipt idem serialized itself is canonical already, and a declared record of an earlier
+ * version answers every retry what its first caller got. Returns 0 or IDEM_ENOMEM (out
+ * untouched) (store_record.c). */
+int idem__store_receipt_out(idem_outcome *out, const char *bytes, size_t len, int canonical_form,
+                            idem_error *err);
 
 /* Whether the claim's result (tx->taken's shape) says this attempt claimed the key. */
 int idem__store_claimed(const PGresult *claim);

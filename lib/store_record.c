@@ -12,13 +12,15 @@
 #include "store_internal.h"
 #include "tenant.h"
 
-/* The lookup's columns (and the claim's): fingerprint, state, response, the database's
- * now(), and after a lost COMMIT reply the claim token as text. */
+/* The lookup's columns (and the claim's): fingerprint, state, response, whether the
+ * response goes out canonical (receipt_canonical, migration 0013), the database's now(),
+ * and after a lost COMMIT reply the claim token as text. */
 #define COL_FINGERPRINT 0
 #define COL_STATE       1
 #define COL_RESPONSE    2
-#define COL_NOW         3
-#define COL_CLAIM       4
+#define COL_CANONICAL   3
+#define COL_NOW         4
+#define COL_CLAIM       5
 
 /* PostgreSQL's epoch (2000-01-01) in microseconds after the Unix epoch. */
 #define PG_EPOCH_US 946684800000000LL
@@ -34,15 +36,17 @@ static int64_t timestamptz_ms(const PGresult *res, int col)
     return ((int64_t)v + PG_EPOCH_US) / 1000;
 }
 
-int idem__store_receipt_out(idem_outcome *out, const char *bytes, size_t len, idem_error *err)
+int idem__store_receipt_out(idem_outcome *out, const char *bytes, size_t len, int canonical_form,
+                            idem_error *err)
 {
     idem__buf canonical = {NULL, 0, 0};
     idem_error ignored = IDEM_ERROR_INIT;
-    int rc = idem__jcs_write_text(&canonical, bytes, len, &ignored);
+    int rc = canonical_form ? idem__jcs_write_text(&canonical, bytes, len, &ignored) : IDEM_EINVAL;
 
     if (rc == IDEM_ENOMEM)
         return idem__error_set(err, IDEM_ENOMEM, "receipt: out of memory");
-    /* Not JSON (a record written by hand): as stored, so that every answer is the same. */
+    /* As stored: a record whose first caller got these bytes, or not JSON (a record written
+     * by hand), so that every answer is the same. */
     if (rc != 0) {
         canonical.len = 0;
         if (idem__buf_append(&canonical, bytes, len) != 0) {
@@ -53,6 +57,15 @@ int idem__store_receipt_out(idem_outcome *out, const char *bytes, size_t len, id
     out->receipt = canonical.data;
     out->receipt_len = canonical.len;
     return 0;
+}
+
+/* Whether a looked-up row's receipt goes out canonical: receipt_canonical (binary
+ * boolean) is true. NULL (a record of an earlier version, or of a call whose receipt idem
+ * serialized itself) goes out as stored. */
+static int receipt_canonical(const PGresult *res)
+{
+    return !PQgetisnull(res, 0, COL_CANONICAL) && PQgetlength(res, 0, COL_CANONICAL) == 1 &&
+           PQgetvalue(res, 0, COL_CANONICAL)[0] != 0;
 }
 
 /* Whether a looked-up row's fingerprint is the request's. */
@@ -287,7 +300,8 @@ int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
     if (strcmp(state, "pending") == 0)
         return pending(c, conn);
     if (idem__store_receipt_out(c->out, PQgetvalue(res, 0, COL_RESPONSE),
-                                (size_t)PQgetlength(res, 0, COL_RESPONSE), c->err) != 0) {
+                                (size_t)PQgetlength(res, 0, COL_RESPONSE), receipt_canonical(res),
+                                c->err) != 0) {
         c->out->status = IDEM_STATUS_UNAVAILABLE;
         return IDEM_ENOMEM;
     }

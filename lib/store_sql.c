@@ -5,10 +5,11 @@
 
 /* One row whether or not the key exists (its columns NULL when it does not), with the
  * database's clock: a key that is absent is judged against the key-memory horizon on
- * that clock, in the same round trip. */
+ * that clock, in the same round trip. Whether the receipt goes out canonical (a declared
+ * record's since migration 0013; NULL: as stored) comes with it (store_record.c). */
 const idem__stmt idem__store_stmt_lookup = {
     "idem_store_lookup",
-    "SELECT o.fingerprint, o.state, o.response, now() FROM (SELECT) AS one"
+    "SELECT o.fingerprint, o.state, o.response, o.receipt_canonical, now() FROM (SELECT) AS one"
     " LEFT JOIN idem.operations o ON o.tenant = $1 AND o.operation_id = $2",
     2};
 
@@ -22,26 +23,31 @@ const idem__stmt idem__store_stmt_lookup = {
     " LEFT JOIN idem.operations o ON o.tenant = one.tenant AND o.tenant = $1"                      \
     " AND o.operation_id = $2"
 const idem__stmt idem__store_stmt_lookup_as = {
-    "idem_store_lookup_as", "SELECT o.fingerprint, o.state, o.response, now()" SETS_TENANT, 2};
+    "idem_store_lookup_as",
+    "SELECT o.fingerprint, o.state, o.response, o.receipt_canonical, now()" SETS_TENANT, 2};
 
 /* After a lost COMMIT reply: the same, and whose claim the row is. */
 const idem__stmt idem__store_stmt_resolve = {
     "idem_store_resolve",
-    "SELECT o.fingerprint, o.state, o.response, now(), o.claim_token::text FROM (SELECT) AS one"
+    "SELECT o.fingerprint, o.state, o.response, o.receipt_canonical, now(), o.claim_token::text"
+    " FROM (SELECT) AS one"
     " LEFT JOIN idem.operations o ON o.tenant = $1 AND o.operation_id = $2",
     2};
 
 const idem__stmt idem__store_stmt_resolve_as = {
     "idem_store_resolve_as",
-    "SELECT o.fingerprint, o.state, o.response, now(), o.claim_token::text" SETS_TENANT, 2};
+    "SELECT o.fingerprint, o.state, o.response, o.receipt_canonical, now(),"
+    " o.claim_token::text" SETS_TENANT,
+    2};
 
 /* The claim. It waits only briefly on a live attempt's uncommitted claim of the same key
  * (the SET LOCAL in front of it makes its lock timeout IDEM__CLAIM_WAIT_MS), so that the
  * call answers in_progress at once and gives its connection back; the SET LOCAL after it
  * gives the effect's statements the rest of the call's deadline (store_write.c). Where
- * the key already has a record, it returns that record (fingerprint, state, response) like
- * the lookup, so that a first attempt needs no lookup in front of it; otherwise one row
- * with state 'claimed'. Every statement names the tenant: on Citus it runs on one shard.
+ * the key already has a record, it returns that record (fingerprint, state, response,
+ * receipt_canonical) like the lookup, so that a first attempt needs no lookup in front of
+ * it; otherwise one row with state 'claimed'. Every statement names the tenant: on Citus it
+ * runs on one shard.
  *
  * Both deadlines are fixed here from the tool's windows: $8 retention, $9 key memory. A
  * UUIDv7 operation ID's time ($10, milliseconds; NULL for other IDs) older than the key
@@ -63,12 +69,13 @@ const idem__stmt idem__store_stmt_resolve_as = {
     " ($10::int8 IS NULL"                                                                          \
     " OR to_timestamp($10::int8 / 1000.0) BETWEEN now() - make_interval(secs => $11::int8)"        \
     " AND now() + make_interval(secs => $12::int8))"
-#define CLAIM_AHEAD       " to_timestamp($10::int8 / 1000.0) > now() + make_interval(secs => $12::int8)"
-#define CLAIM_FUTURE      " UNION ALL SELECT NULL::bytea, 'future'::text, NULL::bytea, now()"
+#define CLAIM_AHEAD " to_timestamp($10::int8 / 1000.0) > now() + make_interval(secs => $12::int8)"
+#define CLAIM_FUTURE                                                                               \
+    " UNION ALL SELECT NULL::bytea, 'future'::text, NULL::bytea, NULL::boolean, now()"
 #define CLAIM_ON_CONFLICT " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1)"
 #define CLAIM_TAKEN                                                                                \
     " UNION ALL"                                                                                   \
-    " SELECT fingerprint, state, response, now() FROM idem.operations"                             \
+    " SELECT fingerprint, state, response, receipt_canonical, now() FROM idem.operations"          \
     " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)"
 /* ... and the attempt, void, made read-only: the effect's first statement, behind the claim
  * in the same pipeline, fails at once (25006) instead of writing rows to be rolled back
@@ -78,8 +85,8 @@ const idem__stmt idem__store_stmt_resolve_as = {
 
 #define CLAIM_SQL(insert, values)                                                                  \
     "WITH ins AS (" insert " SELECT $1," values " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT             \
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins" CLAIM_TAKEN CLAIM_FUTURE   \
-    " FROM (SELECT $1::text AS tenant WHERE" CLAIM_AHEAD ") AS a"                                  \
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM ins" CLAIM_TAKEN \
+        CLAIM_FUTURE " FROM (SELECT $1::text AS tenant WHERE" CLAIM_AHEAD ") AS a"                 \
     " WHERE NOT EXISTS (SELECT 1 FROM idem.operations o"                                           \
     " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = a.tenant)"
 const idem__stmt idem__store_stmt_claim = {"idem_store_claim",
@@ -87,7 +94,7 @@ const idem__stmt idem__store_stmt_claim = {"idem_store_claim",
 
 /* A tool with an identity policy (identity.h): its fields' digests go with the claim, the
  * last parameter (binary). Only these claims name the column (migration 0012): a tool
- * without a policy writes none, and its calls need no schema newer than 0011. */
+ * without a policy writes none. (Every claim reads receipt_canonical, migration 0013.) */
 #define CLAIM_INSERT_ID CLAIM_INSERT ", identity_digests)"
 const idem__stmt idem__store_stmt_claim_id = {"idem_store_claim_id",
                                               CLAIM_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $13"), 13};
@@ -109,7 +116,7 @@ const idem__stmt idem__store_stmt_claim_id = {"idem_store_claim_id",
     " AS fresh," CLAIM_AHEAD " AS ahead),"                                                         \
     " ins AS (" insert " SELECT s.tenant," values                                                  \
     " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT                                             \
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, now() FROM ins"                            \
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM ins"             \
     " WHERE set_config('lock_timeout', $14, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY CLAIM_FUTURE  \
     " FROM settings s WHERE s.ahead AND NOT EXISTS (SELECT 1 FROM idem.operations o"               \
     " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = s.tenant)"                        \

@@ -371,7 +371,8 @@ IDEM_API int idem_store_execute(idem_outcome *out, idem_store *store, const idem
  * whose first column is JSON (json, jsonb, or text holding JSON); the record keeps that
  * column's text, and the call answers its canonical form (RFC 8785 whitespace and member
  * order, every number's digits as written) to the first caller and to every retry, byte
- * for byte. A statement that fails, returns no
+ * for byte (a record written before migration 0013 answers its stored text, as its first
+ * caller got it). A statement that fails, returns no
  * row, several rows, SQL NULL, non-JSON, or a receipt longer than the store's
  * max_response_bytes ends the call `effect_failed`, with nothing stored. A trailing ';' and
  * comments after the statement are fine; a second statement is refused.

@@ -66,6 +66,48 @@ static void local_call(void)
     idem_outcome_clear(&again);
 }
 
+/* A declared effect creates, marks its record's receipt canonical (0013), and its retry
+ * replays the same bytes; the record keeps the server's text, which here differs from the
+ * canonical form only by its blanks. (On Citus the task ID is no small number.) */
+static void declared_call(void)
+{
+    idem_declared *d = storetest_declared_task();
+    idem_outcome out = IDEM_OUTCOME_INIT, again = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = storetest_request("acme", "op-3", "{\"subject\":\"d\"}");
+    char *stored = NULL, *to = NULL;
+
+    req.attempt = 1;
+    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    req.attempt = 2;
+    cr_assert_eq(idem_store_execute_declared(&again, fx.store, &req, d, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(again.status, IDEM_STATUS_REPLAYED);
+    cr_assert_str_eq(again.receipt, out.receipt);
+    stored = storetest_receipt("acme", "op-3");
+    cr_assert_not_null(strstr(stored, "\"status\" : \"created\""), "%s", stored);
+    to = stored;
+    for (const char *from = stored; *from != '\0'; from++)
+        if (*from != ' ')
+            *to++ = *from;
+    *to = '\0';
+    cr_assert_str_eq(out.receipt, stored, "canonical: the stored text without its blanks");
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem.operations"
+                                         " WHERE operation_id = 'op-3' AND receipt_canonical"
+                                         " AND idem.receipt_form(receipt_canonical) = 'canonical'"),
+                 1);
+    cr_assert_eq(pgtest_scalar(fx.check,
+                               "SELECT count(*) FROM idem.operations"
+                               " WHERE operation_id = 'op-1' AND receipt_canonical IS NULL"
+                               " AND idem.receipt_form(receipt_canonical) = 'as stored'"),
+                 1, "the callback's record goes out as stored");
+    free(stored);
+    idem_outcome_clear(&out);
+    idem_outcome_clear(&again);
+    idem_declared_free(d);
+}
+
 /* An external effect takes its lease, completes, and its retry replays. */
 static void external_call(void)
 {
@@ -106,7 +148,55 @@ ParameterizedTest(int *version, migrate_upgrade, schema_of_each_earlier_version_
     fx.check = pgtest_connect(fx.conninfo);
     storetest_open(NULL, 2);
     local_call();
+    declared_call();
     external_call();
+    storetest_fini();
+}
+
+/* Deploy order: idem-migrate up first, then the new binaries. This library reads and
+ * writes receipt_canonical (migration 0013) in every call's statements: on a schema
+ * before it, idem_migrate_check() refuses at start-up, and a call that is made all the
+ * same ends misconfigured (IDEM_ESCHEMA, the server's words, run idem-migrate up), writing
+ * nothing; once the schema is upgraded, the same call creates. */
+Test(migrate_upgrade, a_schema_before_0013_is_refused_clearly_until_it_is_upgraded, .timeout = 300)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    PGconn *conn = NULL;
+
+    fx.conninfo = pgtest_new_database("before13");
+    up(fx.conninfo, 12);
+    conn = pgtest_connect(fx.conninfo);
+    pgtest_create_roles(conn);
+    cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "0013_receipt_canonical.sql"), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "run idem-migrate up"), "%s", err.message);
+    PQfinish(conn);
+    pgtest_distribute(fx.conninfo, NULL);
+    pgtest_example_setup(fx.conninfo);
+    fx.check = pgtest_connect(fx.conninfo);
+    storetest_open(NULL, 2);
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        idem_request req = storetest_request("acme", "op-1", "{\"subject\":\"s\"}");
+
+        req.attempt = attempt; /* the claim, then the lookup */
+        idem_outcome_clear(&out);
+        cr_assert_eq(
+            idem_store_execute(&out, fx.store, &req, example_create_support_task, NULL, &err),
+            IDEM_ESCHEMA, "attempt %u: %s", attempt, err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_MISCONFIGURED);
+        cr_assert_not_null(strstr(err.message, "receipt_canonical"), "%s", err.message);
+        cr_assert_not_null(strstr(err.hint, "idem-migrate up"), "%s", err.hint);
+    }
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(storetest_tasks(), 0);
+    storetest_close();
+    up(fx.conninfo, 0);
+    pgtest_distribute(fx.conninfo, NULL);
+    storetest_open(NULL, 2);
+    local_call();
+    declared_call();
+    idem_outcome_clear(&out);
     storetest_fini();
 }
 

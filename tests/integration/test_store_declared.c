@@ -36,6 +36,17 @@ static int run_declared(idem_outcome *out, const idem_declared *d, const char *t
     return idem_store_execute_declared(out, fx.store, &req, d, err);
 }
 
+/* The example tool's callback, as a first attempt: the claim answers for a key taken. */
+static int callback_first_attempt(idem_outcome *out, const char *op, const char *args,
+                                  idem_error *err)
+{
+    idem_request req = storetest_request("acme", op, args);
+
+    req.attempt = 1;
+    idem_outcome_clear(out);
+    return idem_store_execute(out, fx.store, &req, example_create_support_task, NULL, err);
+}
+
 static int task(idem_outcome *out, const char *tenant, const char *op, const char *subject,
                 unsigned int attempt)
 {
@@ -92,13 +103,49 @@ Test(store_declared, the_receipt_goes_out_canonical_with_its_numbers_as_written)
     cr_assert_str_eq(stored, "{\"d\" : 123456789012345678901234567890.0100, \"c\" : [1E+400, -0],"
                              " \"b\" : 1.50, \"a\" : \"x\"}");
     free(stored);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem.operations"
+                                         " WHERE operation_id = 'op-c' AND receipt_canonical"),
+                 1, "the record says its receipt goes out canonical");
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         cr_assert_eq(run_declared(&out, d, "acme", "op-c", "{}", attempt, &err), 0, "%s",
                      err.message);
         cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
         cr_assert_str_eq(out.receipt, canonical, "attempt %u", attempt);
     }
+    /* The claim of a callback call of the same tool and arguments finds the record. */
+    cr_assert_eq(callback_first_attempt(&out, "op-c", "{}", &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_str_eq(out.receipt, canonical);
+    cr_assert_eq(storetest_tasks(), 0, "the callback's effect never ran");
     idem_declared_free(d);
+    idem_outcome_clear(&out);
+}
+
+/* A declared record written before migration 0013 answered its first caller the server's
+ * text, spacing and all: every retry gets those bytes again, whichever way it reads the
+ * record: the declared statement's first attempt (the key is taken: the lookup answers),
+ * a retry's lookup, and the claim of a callback call of the same tool and arguments.
+ * Nothing runs again. */
+Test(store_declared, a_record_of_an_earlier_version_replays_byte_for_byte_as_stored)
+{
+    static const char args[] = "{\"subject\":\"s\"}";
+    static const char stored[] = "{\"task_id\" : 7, \"status\" : \"created\"}";
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+
+    storetest_open(NULL, 2);
+    storetest_insert_completed("acme", "op-old", args, stored); /* as before 0013 */
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        cr_assert_eq(run_declared(&out, create_task, "acme", "op-old", args, attempt, &err), 0,
+                     "%s", err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_REPLAYED, "attempt %u", attempt);
+        cr_assert_eq(out.receipt_len, strlen(stored), "attempt %u", attempt);
+        cr_assert_str_eq(out.receipt, stored, "attempt %u", attempt);
+    }
+    cr_assert_eq(callback_first_attempt(&out, "op-old", args, &err), 0, "%s", err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_str_eq(out.receipt, stored);
+    cr_assert_eq(storetest_tasks(), 0, "nothing ran again");
     idem_outcome_clear(&out);
 }
 
@@ -125,6 +172,8 @@ Test(store_declared, a_connection_lost_during_commit_resolves_to_created)
     idem__store_inject_fault(fx.store, IDEM__FAULT_DROP_DURING_COMMIT, 1);
     cr_assert_eq(task(&out, "acme", "op-drop", "s", 1), 0);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED, "%s", idem_status_name(out.status));
+    cr_assert_str_eq(out.receipt, "{\"status\":\"created\",\"task_id\":1}",
+                     "found again after the lost reply, canonical as on the direct path");
     cr_assert_eq(storetest_tasks(), 1);
     idem_outcome_clear(&out);
 }

@@ -153,22 +153,10 @@ static int racing_effect(json_t **response, idem_tx *tx, const json_t *arguments
                          idem_error *err)
 {
     struct racer *r = ctx;
-    idem_fingerprint fp;
-    cr_assert_eq(idem_fingerprint_compute_text(&fp, EXAMPLE_TOOL_NAME, 1, r->args, strlen(r->args),
-                                               NULL, NULL),
-                 0);
-    const char *values[3] = {idem_tx_tenant(tx), idem_tx_operation_id(tx), (const char *)fp.bytes};
-    int lengths[3] = {0, 0, 32}, formats[3] = {0, 0, 1};
-    PGresult *res = PQexecParams(
-        fx.check,
-        "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
-        " state, response, claim_token, completed_at, expires_at) VALUES ($1, $2,"
-        " 'create_support_task', 1, $3, 'completed', '{\"winner\":true}', gen_random_uuid(),"
-        " now(), now() + interval '1 day')",
-        3, NULL, values, lengths, formats, 0);
-    cr_assert_eq(PQresultStatus(res), PGRES_COMMAND_OK, "%s", PQresultErrorMessage(res));
-    PQclear(res);
-    res = NULL;
+    PGresult *res = NULL;
+
+    storetest_insert_completed(idem_tx_tenant(tx), idem_tx_operation_id(tx), r->args,
+                               "{\"winner\":true}");
     int rc = idem_tx_exec(&res, tx, r->statement, 0, NULL, err);
     PQclear(res);
     if (rc != 0)

@@ -60,6 +60,12 @@ int storetest_create_task(idem_outcome *out, const char *tenant, const char *op,
  * statement); caller frees it with idem_declared_free(). */
 idem_declared *storetest_declared_task(void);
 
+/* Insert, directly (fx.check), a completed record of the example tool for @args (its
+ * fingerprint) with @receipt stored as given and receipt_canonical NULL: as a callback
+ * call writes one, and as versions before migration 0013 wrote a declared one. */
+void storetest_insert_completed(const char *tenant, const char *op, const char *args,
+                                const char *receipt);
+
 /* The receipt bytes stored for a key, read directly (malloc'd, caller frees). */
 char *storetest_receipt(const char *tenant, const char *op);
 

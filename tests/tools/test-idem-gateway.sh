@@ -225,6 +225,21 @@ expect replayed_quoted_key_header test "$(hdr Idempotent-Replayed)" = true
 expect replayed_quoted_same_bytes cmp -s "$scratch/body" "$scratch/first"
 expect effect_ran_once test "$(notes note-1)" = 1
 
+# A declared record written before migration 0013 (the server's text, receipt_canonical
+# NULL) answered its first caller those bytes: the retry gets them again, spacing and all.
+args='{"text": "from before"}'
+fp=$(printf '%s' "$args" | "$fingerprint" --tool create_note --payload-version 1)
+q "$db" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,
+    state, response, claim_token, completed_at, expires_at, forget_at) VALUES ('acme', 'old-1',
+    'create_note', 1, decode('$fp', 'hex'), 'completed',
+    convert_to('{\"note_id\" : 99, \"text\" : \"from before\"}', 'UTF8'), gen_random_uuid(),
+    now(), now() + interval '1 hour', now() + interval '1 day')" >/dev/null
+call create_note $tok_acme old-1 "$args"
+answer earlier_record_replayed 201
+expect earlier_record_replayed_header test "$(hdr Idempotent-Replayed)" = true
+expect earlier_record_as_stored test "$body" = '{"note_id" : 99, "text" : "from before"}'
+expect earlier_record_effect_not_run test "$(notes old-1)" = 0
+
 # no key: 400.
 http -X POST "http://127.0.0.1:$port/v1/tools/create_note" -H "Authorization: Bearer $tok_acme" \
     -H 'Content-Type: application/json' --data-binary '{"text": "x"}'

@@ -507,24 +507,29 @@ Test(jcs_text, what_is_not_one_json_value_is_refused)
     }
 }
 
-/* The store's exit for a stored receipt: canonical when it is JSON, as stored when it is not
- * (a record written by hand), the same bytes on every call. */
-Test(jcs_text, a_stored_receipt_goes_out_canonical_or_as_stored)
+/* The store's exit for a stored receipt: for a record marked receipt_canonical, canonical
+ * when it is JSON, as stored when it is not (a record written by hand); for any other, as
+ * stored (a declared record of an earlier version: what its first caller got). The same
+ * bytes on every call. */
+Test(jcs_text, a_stored_receipt_goes_out_canonical_when_marked_or_as_stored)
 {
-    static const char *const stored[][2] = {
-        {"{\"ticket_id\" : 2}", "{\"ticket_id\":2}"},
-        {"{\"status\":\"created\",\"task_id\":1}", "{\"status\":\"created\",\"task_id\":1}"},
-        {"not json {", "not json {"},
-        {"", ""},
+    static const char *const stored[][3] = {
+        {"{\"ticket_id\" : 2}", "{\"ticket_id\":2}", "{\"ticket_id\" : 2}"},
+        {"{\"status\":\"created\",\"task_id\":1}", "{\"status\":\"created\",\"task_id\":1}",
+         "{\"status\":\"created\",\"task_id\":1}"},
+        {"not json {", "not json {", "not json {"},
+        {"", "", ""},
     };
 
-    for (size_t i = 0; i < sizeof(stored) / sizeof(stored[0]); i++) {
+    for (size_t i = 0; i < sizeof(stored) / sizeof(stored[0]) * 2; i++) {
+        const char *const *row = stored[i / 2];
+        int marked = i % 2 == 0;
         idem_outcome out = IDEM_OUTCOME_INIT;
         idem_error err = IDEM_ERROR_INIT;
 
-        cr_assert_eq(idem__store_receipt_out(&out, stored[i][0], strlen(stored[i][0]), &err), 0);
-        cr_assert_str_eq(out.receipt, stored[i][1]);
-        cr_assert_eq(out.receipt_len, strlen(stored[i][1]));
+        cr_assert_eq(idem__store_receipt_out(&out, row[0], strlen(row[0]), marked, &err), 0);
+        cr_assert_str_eq(out.receipt, row[marked ? 1 : 2]);
+        cr_assert_eq(out.receipt_len, strlen(row[marked ? 1 : 2]));
         idem_outcome_clear(&out);
     }
 }
