@@ -133,20 +133,22 @@ void storetest_insert_completed(const char *tenant, const char *op, const char *
                                 const char *receipt)
 {
     idem_fingerprint fp;
-    const char *values[4] = {tenant, op, (const char *)fp.bytes, receipt};
-    int lengths[4] = {0, 0, IDEM_FINGERPRINT_SIZE, 0}, formats[4] = {0, 0, 1, 0};
+    char version[16];
+    const char *values[5] = {tenant, op, (const char *)fp.bytes, receipt, version};
+    int lengths[5] = {0, 0, IDEM_FINGERPRINT_SIZE, 0, 0}, formats[5] = {0, 0, 1, 0, 0};
     PGresult *res;
 
+    snprintf(version, sizeof(version), "%d", EXAMPLE_TOOL_VERSION);
     cr_assert_eq(idem_fingerprint_compute_text(&fp, EXAMPLE_TOOL_NAME, EXAMPLE_TOOL_VERSION, args,
                                                strlen(args), NULL, NULL),
                  0);
     res = PQexecParams(fx.check,
                        "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
                        " fingerprint, state, response, claim_token, completed_at, expires_at,"
-                       " forget_at) VALUES ($1, $2, '" EXAMPLE_TOOL_NAME "', 1, $3, 'completed',"
-                       " convert_to($4, 'UTF8'), gen_random_uuid(), now(),"
+                       " forget_at) VALUES ($1, $2, '" EXAMPLE_TOOL_NAME "', $5::int4, $3,"
+                       " 'completed', convert_to($4, 'UTF8'), gen_random_uuid(), now(),"
                        " now() + interval '1 day', now() + interval '2 days')",
-                       4, NULL, values, lengths, formats, 0);
+                       5, NULL, values, lengths, formats, 0);
     cr_assert_eq(PQresultStatus(res), PGRES_COMMAND_OK, "%s", PQresultErrorMessage(res));
     PQclear(res);
 }

@@ -71,6 +71,9 @@ def gateway_series(bad=None):
         labels_text("idem_gateway_calls_total", {**tool, "status": "outcome_unknown"}): "0x240",
         labels_text("idem_gateway_requests_total", {**tool, "code": "200"}): "0+110x240",
         labels_text("idem_gateway_requests_total", {**tool, "code": "503"}): "0x240",
+        # libmicrohttpd's own answer to an HTTP version not 1.x: the client's doing.
+        labels_text("idem_gateway_requests_total", {**g, "tool": "(none)", "code": "505"}):
+            "0x240",
         labels_text("idem_gateway_upstream_total", {**tool, "outcome": "sent"}): "0+100x240",
         labels_text("idem_gateway_upstream_total", {**tool, "outcome": "timeout"}): "0x240",
         labels_text("idem_gateway_pool_connections", {**g, "state": "busy"}): "3x240",
@@ -92,6 +95,7 @@ def gateway_series(bad=None):
         "outcome_unknown": {'status="outcome_unknown"': "0+1x240"},
         "upstream": {'outcome="timeout"': "0+50x240"},
         "server_errors": {'code="503"': "0+50x240"},
+        "clients_505": {'code="505"': "0+50x240"},
         "pool": {'state="busy"': "10x240", 'state="idle"': "0x240"},
         "refused": {"idem_gateway_connections_refused_total": "0+1x240"},
     }.get(bad, {})
@@ -111,6 +115,7 @@ def cases(d):
     node = NODE
     tool = {**GATEWAY, "tool": "create_ticket"}
     out = [("healthy", sweep_ok + gateway_series(), [])]
+    out.append(("gateway_clients_505", sweep_ok + gateway_series("clients_505"), []))
     out.append(("sweep_never_ran", gateway_series(), [alert("IdemSweepMetricsAbsent", "warning")]))
     out.append(("sweep_failing", sweep_series(f"{d}/failing.prom", False),
                 [alert("IdemSweepStale", "warning", **node)]))

@@ -142,6 +142,11 @@ def hostile(port, token):
          request(path, [auth, ctype, ("Idempotency-Key", "h3"), ("Transfer-Encoding", "chunked")],
                  None) + b"".join(b"%x\r\n%s\r\n" % (8192, b"a" * 8192) for _ in range(10))
          + b"0\r\n\r\n", 413),
+        # libmicrohttpd answers this itself, while the gateway reads the request.
+        ("a malformed chunked body",
+         request(path, [auth, ctype, ("Idempotency-Key", "bad-chunk"),
+                        ("Transfer-Encoding", "chunked")], None) + b"zz\r\nabc\r\n0\r\n\r\n",
+         400),
         ("a body that is not JSON", request(path, [auth, ctype, ("Idempotency-Key", "h4")],
                                             b'{"text": '), 400),
         ("a body of invalid UTF-8", request(path, [auth, ctype, ("Idempotency-Key", "h5")],

@@ -185,6 +185,15 @@ for code in 400 413 414 431; do
     own=$((own + $(metric "idem_gateway_requests_total{tool=\"(none)\",code=\"$code\"}")))
 done
 expect metric_own_4xx test "$own" -ge 3
+# ... and one it makes while the gateway reads a request (a malformed chunked body) is that
+# request's answer: one line, with its tool and key.
+expect logged_bad_chunk_once python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+mine = [l for l in lines if l.get("key") == "bad-chunk"]
+assert len(mine) == 1 and mine[0]["code"] == 400 and mine[0]["tool"] == "create_note" \
+    and mine[0]["route"] == "call", mine
+' "$log"
 expect logged_own_505 python3 -c '
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

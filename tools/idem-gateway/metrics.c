@@ -85,7 +85,7 @@ void gw_metrics_request(const char *tool, unsigned int code, double seconds)
     pthread_mutex_lock(&lock);
     if ((s = find(REQUESTS, tool, text)) != NULL)
         s->count++;
-    if ((s = find(DURATION, tool, "")) != NULL) {
+    if (seconds >= 0 && (s = find(DURATION, tool, "")) != NULL) {
         while (i < NBUCKETS && seconds > buckets[i])
             i++;
         if (i < NBUCKETS)

@@ -14,7 +14,8 @@
 /* Note the process's start time (idem_gateway_start_time_seconds). */
 void gw_metrics_started(void);
 
-/* An answered HTTP request: its tool label, its status code, how long it took. */
+/* An answered HTTP request: its tool label, its status code, how long it took (negative:
+ * unknown, counted without a duration). */
 void gw_metrics_request(const char *tool, unsigned int code, double seconds);
 
 /* A tool call that ended with idem status @status (its name). */

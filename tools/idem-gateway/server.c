@@ -337,6 +337,11 @@ static gw_conn *connection_record(struct MHD_Connection *c)
     return info != NULL ? info->socket_context : NULL;
 }
 
+/* The request this connection's thread is serving (libmicrohttpd gives each connection a
+ * thread of its own, and calls every callback of it there), for libmicrohttpd's log
+ * messages about it: answered_by_mhd(). */
+static __thread request *serving;
+
 /* A request's headers are in: its generation, its ID, its route and the checks. */
 static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, const char *method)
 {
@@ -352,6 +357,7 @@ static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, c
     q->ctx.trace_id = q->id;
     q->ctx.tool = GW_METRICS_NO_TOOL;
     route(s, c, q, url, method);
+    serving = q;
     return q;
 }
 
@@ -418,6 +424,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
 
     if (q == NULL)
         return;
+    if (serving == q)
+        serving = NULL;
     account(s, q);
     gw_guard_phase(&s->guard, q->conn, GW_WAITING);
     gw_gen_release(q->gen);
@@ -451,9 +459,11 @@ static enum MHD_Result admit(void *cls, const struct sockaddr *addr, socklen_t l
     return gw_guard_admit(&s->guard) ? MHD_YES : MHD_NO;
 }
 
-/* An answer libmicrohttpd made itself, before any handler ran (a malformed request line,
- * a head over the limit, an unknown HTTP version), as its message says: counted and
- * logged as the gateway's own answers are, under no tool. */
+/* An answer libmicrohttpd made itself, as its message says. Before any handler ran (a
+ * malformed request line, a head over the limit, an HTTP version not 1.x): counted and
+ * logged as the gateway's own answers are, under no tool, without a duration. During a
+ * request the gateway is reading (a malformed chunked body): that request's answer, which
+ * completed() counts and logs once. */
 static void answered_by_mhd(gw_server *s, const char *line)
 {
     const char *at = strstr(line, "HTTP response code is ");
@@ -465,10 +475,14 @@ static void answered_by_mhd(gw_server *s, const char *line)
     if (at == NULL || sscanf(at, "HTTP response code is %u", &code) != 1 || code < 100 ||
         code > 599)
         return;
+    if (serving != NULL) {
+        serving->reply.status = code; /* what the client got */
+        return;
+    }
     gw_request_id(id, NULL);
     e.id = id;
     e.code = code;
-    gw_metrics_request(GW_METRICS_NO_TOOL, code, 0);
+    gw_metrics_request(GW_METRICS_NO_TOOL, code, -1);
     gen = gw_live_acquire(s->live);
     gw_log_request(&e, s->log_format >= 0 ? s->log_format : gen->cfg->log_json);
     gw_gen_release(gen);
