@@ -403,6 +403,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return send_reply(s, c, q);
 }
 
+/* Whether the log is JSON: the command line's choice, else @gen's configuration's. */
+static int log_json(const gw_server *s, const gw_gen *gen)
+{
+    return s->log_format >= 0 ? s->log_format : gen->cfg->log_json;
+}
+
 /* The request's line in the log, and its metrics. */
 static void account(const gw_server *s, const request *q)
 {
@@ -413,7 +419,7 @@ static void account(const gw_server *s, const request *q)
     e.key = q->ctx.key[0] != '\0' ? q->ctx.key : q->key[0] != '\0' ? q->key : NULL;
     if (q->reply.status != 0)
         gw_metrics_request(q->ctx.tool, q->reply.status, e.seconds);
-    gw_log_request(&e, s->log_format >= 0 ? s->log_format : q->gen->cfg->log_json);
+    gw_log_request(&e, log_json(s, q->gen));
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **state,
@@ -484,7 +490,7 @@ static void answered_by_mhd(gw_server *s, const char *line)
     e.code = code;
     gw_metrics_request(GW_METRICS_NO_TOOL, code, -1);
     gen = gw_live_acquire(s->live);
-    gw_log_request(&e, s->log_format >= 0 ? s->log_format : gen->cfg->log_json);
+    gw_log_request(&e, log_json(s, gen));
     gw_gen_release(gen);
 }
 
