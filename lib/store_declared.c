@@ -16,24 +16,30 @@
 
 /* The store's parameters follow the tool's: $n+1 tenant, operation ID, tool, payload
  * version, fingerprint (binary), trace ID, claim token, retention and key memory in
- * seconds, the UUIDv7 operation ID's time in ms (NULL for other IDs), the key-memory
- * horizon in seconds (as in the callback path's claim: a key older than it claims nothing,
- * and the lookup that follows answers expired), max_response_bytes and the clock skew
- * allowance in seconds (a key dated further ahead claims nothing either, and the statement
- * says so itself, DATED_AHEAD). The tool's SQL ends its line: a trailing -- comment must
- * not swallow what follows. The record is written completed, with the statement's JSON as
- * its receipt, if the key is free; a receipt that is SQL NULL or over the limit is written
- * as an empty placeholder instead (the record only decides whether the key was free). The
- * last SELECT returns the receipt when the statement returned exactly one row and the
- * record was written with a real one, and otherwise calls idem.declared_result(), which
- * raises (IDEM1: the key has a record; IDEM2: not one row, a refused receipt, see
- * REFUSED_NULL, or a key dated ahead), so that COMMIT, later in the same pipeline, is never
- * carried out. A second row of the tool's statement meets the first one's record and is
- * skipped; IDEM2 then undoes both. On the success path the server evaluates two CASEs, one
- * octet_length() comparison each: no function call, the receipt made into text once
- * (OFFSET 0 keeps the planner from copying that expression into both of the CASE's uses),
- * and the tool's rows are counted once. For a tool with an identity policy the statement's
- * second form (stmt_id) writes its fields' digests too, $n+14. */
+ * seconds, the window of the database's clock in which the key may claim (binary
+ * timestamptz, store_write.c: from the UUIDv7 operation ID's time less the clock skew
+ * allowance to its time plus the key memory and the allowance; unbounded for other IDs),
+ * max_response_bytes, and the UUIDv7's time in ms (NULL for other IDs). A key outside the
+ * window claims nothing: an older one's lookup answers expired, as in the callback path; one
+ * dated further ahead, with no record, is invalid (DATED_AHEAD below). The tool's SQL ends
+ * its line: a trailing -- comment must not swallow what follows. The record is written
+ * completed, with the statement's JSON as its receipt, if the key is free; a receipt that
+ * is SQL NULL or over the limit is written as a marker instead, a byte 0 (never the first
+ * byte of JSON text) followed by the receipt's size in decimal, nothing for NULL: the
+ * record then only decides whether the key was free. The last SELECT returns the receipt
+ * when the statement returned exactly one row and the record was written with a real
+ * one, and otherwise calls idem.declared_outcome() (migration 0014), which raises (IDEM1:
+ * the key has a record; IDEM2: not one row, a refused receipt, see REFUSED_NULL, or a key
+ * dated ahead), so that COMMIT, later in the same pipeline, is never carried out. A second
+ * row of the tool's statement meets the first one's record and is skipped; IDEM2 then
+ * undoes both.
+ *
+ * The server prepares every part of the statement each time it runs it, evaluated or not,
+ * so everything only a failure needs is in that function, and the success path costs two
+ * CASEs, three comparisons, the window's two and the tool's rows counted once: the receipt
+ * made into text once (OFFSET 0 keeps the planner from copying that expression into the
+ * CASE's uses). For a tool with an identity policy the statement's second form (stmt_id)
+ * writes its fields' digests too, $n+14. */
 #define OWN_PARAMS 13
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
@@ -41,30 +47,22 @@ static const char declared_sql[] =
     " fingerprint, state, response, receipt_canonical, trace_id, claim_token, expires_at,"
     " completed_at, forget_at%s)"
     " SELECT $%zu, $%zu, $%zu, $%zu::int4, $%zu, 'completed',"
-    " CASE WHEN octet_length(e.body) <= $%zu::int8 THEN e.body ELSE ''::bytea END, true,"
-    " $%zu, $%zu::uuid,"
+    " CASE WHEN octet_length(e.body) <= $%zu::int8 THEN e.body"
+    " ELSE '\\x00'::bytea || coalesce(convert_to(octet_length(e.body)::text, 'UTF8'), '') END,"
+    " true, $%zu, $%zu::uuid,"
     " now() + make_interval(secs => $%zu::int8), now(),"
     " now() + make_interval(secs => $%zu::int8)%s"
     " FROM (SELECT convert_to(receipt::json::text, 'UTF8') AS body FROM effect OFFSET 0) e"
-    " WHERE $%zu::int8 IS NULL"
-    " OR to_timestamp($%zu::int8 / 1000.0) BETWEEN now() - make_interval(secs => $%zu::int8)"
-    " AND now() + make_interval(secs => $%zu::int8)"
+    " WHERE now() BETWEEN $%zu::timestamptz AND $%zu::timestamptz"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
-    " SELECT CASE WHEN r.n = 1 AND octet_length(r.response) > 0 THEN r.response"
-    " ELSE idem.declared_result(NULL, CASE WHEN r.response IS NULL"
-    " AND to_timestamp($%zu::int8 / 1000.0) > now() + make_interval(secs => $%zu::int8)"
-    " AND NOT EXISTS (SELECT 1 FROM idem.operations WHERE tenant = $%zu AND operation_id = $%zu)"
-    " THEN -(1099511627776 + $%zu::int8 - (extract(epoch FROM now()) * 1000)::int8)"
-    " WHEN r.n = 1 AND r.response IS NOT NULL"
-    " THEN -coalesce((SELECT octet_length(convert_to(receipt::json::text, 'UTF8'))"
-    " FROM effect), 1) ELSE r.n END) END"
+    " SELECT CASE WHEN r.n = 1 AND r.response >= '\\x01'::bytea THEN r.response"
+    " ELSE idem.declared_outcome(r.response, r.n, $%zu, $%zu, $%zu::int8, $%zu) END"
     " FROM (SELECT (SELECT response FROM ins LIMIT 1) AS response,"
     " (SELECT count(*) FROM effect) AS n) AS r";
 
-/* idem.declared_result() (migration 0005) knows only row counts: the statement above hands
- * it a negative one for a receipt it refuses, -1 for SQL NULL and -N for N bytes over
- * max_response_bytes (N > the limit >= 1, so never -1), and the count comes back in its
- * IDEM2 message, after this. */
+/* idem.declared_outcome() (migration 0014) raises IDEM2 with a row count, or a negative one
+ * for a receipt it refuses: -1 for SQL NULL and -N for N bytes over max_response_bytes
+ * (N > the limit >= 1, so never -1); the count comes back in its message, after this. */
 #define REFUSED_NULL    (-1)
 #define ROWS_IN_MESSAGE "the declared statement returned "
 /* ... and -(DATED_AHEAD + the milliseconds it is ahead) for a UUIDv7 dated further ahead
@@ -134,7 +132,7 @@ static int check_declaration(const char *sql, const char *const *params, size_t 
 static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
 {
     char column[24] = "", value[24] = "";
-    size_t size = sizeof(declared_sql) + strlen(inner) + 21 * 24;
+    size_t size = sizeof(declared_sql) + strlen(inner) + 19 * 24;
     char *out = malloc(size);
 
     if (digests_at > 0) {
@@ -143,8 +141,7 @@ static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
     }
     if (out != NULL)
         snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 10, n + 11, n + 13, n + 10, n + 13,
-                 n + 1, n + 2, n + 10);
+                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 1, n + 2, n + 13, n + 10);
     return out;
 }
 
@@ -257,19 +254,20 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
 {
     size_t n = c->declared->nparams, k = 0;
 
-    for (size_t i = 0; i < 8; i++)
+    /* The claim's first eleven: the key to the window (store_write.c). */
+    for (size_t i = 0; i < 11; i++) {
         values[n + i] = c->cp.values[i];
-    values[n + 8] = c->cp.values[8];   /* key memory */
-    values[n + 9] = c->cp.values[9];   /* the UUIDv7's time, or NULL */
-    values[n + 10] = c->cp.values[10]; /* the horizon */
+        lengths[n + i] = c->cp.lengths[i];
+        formats[n + i] = c->cp.formats[i];
+    }
     snprintf(c->cp.max_response, sizeof(c->cp.max_response), "%zu",
              c->store->opts.max_response_bytes);
     values[n + 11] = c->cp.max_response;
-    values[n + 12] = c->cp.skew;
-    memset(lengths, 0, (n + OWN_PARAMS) * sizeof(int));
-    memset(formats, 0, (n + OWN_PARAMS) * sizeof(int));
-    lengths[n + 4] = IDEM_FINGERPRINT_SIZE;
-    formats[n + 4] = 1;
+    values[n + 12] = c->cp.born_ms[0] != '\0' ? c->cp.born_ms : NULL;
+    memset(lengths, 0, n * sizeof(int));
+    memset(formats, 0, n * sizeof(int));
+    lengths[n + 11] = lengths[n + 12] = 0;
+    formats[n + 11] = formats[n + 12] = 0;
     if (c->identity != NULL) {
         values[n + OWN_PARAMS] = c->digests.len > 0 ? c->digests.data : NULL;
         lengths[n + OWN_PARAMS] = (int)c->digests.len;
@@ -374,6 +372,17 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
                                     "same key");
         c->err->code = IDEM_EUNAVAIL;
         *out_rc = IDEM_EUNAVAIL;
+        return STEP_DONE;
+    }
+    /* idem's schema is behind this library: its record's table or column, or
+     * idem.declared_outcome() (migration 0014), is missing. Misconfigured, as in the callback
+     * path; the server refused the statement before running any of it. */
+    if (idem__sqlstate_classify(c->err->sqlstate) == IDEM__SQLSTATE_SCHEMA &&
+        (strstr(c->err->message, "idem.") != NULL ||
+         strstr(c->err->message, "of relation \"operations\"") != NULL)) {
+        COUNT(c->store, misconfigured);
+        c->out->status = IDEM_STATUS_MISCONFIGURED;
+        *out_rc = idem__error_misconfigured(c->err, IDEM_EDB);
         return STEP_DONE;
     }
     /* As in the callback path: a privilege the role lacks on the application's own objects

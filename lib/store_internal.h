@@ -80,13 +80,16 @@ void idem__store_windows(const idem_store *store, const char *tool, unsigned int
 /* The identity policy of @tool, or NULL for all arguments (store.c). */
 const idem__identity *idem__store_identity(const idem_store *store, const char *tool);
 
-/* The claim's parameters, kept for the call (they go out inside pipelines): values[0..11]
- * for both claims ($1..$12), [12] to [14] the settings of stmt_claim_as (the claim's and
- * the effect's lock timeouts, the statement timeout: c->settings); for a tool with an
- * identity policy, its fields' digests at [12] ($13 of stmt_claim_id) or [15] ($16 of
- * stmt_claim_as_id). */
+/* The claim's parameters, kept for the call (they go out inside pipelines): values[0..10]
+ * for both claims ($1..$11: the key, its tool and fingerprint, the windows, and the span of
+ * the database's clock in which the key may claim, binary timestamptz), [11] to [13] the
+ * settings of stmt_claim_as (the claim's and the effect's lock timeouts, the statement
+ * timeout: c->settings); for a tool with an identity policy, its fields' digests at [11]
+ * ($12 of stmt_claim_id) or [14] ($15 of stmt_claim_as_id). born_ms is a UUIDv7 operation
+ * ID's time in decimal ms, "" for other IDs. */
 typedef struct claim_params {
-    char version[16], retention[24], key_memory[24], born_ms[24], horizon[24], skew[24];
+    char version[16], retention[24], key_memory[24], born_ms[24];
+    char not_before[8], not_after[8];
     char max_response[24]; /* a declared effect's limit on its receipt */
     const char *values[16];
     int lengths[16];
@@ -170,9 +173,8 @@ int idem__store_no_effect(json_t **response, idem_tx *tx, const json_t *argument
 /* Decide the call from a record's row (binary: fingerprint, state, response,
  * receipt_canonical, the database's now(), and after a lost COMMIT reply the claim token
  * as text): replayed, rejected, conflict, in_progress, expired (a tombstone: a
- * reconciliation item is recorded on @conn, idle), invalid (the claim's row of state
- * 'future': no record, the UUIDv7 dated ahead), or created when @mine (the row was claimed
- * by this call). Returns the call's code. */
+ * reconciliation item is recorded on @conn, idle), or created when @mine (the row was
+ * claimed by this call). Returns the call's code. */
 int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine);
 
 /* Set out->receipt to a copy of a stored receipt: with @canonical_form, its canonical form

@@ -286,8 +286,6 @@ int idem__store_decide(call *c, idem_conn *conn, const PGresult *res, int *mine)
     int same = same_fingerprint(c, res);
 
     *mine = PQnfields(res) > COL_CLAIM && strcmp(PQgetvalue(res, 0, COL_CLAIM), c->claim) == 0;
-    if (strcmp(state, "future") == 0) /* the claim's: no record, and the UUIDv7 dated ahead */
-        return idem__store_dated_ahead(c, dated_ms_ahead(c, timestamptz_ms(res, COL_NOW)));
     if (strcmp(state, "expired") == 0)
         return late_retry(c, conn, same, "its record has expired into a tombstone");
     if (!same) {

@@ -49,29 +49,23 @@ const idem__stmt idem__store_stmt_resolve_as = {
  * it; otherwise one row with state 'claimed'. Every statement names the tenant: on Citus it
  * runs on one shard.
  *
- * Both deadlines are fixed here from the tool's windows: $8 retention, $9 key memory. A
- * UUIDv7 operation ID's time ($10, milliseconds; NULL for other IDs) older than the key
- * memory plus the clock skew allowance ($11 seconds) on the database's clock claims
- * nothing: with no record either, the claim returns no row, and the call looks again
- * (where the lookup answers expired). One dated further ahead than the allowance ($12
- * seconds) claims nothing either: with no record, the claim returns one row with state
- * 'future' (the call ends invalid, in this round trip), since once its tombstone were
- * purged the horizon could never catch its late retry. Every row ends with the database's
- * now(), as the lookup's do. The look for a record that the 'future' row needs is tied to
- * a row that exists only when the key is dated ahead: no other claim makes it. */
+ * Both deadlines are fixed here from the tool's windows: $8 retention, $9 key memory. The
+ * key claims only while the database's clock is within $10 to $11 (store_write.c: for a
+ * UUIDv7 operation ID, its time less the clock skew allowance to its time plus the key
+ * memory and the allowance; unbounded for other IDs). Outside it, with no record either,
+ * the claim returns no row, and the call looks again: the lookup answers expired for a key
+ * older than the key memory, and invalid for one dated further ahead than the allowance
+ * (since once its tombstone were purged the horizon could never catch its late retry).
+ * Every row ends with the database's now(), as the lookup's do. The server prepares every
+ * part of the statement each time it runs it, evaluated or not: what only those rare keys
+ * need is left to the lookup, at the cost of its round trip for them. */
 #define CLAIM_INSERT                                                                               \
     "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"       \
     " state, trace_id, claim_token, expires_at, forget_at"
 #define CLAIM_VALUES                                                                               \
     " $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"                                              \
     " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8)"
-#define CLAIM_FRESH                                                                                \
-    " ($10::int8 IS NULL"                                                                          \
-    " OR to_timestamp($10::int8 / 1000.0) BETWEEN now() - make_interval(secs => $11::int8)"        \
-    " AND now() + make_interval(secs => $12::int8))"
-#define CLAIM_AHEAD " to_timestamp($10::int8 / 1000.0) > now() + make_interval(secs => $12::int8)"
-#define CLAIM_FUTURE                                                                               \
-    " UNION ALL SELECT NULL::bytea, 'future'::text, NULL::bytea, NULL::boolean, now()"
+#define CLAIM_FRESH       " now() BETWEEN $10::timestamptz AND $11::timestamptz"
 #define CLAIM_ON_CONFLICT " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1)"
 #define CLAIM_TAKEN                                                                                \
     " UNION ALL"                                                                                   \
@@ -85,47 +79,38 @@ const idem__stmt idem__store_stmt_resolve_as = {
 
 #define CLAIM_SQL(insert, values)                                                                  \
     "WITH ins AS (" insert " SELECT $1," values " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT             \
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM ins" CLAIM_TAKEN \
-        CLAIM_FUTURE " FROM (SELECT $1::text AS tenant WHERE" CLAIM_AHEAD ") AS a"                 \
-    " WHERE NOT EXISTS (SELECT 1 FROM idem.operations o"                                           \
-    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = a.tenant)"
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM ins" CLAIM_TAKEN
 const idem__stmt idem__store_stmt_claim = {"idem_store_claim",
-                                           CLAIM_SQL(CLAIM_INSERT ")", CLAIM_VALUES), 12};
+                                           CLAIM_SQL(CLAIM_INSERT ")", CLAIM_VALUES), 11};
 
 /* A tool with an identity policy (identity.h): its fields' digests go with the claim, the
  * last parameter (binary). Only these claims name the column (migration 0012): a tool
  * without a policy writes none. (Every claim reads receipt_canonical, migration 0013.) */
 #define CLAIM_INSERT_ID CLAIM_INSERT ", identity_digests)"
 const idem__stmt idem__store_stmt_claim_id = {"idem_store_claim_id",
-                                              CLAIM_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $13"), 13};
+                                              CLAIM_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $12"), 12};
 
 /* The claim that makes the transaction's settings itself (settings.h), on plain PostgreSQL
- * (store_write.c): the same statement, and $13 the claim's lock timeout, $14 the effect's,
- * $15 the statement timeout (set_config() values: '50ms'). The settings row is read first,
+ * (store_write.c): the same statement, and $12 the claim's lock timeout, $13 the effect's,
+ * $14 the statement timeout (set_config() values: '50ms'). The settings row is read first,
  * as the only source of the row the INSERT writes, so that the tenant, the claim's wait and
  * the statement timeout are set before the INSERT checks the row against the tenant's
  * policy or waits on the key; the effect's lock timeout is set once the INSERT has returned
- * the claimed row. (A key beyond the horizon, or dated
- * ahead, writes no row; its record, if it has one, is read under the tenant all the same,
- * and so is the absence of one that the 'future' row needs: that look is tied to the
- * settings row, read after it, and only when the key is dated ahead.) */
+ * the claimed row. (A key outside the window writes no row; its record, if it has one, is
+ * read under the tenant all the same.) */
 #define CLAIM_AS_SQL(insert, values)                                                               \
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"         \
-    " set_config('lock_timeout', $13, true) AS claim_wait,"                                        \
-    " set_config('statement_timeout', $15, true) AS statement_timeout," CLAIM_FRESH                \
-    " AS fresh," CLAIM_AHEAD " AS ahead),"                                                         \
+    " set_config('lock_timeout', $12, true) AS claim_wait,"                                        \
+    " set_config('statement_timeout', $14, true) AS statement_timeout," CLAIM_FRESH " AS fresh),"  \
     " ins AS (" insert " SELECT s.tenant," values                                                  \
     " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT                                             \
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM ins"             \
-    " WHERE set_config('lock_timeout', $14, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY CLAIM_FUTURE  \
-    " FROM settings s WHERE s.ahead AND NOT EXISTS (SELECT 1 FROM idem.operations o"               \
-    " WHERE o.tenant = $1 AND o.operation_id = $2 AND o.tenant = s.tenant)"                        \
-    " AND set_config('transaction_read_only', 'on', true) = 'on'"
+    " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY
 const idem__stmt idem__store_stmt_claim_as = {"idem_store_claim_as",
-                                              CLAIM_AS_SQL(CLAIM_INSERT ")", CLAIM_VALUES), 15};
-/* ... and for a tool with an identity policy, $16 its fields' digests. */
+                                              CLAIM_AS_SQL(CLAIM_INSERT ")", CLAIM_VALUES), 14};
+/* ... and for a tool with an identity policy, $15 its fields' digests. */
 const idem__stmt idem__store_stmt_claim_as_id = {
-    "idem_store_claim_as_id", CLAIM_AS_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $16"), 16};
+    "idem_store_claim_as_id", CLAIM_AS_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $15"), 15};
 
 /* The finishing statement travels with COMMIT. idem.finish_guard() (migration 0010) raises
  * unless the tenant is still the call's and exactly one claimed row was finished: an

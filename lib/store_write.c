@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,20 +36,50 @@ static void u64_text(char out[24], uint64_t v, const char *suffix)
     strcpy(out, suffix);
 }
 
+/* PostgreSQL's timestamps count from 2000-01-01 UTC. */
+#define POSTGRES_EPOCH_MS 946684800000LL
+
+/* @v as a binary int8 or timestamptz parameter: big-endian. */
+static void int64_binary(char out[8], int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+
+    for (int i = 7; i >= 0; i--, u >>= 8)
+        out[i] = (char)(u & 0xff);
+}
+
+/* The window of the database's clock in which the key may claim: a UUIDv7's time less the
+ * clock skew allowance to its time plus the key memory and the allowance (outside it, the
+ * key is dated ahead or older than the tool's key memory); -infinity to infinity (the
+ * extreme timestamptz values) for other IDs. Binary timestamptz: microseconds. */
+static void claim_window(claim_params *p, const call *c, unsigned int key_memory_s)
+{
+    const int64_t skew_ms = (int64_t)c->store->opts.clock_skew_s * 1000;
+    uint64_t born_ms;
+    int64_t from;
+
+    if (idem_uuid_v7_time_ms(&born_ms, c->req->operation_id) != 0) {
+        int64_binary(p->not_before, INT64_MIN);
+        int64_binary(p->not_after, INT64_MAX);
+        return;
+    }
+    u64_text(p->born_ms, born_ms, "");
+    from = (int64_t)born_ms - POSTGRES_EPOCH_MS;
+    int64_binary(p->not_before, (from - skew_ms) * 1000);
+    int64_binary(p->not_after, (from + (int64_t)key_memory_s * 1000 + skew_ms) * 1000);
+}
+
 void idem__store_claim_params_init(call *c)
 {
     claim_params *p = &c->cp;
     unsigned int retention_s, key_memory_s;
-    uint64_t born_ms;
 
     idem__store_windows(c->store, c->req->tool, &retention_s, &key_memory_s);
     snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
     u64_text(p->retention, retention_s, "");
     u64_text(p->key_memory, key_memory_s, "");
-    u64_text(p->horizon, (uint64_t)key_memory_s + c->store->opts.clock_skew_s, "");
-    u64_text(p->skew, c->store->opts.clock_skew_s, "");
-    if (idem_uuid_v7_time_ms(&born_ms, c->req->operation_id) == 0)
-        u64_text(p->born_ms, born_ms, "");
+    p->born_ms[0] = '\0';
+    claim_window(p, c, key_memory_s);
     p->values[0] = c->req->tenant;
     p->values[1] = c->req->operation_id;
     p->values[2] = c->req->tool;
@@ -58,13 +89,14 @@ void idem__store_claim_params_init(call *c)
     p->values[6] = c->claim;
     p->values[7] = p->retention;
     p->values[8] = p->key_memory;
-    p->values[9] = p->born_ms[0] != '\0' ? p->born_ms : NULL;
-    p->values[10] = p->horizon;
-    p->values[11] = p->skew;
+    p->values[9] = p->not_before;
+    p->values[10] = p->not_after;
     memset(p->lengths, 0, sizeof(p->lengths));
     memset(p->formats, 0, sizeof(p->formats));
     p->lengths[4] = IDEM_FINGERPRINT_SIZE;
     p->formats[4] = 1;
+    p->lengths[9] = p->lengths[10] = 8;
+    p->formats[9] = p->formats[10] = 1;
 }
 
 static idem__pipe_cmd cmd_sql(const char *sql)
@@ -102,18 +134,18 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
     idem__tx_settings_claim_wait(s, IDEM__CLAIM_WAIT_MS);
     cmds[0] = cmd_sql(BEGIN_SQL);
     if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
-        p->values[12] = s->claim_wait;
-        p->values[13] = s->lock_timeout;
-        p->values[14] = s->statement_timeout;
+        p->values[11] = s->claim_wait;
+        p->values[12] = s->lock_timeout;
+        p->values[13] = s->statement_timeout;
         c->claim_at = 1;
         cmds[1] =
-            cmd_claim(c, c->identity != NULL ? with_digests(c, 15, &idem__store_stmt_claim_as_id)
+            cmd_claim(c, c->identity != NULL ? with_digests(c, 14, &idem__store_stmt_claim_as_id)
                                              : &idem__store_stmt_claim_as);
         return 2;
     }
     n += idem__tx_settings_cmds(cmds + n, s, IDEM__SETTINGS_CITUS);
     c->claim_at = n;
-    cmds[n++] = cmd_claim(c, c->identity != NULL ? with_digests(c, 12, &idem__store_stmt_claim_id)
+    cmds[n++] = cmd_claim(c, c->identity != NULL ? with_digests(c, 11, &idem__store_stmt_claim_id)
                                                  : &idem__store_stmt_claim);
     idem__tx_settings_after_claim(&cmds[n++], s);
     return n;

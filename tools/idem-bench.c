@@ -5,7 +5,8 @@
  * Usage: idem-bench [--mode create,replay,contention,growth,sweep,external,pooler,rls,
  *                   gateway|all] [--threads 1,4,16]
  *                   [--duration SECONDS] [--round SECONDS] [--large] [--json]
- *                   [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO]
+ *                   [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO] [--existing]
+ *                   [--statements]
  *
  * It creates a fresh database (idem_bench_<pid>, plus one per table size for growth) on
  * the server that --dsn or the PG* environment names, applies idem's migrations there,
@@ -27,6 +28,7 @@ static const char usage[] =
     "                  gateway|all] [--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
     "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO] [--existing]\n"
+    "                  [--statements]\n"
     "  --mode      which measurements (default all); not in all: sweep (retention's\n"
     "              sweeper on a backlog of 1 M expired records, beside replays),\n"
     "              external (begin + complete of an external effect beside the local path)\n"
@@ -51,6 +53,9 @@ static const char usage[] =
     "              end (its table bench_hand_ops too, if it made it). Modes create,\n"
     "              replay, contention, external, gateway (its rows, tenant gateway-bench,\n"
     "              stay); on Citus, against the coordinator\n"
+    "  --statements  also print each side's statements: executions and the server's\n"
+    "              execution time per operation, from pg_stat_statements (the server must\n"
+    "              load it; tools/run bench --statements starts one that does)\n"
     "  -h, --help  print this help\n"
     "  -V, --version\n"
     "              print the version\n";
@@ -134,19 +139,14 @@ static int parse_seconds(double *out, const char *text, double min)
 /* 0, 1 for --help, 2 for --version, -1 for a bad command line. */
 static int parse_options(bench_config *cfg, int argc, char **argv)
 {
-    static const struct option longs[] = {{"mode", required_argument, NULL, 'm'},
-                                          {"threads", required_argument, NULL, 't'},
-                                          {"duration", required_argument, NULL, 'd'},
-                                          {"round", required_argument, NULL, 'r'},
-                                          {"large", no_argument, NULL, 'L'},
-                                          {"json", no_argument, NULL, 'j'},
-                                          {"dsn", required_argument, NULL, 'D'},
-                                          {"pool", required_argument, NULL, 'p'},
-                                          {"pgbouncer", required_argument, NULL, 'B'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {"existing", no_argument, NULL, 'E'},
-                                          {"version", no_argument, NULL, 'V'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {
+        {"mode", required_argument, NULL, 'm'},      {"threads", required_argument, NULL, 't'},
+        {"duration", required_argument, NULL, 'd'},  {"round", required_argument, NULL, 'r'},
+        {"large", no_argument, NULL, 'L'},           {"json", no_argument, NULL, 'j'},
+        {"dsn", required_argument, NULL, 'D'},       {"pool", required_argument, NULL, 'p'},
+        {"pgbouncer", required_argument, NULL, 'B'}, {"help", no_argument, NULL, 'h'},
+        {"existing", no_argument, NULL, 'E'},        {"statements", no_argument, NULL, 'S'},
+        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0}};
     int c, at = 0, rc = 0;
 
     while (rc == 0 && (c = getopt_long(argc, argv, "hV", longs, &at)) != -1) {
@@ -165,6 +165,9 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             break;
         case 'L':
             cfg->large = 1;
+            break;
+        case 'S':
+            cfg->statements = 1;
             break;
         case 'j':
             cfg->json = 1;
@@ -224,6 +227,7 @@ int main(int argc, char **argv)
                         0,
                         default_pool_cap(),
                         getenv("IDEM_PGBOUNCER"),
+                        0,
                         0};
     int rc = parse_options(&cfg, argc, argv);
 

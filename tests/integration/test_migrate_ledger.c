@@ -62,10 +62,10 @@ static int ledger_exists(void)
 }
 
 /* 0009 only grants (the roles may read the ledger): running it again is harmless, so it
- * stays pending when its ledger row is lost, and up runs it again. 0013 is the newest
+ * stays pending when its ledger row is lost, and up runs it again. 0014 is the newest
  * migration that creates something. */
 #define GRANT_ONLY_VERSION      9
-#define NEWEST_CREATING_VERSION 13
+#define NEWEST_CREATING_VERSION 14
 #define STR_(x)                 #x
 #define STR(x)                  STR_(x)
 

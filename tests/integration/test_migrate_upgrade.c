@@ -200,6 +200,54 @@ Test(migrate_upgrade, a_schema_before_0013_is_refused_clearly_until_it_is_upgrad
     storetest_fini();
 }
 
+/* A declared effect's statement calls idem.declared_outcome() (migration 0014) when it
+ * fails: on a schema at 0013 idem_migrate_check() refuses, and a declared call made all
+ * the same ends misconfigured, naming the function and the fix, with nothing written (the
+ * server refuses the statement before running any of it); the callback path, which does
+ * not need 0014, still creates. Once upgraded, the declared call creates and replays. */
+Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_it_is_upgraded,
+     .timeout = 300)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+    PGconn *conn = NULL;
+
+    fx.conninfo = pgtest_new_database("before14");
+    up(fx.conninfo, 13);
+    conn = pgtest_connect(fx.conninfo);
+    pgtest_create_roles(conn);
+    cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, "0014_declared_outcome.sql"), "%s", err.message);
+    PQfinish(conn);
+    pgtest_distribute(fx.conninfo, NULL);
+    pgtest_example_setup(fx.conninfo);
+    fx.check = pgtest_connect(fx.conninfo);
+    storetest_open(NULL, 2);
+    d = storetest_declared_task();
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        idem_request req = storetest_request("acme", "op-9", "{\"subject\":\"s\"}");
+
+        req.attempt = attempt;
+        idem_outcome_clear(&out);
+        cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), IDEM_ESCHEMA,
+                     "attempt %u: %s", attempt, err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_MISCONFIGURED);
+        cr_assert_not_null(strstr(err.message, "declared_outcome"), "%s", err.message);
+        cr_assert_not_null(strstr(err.message, "run `idem-migrate up`"), "%s", err.message);
+    }
+    cr_assert_eq(storetest_operations(), 0);
+    cr_assert_eq(storetest_tasks(), 0);
+    local_call();
+    storetest_close();
+    up(fx.conninfo, 0);
+    pgtest_distribute(fx.conninfo, NULL);
+    storetest_open(NULL, 2);
+    declared_call();
+    idem_outcome_clear(&out);
+    storetest_fini();
+}
+
 static const char TABLE_SQL[] =
     "CREATE TABLE t (tenant text NOT NULL, n int, CONSTRAINT t_pkey PRIMARY KEY (tenant));\n";
 /* A syntax error on line 6, in the action that starts on line 5. */

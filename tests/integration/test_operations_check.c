@@ -1,5 +1,6 @@
-/* The rules of a row of idem.operations (migration 0008's operations_consistent): every
- * shape the library writes is accepted, and each broken rule is refused by the server. */
+/* The rules of a row of idem.operations (migration 0008's operations_consistent, its
+ * function's body rewritten by 0014): every shape the library writes is accepted, and each
+ * broken rule is refused by the server. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
@@ -91,6 +92,57 @@ ParameterizedTest(size_t *i, operations_check, each_rule_of_a_row_is_enforced_by
             cr_assert_str_eq(name != NULL ? name : "", "operations_consistent", "%s", c->why);
         cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM idem.operations"), 0);
     }
+    PQclear(res);
+    PQfinish(conn);
+    free(conninfo);
+}
+
+/* The rules as migration 0008 states them, for idem.operation_consistent()'s arguments. */
+static int rules_hold(const char *state, int fingerprint_bytes, const int b[6])
+{
+    int pending = !strcmp(state, "pending"), expired = !strcmp(state, "expired");
+    int unknown = !strcmp(state, "outcome_unknown");
+    int known =
+        pending || expired || unknown || !strcmp(state, "completed") || !strcmp(state, "failed");
+    /* b: no response, not completed, not expired, no downstream key, no attempts, no lease */
+    return known && fingerprint_bytes == 32 && (pending || expired || unknown) == b[0] &&
+           (pending || unknown) == b[1] && expired == !b[2] && b[3] == b[4] && (b[5] || pending) &&
+           (!unknown || !b[3]);
+}
+
+/* The function behind the constraint (its body rewritten by migration 0014 to cost less)
+ * answers every combination of its arguments as the rules say: every state the table
+ * knows and two it does not, three fingerprint lengths, each of the six columns set or
+ * not. */
+Test(operations_check, the_rules_function_answers_every_combination_as_the_rules_say)
+{
+    char *conninfo = pgtest_new_migrated_database("oprules");
+    PGconn *conn = pgtest_connect(conninfo);
+    PGresult *res = PQexec(
+        conn, "SELECT s, f, g, idem.operation_consistent(s, f, (g & 1) > 0, (g & 2) > 0,"
+              " (g & 4) > 0, (g & 8) > 0, (g & 16) > 0, (g & 32) > 0)::text"
+              " FROM unnest(ARRAY['pending', 'completed', 'failed', 'expired', 'outcome_unknown',"
+              " 'claimed', '']) AS s, unnest(ARRAY[32, 31, 0]) AS f, generate_series(0, 63) AS g");
+    int accepted = 0;
+
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQerrorMessage(conn));
+    cr_assert_eq(PQntuples(res), 7 * 3 * 64);
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *state = PQgetvalue(res, i, 0);
+        int f = atoi(PQgetvalue(res, i, 1)), g = atoi(PQgetvalue(res, i, 2)), b[6];
+        int want, got = !strcmp(PQgetvalue(res, i, 3), "true");
+
+        for (int k = 0; k < 6; k++)
+            b[k] = (g >> k) & 1;
+        want = rules_hold(state, f, b);
+        cr_assert_eq(got, want, "state %s, fingerprint %d bytes, nulls %d: %s, the rules say %s",
+                     state, f, g, PQgetvalue(res, i, 3), want ? "true" : "false");
+        cr_assert(!PQgetisnull(res, i, 3), "never NULL, which a CHECK would take for true");
+        accepted += got;
+    }
+    cr_assert_eq(accepted, 11,
+                 "the shapes of a row: 4 pending, 2 completed, 2 failed, 2 expired,"
+                 " 1 outcome_unknown");
     PQclear(res);
     PQfinish(conn);
     free(conninfo);

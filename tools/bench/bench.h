@@ -53,6 +53,19 @@ uint64_t bench_random(bench_worker *w, uint64_t n);
 /* Record a failure: count it, keep the first message. Returns -1. */
 int bench_fail(bench_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* One statement of a side, from pg_stat_statements (--statements, statements.c): its
+ * executions and their time over the side's rounds. */
+typedef struct bench_stmt {
+    char queryid[24];
+    char query[400];
+    double calls, ms;
+} bench_stmt;
+
+typedef struct bench_stmts {
+    bench_stmt *items; /* owned; bench_statements_free() */
+    int n, cap;
+} bench_stmts;
+
 /* What one side did over all its rounds. */
 typedef struct bench_side_result {
     char name[64];
@@ -68,6 +81,7 @@ typedef struct bench_side_result {
     double round_ops_per_s[BENCH_MAX_ROUNDS];
     double round_p50_ms[BENCH_MAX_ROUNDS];
     char first_error[256];
+    bench_stmts stmts; /* with --statements: its statements, most time first */
 } bench_side_result;
 
 /* a / b per round, summarized. */
@@ -118,6 +132,19 @@ int bench_run(bench_measure *out, const bench_plan *plan);
  * every backend, read from /proc) in each side's results; a server elsewhere counts 0. */
 void bench_watch_server(const char *data_dir);
 
+/* The statement profile (statements.c). bench_statements_open() connects to @conninfo
+ * (a superuser's: it creates the extension pg_stat_statements there), or says why not;
+ * while it is open, every round adds its side's statements to the side's result. */
+int bench_statements_open(const char *conninfo);
+void bench_statements_close(void);
+int bench_statements_active(void);
+/* The view's rows now (NULL when no profile is open); bench_statements_add() takes two of
+ * them, before and after a round, adds the difference to @list and frees both. */
+PGresult *bench_statements_snapshot(void);
+void bench_statements_add(bench_stmts *list, PGresult *before, PGresult *after);
+void bench_statements_sort(bench_stmts *list);
+void bench_statements_free(bench_stmts *list);
+
 /* Add the ratio side a / side b to m: of throughput (per round), or of p50 latency. */
 void bench_ratio_throughput(bench_measure *m, int a, int b, const char *label, double target);
 void bench_ratio_p50(bench_measure *m, int a, int b, const char *label, double target);
@@ -165,6 +192,7 @@ typedef struct bench_config {
     const char *pgbouncer; /* the pooler mode's PgBouncer (conninfo without dbname), or
                               NULL/"" for its direct sides only (--pgbouncer) */
     int existing;          /* --existing: measure in the database dsn names (existing.c) */
+    int statements;        /* --statements: the statement profile (statements.c) */
 } bench_config;
 
 enum {

@@ -92,6 +92,39 @@ static void print_notes(const bench_results *res)
     }
 }
 
+/* With --statements: each side's statements, per operation (pg_stat_statements' execution
+ * time: not the protocol, parsing or the transaction's start and end around them). */
+static void print_statements(const bench_results *res)
+{
+    int header = 0;
+
+    for (int i = 0; i < res->nmeasures; i++) {
+        const bench_measure *m = &res->measure[i];
+
+        for (int s = 0; s < m->nsides; s++) {
+            const bench_side_result *r = &m->side[s];
+            double sum = 0;
+
+            if (r->stmts.n == 0 || r->ops == 0)
+                continue;
+            if (!header)
+                printf("\nstatements (pg_stat_statements): per operation, executions and the"
+                       " server's execution time in microseconds; then each statement's own\n");
+            header = 1;
+            for (int k = 0; k < r->stmts.n; k++)
+                sum += r->stmts.items[k].ms * 1e3 / (double)r->ops;
+            printf("%-12s %3d  %s: %.1f us per operation in %d statements\n", m->mode, m->threads,
+                   r->name, sum, r->stmts.n);
+            for (int k = 0; k < r->stmts.n; k++) {
+                const bench_stmt *st = &r->stmts.items[k];
+
+                printf("%18s %6.2f x %7.1f us = %7.1f us  %.160s\n", "", st->calls / (double)r->ops,
+                       st->ms * 1e3 / st->calls, st->ms * 1e3 / (double)r->ops, st->query);
+            }
+        }
+    }
+}
+
 void bench_print_table(const bench_results *res, const bench_config *cfg)
 {
     print_header(res, cfg);
@@ -108,23 +141,42 @@ void bench_print_table(const bench_results *res, const bench_config *cfg)
         if (m->invariant.present)
             print_invariant(m);
     }
+    print_statements(res);
     printf("\ntotal time %.0f s\n", res->total_s);
 }
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 
+static json_t *statements_json(const bench_side_result *r)
+{
+    json_t *list = json_array();
+
+    for (int k = 0; k < r->stmts.n && r->ops > 0; k++) {
+        const bench_stmt *st = &r->stmts.items[k];
+
+        json_array_append_new(list, json_pack("{s:s, s:f, s:f, s:f}", "query", st->query,
+                                              "calls_per_op", st->calls / (double)r->ops,
+                                              "us_per_call", st->ms * 1e3 / st->calls, "us_per_op",
+                                              st->ms * 1e3 / (double)r->ops));
+    }
+    return list;
+}
+
 static json_t *side_json(const bench_side_result *r)
 {
-    json_t *rounds = json_array();
+    json_t *rounds = json_array(), *o;
 
     for (int i = 0; i < r->nrounds; i++)
         json_array_append_new(rounds, json_real(r->round_ops_per_s[i]));
-    return json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:s?}", "side",
-                     r->name, "ops", (json_int_t)r->ops, "errors", (json_int_t)r->errors, "seconds",
-                     r->seconds, "ops_per_s", r->ops_per_s, "p50_ms", r->p50_ms, "p99_ms",
-                     r->p99_ms, "p999_ms", r->p999_ms, "client_cpu_us_per_op", r->cpu_us_per_op,
-                     "server_cpu_us_per_op", r->server_us_per_op, "round_ops_per_s", rounds,
-                     "first_error", r->errors > 0 ? r->first_error : NULL);
+    o = json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:s?}", "side", r->name,
+                  "ops", (json_int_t)r->ops, "errors", (json_int_t)r->errors, "seconds", r->seconds,
+                  "ops_per_s", r->ops_per_s, "p50_ms", r->p50_ms, "p99_ms", r->p99_ms, "p999_ms",
+                  r->p999_ms, "client_cpu_us_per_op", r->cpu_us_per_op, "server_cpu_us_per_op",
+                  r->server_us_per_op, "round_ops_per_s", rounds, "first_error",
+                  r->errors > 0 ? r->first_error : NULL);
+    if (o != NULL && r->stmts.n > 0)
+        json_object_set_new(o, "statements", statements_json(r));
+    return o;
 }
 
 /* A number, or null when there is none (no rounds to take a ratio of). */

@@ -288,14 +288,17 @@ int bench_run(bench_measure *out, const bench_plan *plan)
     warm_up(w, plan);
     for (int c = 0; c < cycles; c++) {
         for (int s = 0; s < plan->nsides; s++) {
+            PGresult *before = bench_statements_snapshot();
             double elapsed = round_once(w, &plan->sides[s], plan->threads, plan->round_s,
                                         &out->side[s].server_ns);
 
+            bench_statements_add(&out->side[s].stmts, before, bench_statements_snapshot());
             record_round(&out->side[s], &all[s], w, plan->threads, elapsed);
         }
     }
     for (int s = 0; s < plan->nsides; s++) {
         summarize(&out->side[s], &all[s]);
+        bench_statements_sort(&out->side[s].stmts);
         free(all[s].ns);
     }
     return 0;

@@ -155,6 +155,10 @@ int bench_main(const bench_config *cfg)
     PQsetNoticeProcessor(admin, quiet, NULL);
     describe_machine(&res, admin);
     describe_server(&res, admin);
+    if (cfg->statements && bench_statements_open(cfg->dsn) != 0) {
+        PQfinish(admin);
+        return 69;
+    }
     if (cfg->existing) {
         int made = 0;
 
@@ -174,11 +178,16 @@ int bench_main(const bench_config *cfg)
         bench_db_drop(admin, db);
     }
     PQfinish(admin);
+    bench_statements_close();
     res.total_s = seconds_since(&t0);
     if (rc == 0 && cfg->json)
         rc = bench_print_json(&res, cfg);
     else if (rc == 0)
         bench_print_table(&res, cfg);
+    for (int i = 0; i < res.nmeasures; i++) {
+        for (int s = 0; s < res.measure[i].nsides; s++)
+            bench_statements_free(&res.measure[i].side[s].stmts);
+    }
     if (rc != 0)
         return 1;
     return contention_failed(&res) ? 2 : 0;
