@@ -16,31 +16,30 @@
 
 /* The store's parameters follow the tool's: $n+1 tenant, operation ID, tool, payload
  * version, fingerprint (binary), trace ID, claim token, retention and key memory in
- * seconds, the window of the database's clock in which the key may claim (binary
- * timestamptz, store_write.c: from the UUIDv7 operation ID's time less the clock skew
+ * seconds, the span of the database's clock in which the key may claim (binary
+ * timestamptz, store_write.c: for a UUIDv7 operation ID, its time less the clock skew
  * allowance to its time plus the key memory and the allowance; unbounded for other IDs),
- * max_response_bytes, and the UUIDv7's time in ms (NULL for other IDs). A key outside the
- * window claims nothing: an older one's lookup answers expired, as in the callback path; one
- * dated further ahead, with no record, is invalid (DATED_AHEAD below). The tool's SQL ends
- * its line: a trailing -- comment must not swallow what follows. The record is written
- * completed, with the statement's JSON as its receipt, if the key is free; a receipt that
- * is SQL NULL or over the limit is written as a marker instead, a byte 0 (never the first
- * byte of JSON text) followed by the receipt's size in decimal, nothing for NULL: the
- * record then only decides whether the key was free. The last SELECT returns the receipt
- * when the statement returned exactly one row and the record was written with a real
- * one, and otherwise calls idem.declared_outcome() (migration 0014), which raises (IDEM1:
- * the key has a record; IDEM2: not one row, a refused receipt, see REFUSED_NULL, or a key
- * dated ahead), so that COMMIT, later in the same pipeline, is never carried out. A second
- * row of the tool's statement meets the first one's record and is skipped; IDEM2 then
- * undoes both.
+ * and max_response_bytes. The tool's SQL ends its line: a trailing -- comment must not
+ * swallow what follows. The record is written completed, with the statement's JSON as its
+ * receipt, if the key is free and within its window; a receipt that is SQL NULL or over
+ * the limit is written as a marker instead, a byte 0 (never the first byte of JSON text)
+ * followed by the receipt's size in decimal, nothing for NULL: the record then only
+ * decides whether the key was free. The last SELECT returns the receipt when the statement
+ * returned exactly one row and the record was written with a real one, and otherwise calls
+ * idem.declared_outcome() (migration 0014) with the window's start, which raises (IDEM1: no
+ * record was written, because the key has one or is outside its window, and the lookup
+ * that follows answers, a key dated ahead before anything else; IDEM2: not one row, or a
+ * refused receipt, see REFUSED_NULL), so that COMMIT, later in the same pipeline, is never
+ * carried out. A second row of the tool's statement meets the first
+ * one's record and is skipped; IDEM2 then undoes both.
  *
  * The server prepares every part of the statement each time it runs it, evaluated or not,
  * so everything only a failure needs is in that function, and the success path costs two
  * CASEs, three comparisons, the window's two and the tool's rows counted once: the receipt
  * made into text once (OFFSET 0 keeps the planner from copying that expression into the
  * CASE's uses). For a tool with an identity policy the statement's second form (stmt_id)
- * writes its fields' digests too, $n+14. */
-#define OWN_PARAMS 13
+ * writes its fields' digests too, $n+13. */
+#define OWN_PARAMS 12
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
     " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
@@ -48,15 +47,15 @@ static const char declared_sql[] =
     " completed_at, forget_at%s)"
     " SELECT $%zu, $%zu, $%zu, $%zu::int4, $%zu, 'completed',"
     " CASE WHEN octet_length(e.body) <= $%zu::int8 THEN e.body"
-    " ELSE '\\x00'::bytea || coalesce(convert_to(octet_length(e.body)::text, 'UTF8'), '') END,"
+    " ELSE E'\\\\x00'::bytea || coalesce(convert_to(octet_length(e.body)::text, 'UTF8'), '') END,"
     " true, $%zu, $%zu::uuid,"
     " now() + make_interval(secs => $%zu::int8), now(),"
     " now() + make_interval(secs => $%zu::int8)%s"
     " FROM (SELECT convert_to(receipt::json::text, 'UTF8') AS body FROM effect OFFSET 0) e"
     " WHERE now() BETWEEN $%zu::timestamptz AND $%zu::timestamptz"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
-    " SELECT CASE WHEN r.n = 1 AND r.response >= '\\x01'::bytea THEN r.response"
-    " ELSE idem.declared_outcome(r.response, r.n, $%zu, $%zu, $%zu::int8, $%zu) END"
+    " SELECT CASE WHEN r.n = 1 AND r.response >= E'\\\\x01'::bytea THEN r.response"
+    " ELSE idem.declared_outcome(r.response, r.n, $%zu::timestamptz) END"
     " FROM (SELECT (SELECT response FROM ins LIMIT 1) AS response,"
     " (SELECT count(*) FROM effect) AS n) AS r";
 
@@ -65,10 +64,6 @@ static const char declared_sql[] =
  * (N > the limit >= 1, so never -1); the count comes back in its message, after this. */
 #define REFUSED_NULL    (-1)
 #define ROWS_IN_MESSAGE "the declared statement returned "
-/* ... and -(DATED_AHEAD + the milliseconds it is ahead) for a UUIDv7 dated further ahead
- * than the clock skew allowance, of a key with no record: a count no receipt reaches (no
- * field is longer than 1 GiB). */
-#define DATED_AHEAD 1099511627776LL
 
 #define KEY_TAKEN "IDEM1"
 
@@ -132,7 +127,7 @@ static int check_declaration(const char *sql, const char *const *params, size_t 
 static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
 {
     char column[24] = "", value[24] = "";
-    size_t size = sizeof(declared_sql) + strlen(inner) + 19 * 24;
+    size_t size = sizeof(declared_sql) + strlen(inner) + 16 * 24;
     char *out = malloc(size);
 
     if (digests_at > 0) {
@@ -141,7 +136,7 @@ static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
     }
     if (out != NULL)
         snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 1, n + 2, n + 13, n + 10);
+                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10);
     return out;
 }
 
@@ -263,11 +258,10 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     snprintf(c->cp.max_response, sizeof(c->cp.max_response), "%zu",
              c->store->opts.max_response_bytes);
     values[n + 11] = c->cp.max_response;
-    values[n + 12] = c->cp.born_ms[0] != '\0' ? c->cp.born_ms : NULL;
     memset(lengths, 0, n * sizeof(int));
     memset(formats, 0, n * sizeof(int));
-    lengths[n + 11] = lengths[n + 12] = 0;
-    formats[n + 11] = formats[n + 12] = 0;
+    lengths[n + 11] = 0;
+    formats[n + 11] = 0;
     if (c->identity != NULL) {
         values[n + OWN_PARAMS] = c->digests.len > 0 ? c->digests.data : NULL;
         lengths[n + OWN_PARAMS] = (int)c->digests.len;
@@ -293,7 +287,7 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     return k;
 }
 
-/* The count idem.declared_result() raised with (IDEM2), or 0. */
+/* The count idem.declared_outcome() raised with (IDEM2), or 0. */
 static long long raised_count(const call *c)
 {
     const char *at = strstr(c->err->message, ROWS_IN_MESSAGE);
@@ -339,12 +333,33 @@ static void record_refused(call *c)
     snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "42501");
 }
 
+/* What the declared statement needs of idem's schema, by the words the server uses when one
+ * is missing: migration 0014's function, the record's columns of 0012 and 0013, the table. */
+static const char *const schema_objects[] = {
+    "function idem.declared_outcome(",
+    "column \"receipt_canonical\" of relation \"operations\"",
+    "column \"identity_digests\" of relation \"operations\"",
+    "relation \"idem.operations\"",
+};
+
+/* Whether @err is the server saying idem's schema lacks one of schema_objects (an older
+ * schema than this library's: run idem-migrate up); the tool's own SQL naming a missing
+ * object of the application's stays the effect's failure. */
+static int schema_behind(const idem_error *err)
+{
+    if (idem__sqlstate_classify(err->sqlstate) != IDEM__SQLSTATE_SCHEMA)
+        return 0;
+    for (size_t i = 0; i < sizeof(schema_objects) / sizeof(schema_objects[0]); i++) {
+        if (strstr(err->message, schema_objects[i]) != NULL)
+            return 1;
+    }
+    return 0;
+}
+
 /* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
 static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, size_t at,
                                   int *out_rc)
 {
-    long long raised;
-
     if (rc == IDEM_EUNAVAIL || idem__conn_failed(conn) ||
         idem__store_commit_unknown(failed_at, at + 1, c->err->sqlstate)) {
         idem_conn_discard(conn);
@@ -354,16 +369,12 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     if (idem__sqlstate_is_retryable(c->err->sqlstate))
         return STEP_BACKOFF;
     if (failed_at == at && strcmp(c->err->sqlstate, KEY_TAKEN) == 0) {
-        COUNT(c->store, claim_races);
+        c->lost_claim = 1; /* counted if the lookup finds a record */
         c->lookup_first = 1;
-        return STEP_AGAIN; /* the lookup answers from the record */
+        return STEP_AGAIN; /* the lookup answers from the record, or the key's window */
     }
     if (failed_at != at) {
         *out_rc = rc;
-        return STEP_DONE;
-    }
-    if ((raised = raised_count(c)) <= -DATED_AHEAD) {
-        *out_rc = idem__store_dated_ahead(c, -raised - DATED_AHEAD);
         return STEP_DONE;
     }
     /* As in the callback path: a lock or statement timeout is the server being busy. */
@@ -374,22 +385,19 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
         *out_rc = IDEM_EUNAVAIL;
         return STEP_DONE;
     }
-    /* idem's schema is behind this library: its record's table or column, or
-     * idem.declared_outcome() (migration 0014), is missing. Misconfigured, as in the callback
-     * path; the server refused the statement before running any of it. */
-    if (idem__sqlstate_classify(c->err->sqlstate) == IDEM__SQLSTATE_SCHEMA &&
-        (strstr(c->err->message, "idem.") != NULL ||
-         strstr(c->err->message, "of relation \"operations\"") != NULL)) {
-        COUNT(c->store, misconfigured);
-        c->out->status = IDEM_STATUS_MISCONFIGURED;
-        *out_rc = idem__error_misconfigured(c->err, IDEM_EDB);
+    /* idem's schema is behind this library (the server refused the statement before running
+     * any of it): the call ends misconfigured, as in the callback path, where the call's end
+     * classifies and counts it (store_run.c). */
+    if (schema_behind(c->err)) {
+        c->err->code = IDEM_EDB;
+        *out_rc = IDEM_EDB;
         return STEP_DONE;
     }
     /* As in the callback path: a privilege the role lacks on the application's own objects
-     * is the deployment's fault, not the effect's (row-level security's refusal stays). */
+     * is the deployment's fault, not the effect's (row-level security's refusal stays);
+     * misconfigured, counted at the call's end. */
     if (strcmp(c->err->sqlstate, "42501") == 0 &&
         idem__error_privilege(c->err, PQuser(idem_conn_pg(conn))) == IDEM_EPERM) {
-        COUNT(c->store, misconfigured);
         c->out->status = IDEM_STATUS_MISCONFIGURED;
         *out_rc = IDEM_EPERM;
         return STEP_DONE;

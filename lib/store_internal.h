@@ -85,10 +85,9 @@ const idem__identity *idem__store_identity(const idem_store *store, const char *
  * the database's clock in which the key may claim, binary timestamptz), [11] to [13] the
  * settings of stmt_claim_as (the claim's and the effect's lock timeouts, the statement
  * timeout: c->settings); for a tool with an identity policy, its fields' digests at [11]
- * ($12 of stmt_claim_id) or [14] ($15 of stmt_claim_as_id). born_ms is a UUIDv7 operation
- * ID's time in decimal ms, "" for other IDs. */
+ * ($12 of stmt_claim_id) or [14] ($15 of stmt_claim_as_id). */
 typedef struct claim_params {
-    char version[16], retention[24], key_memory[24], born_ms[24];
+    char version[16], retention[24], key_memory[24];
     char not_before[8], not_after[8];
     char max_response[24]; /* a declared effect's limit on its receipt */
     const char *values[16];
@@ -126,6 +125,7 @@ struct call {
     claim_params cp;
     idem__tx_settings settings; /* what the attempt's transaction sets (settings.h) */
     int lookup_first;           /* look the key up before claiming it (a retry) */
+    int lost_claim;             /* the claim wrote nothing: a race if the lookup finds a record */
     int resume_pending;         /* external begin: a pending row of this fingerprint is left to the
                                    claim, which resumes it if its lease has lapsed */
     size_t claim_at;            /* where the claim is in the pipeline that opens an attempt */

@@ -349,14 +349,17 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
     if (!PQgetisnull(res, 0, COL_STATE) && c->resume_pending &&
         strcmp(PQgetvalue(res, 0, COL_STATE), "pending") == 0 && same_fingerprint(c, res))
         decided = 0; /* the external claim decides: the lease may have lapsed */
-    else if (!PQgetisnull(res, 0, COL_STATE))
+    else if (!PQgetisnull(res, 0, COL_STATE)) {
+        if (c->lost_claim) /* the claim before this lookup met this record */
+            COUNT(c->store, claim_races);
         *rc = idem__store_decide(c, conn, res, &mine);
-    else if (beyond_horizon(c, timestamptz_ms(res, COL_NOW)))
+    } else if (beyond_horizon(c, timestamptz_ms(res, COL_NOW)))
         *rc = late_retry(c, conn, -1, "its UUIDv7 is older than the key memory of its tool");
     else if ((ahead = idem__store_ahead_ms(c, timestamptz_ms(res, COL_NOW))) > 0)
         *rc = idem__store_dated_ahead(c, ahead);
     else
         decided = 0;
+    c->lost_claim = 0;
     PQclear(res);
     return decided;
 }

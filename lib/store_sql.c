@@ -96,12 +96,14 @@ const idem__stmt idem__store_stmt_claim_id = {"idem_store_claim_id",
  * as the only source of the row the INSERT writes, so that the tenant, the claim's wait and
  * the statement timeout are set before the INSERT checks the row against the tenant's
  * policy or waits on the key; the effect's lock timeout is set once the INSERT has returned
- * the claimed row. (A key outside the window writes no row; its record, if it has one, is
- * read under the tenant all the same.) */
+ * the claimed row. (A key outside the window writes no row, and makes the attempt read-only
+ * as a key taken does, so that the effect's first statement behind it writes nothing; its
+ * record, if it has one, is read under the tenant all the same.) */
 #define CLAIM_AS_SQL(insert, values)                                                               \
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"         \
     " set_config('lock_timeout', $12, true) AS claim_wait,"                                        \
-    " set_config('statement_timeout', $14, true) AS statement_timeout," CLAIM_FRESH " AS fresh),"  \
+    " set_config('statement_timeout', $14, true) AS statement_timeout,"                            \
+    " (" CLAIM_FRESH " OR set_config('transaction_read_only', 'on', true) IS NULL) AS fresh),"     \
     " ins AS (" insert " SELECT s.tenant," values                                                  \
     " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT                                             \
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM ins"             \

@@ -63,7 +63,6 @@ static void claim_window(claim_params *p, const call *c, unsigned int key_memory
         int64_binary(p->not_after, INT64_MAX);
         return;
     }
-    u64_text(p->born_ms, born_ms, "");
     from = (int64_t)born_ms - POSTGRES_EPOCH_MS;
     int64_binary(p->not_before, (from - skew_ms) * 1000);
     int64_binary(p->not_after, (from + (int64_t)key_memory_s * 1000 + skew_ms) * 1000);
@@ -78,7 +77,6 @@ void idem__store_claim_params_init(call *c)
     snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
     u64_text(p->retention, retention_s, "");
     u64_text(p->key_memory, key_memory_s, "");
-    p->born_ms[0] = '\0';
     claim_window(p, c, key_memory_s);
     p->values[0] = c->req->tenant;
     p->values[1] = c->req->operation_id;
@@ -342,9 +340,13 @@ static enum step answer_taken(call *c, idem_conn *conn, idem_tx *tx, const PGres
     tx->decided = 1;
     if (in_tx)
         idem__store_rollback(conn);
+    if (taken == NULL || PQntuples(taken) != 1) {
+        /* No record either: the key is outside its window (the lookup says so), or its
+         * record went away meanwhile (look again). */
+        c->lost_claim = 1;
+        return STEP_AGAIN;
+    }
     COUNT(c->store, claim_races);
-    if (taken == NULL || PQntuples(taken) != 1)
-        return STEP_AGAIN; /* the record went away meanwhile: look again */
     *out_rc = idem__store_decide(c, conn, taken, &mine);
     return STEP_DONE;
 }

@@ -11,8 +11,9 @@
 -- evaluated or not: those parts cost every successful call about a tenth of the server's
 -- work for a new key. Now the statement leaves a refused receipt's size in the record it
 -- writes (a byte 0, never the first byte of JSON text, then the size in decimal; nothing
--- for SQL NULL) and calls the function below only on failure; the function makes the look
--- for a record itself, only for a key dated ahead.
+-- for SQL NULL) and calls the function below only on failure; a key outside its window of
+-- time writes no record, like a key that has one, and the lookup that follows tells them
+-- apart (one more round trip, for those keys only).
 --
 -- idem.declared_result() (0005) stays for the libraries that call it.
 --
@@ -23,44 +24,40 @@
 -- transaction that evaluates it; the new body evaluates a few small ones, chosen by the
 -- state, instead of one that names every rule, and costs a write about a quarter less.
 
-CREATE FUNCTION idem.declared_outcome(receipt bytea, effect_rows bigint, call_tenant text,
-                                      call_operation_id text, key_ms bigint,
+CREATE FUNCTION idem.declared_outcome(receipt bytea, effect_rows bigint,
                                       not_before timestamptz)
 RETURNS bytea
 LANGUAGE plpgsql
 AS $$
-DECLARE
-    rows_said bigint := effect_rows;
 BEGIN
-    IF receipt IS NULL AND now() < not_before AND NOT EXISTS (
-            SELECT 1 FROM idem.operations o
-            WHERE o.tenant = call_tenant AND o.operation_id = call_operation_id) THEN
-        -- No record, and the key's UUIDv7 is dated further ahead than the clock skew
-        -- allowance: a count no receipt reaches (no field is longer than 1 GiB) carries how
-        -- far, in milliseconds.
-        rows_said := -(1099511627776 + key_ms - (extract(epoch FROM now()) * 1000)::bigint);
-    ELSIF effect_rows = 1 AND receipt IS NOT NULL THEN
-        IF octet_length(receipt) > 0 AND get_byte(receipt, 0) <> 0 THEN
-            RETURN receipt;
-        END IF;
-        -- A refused receipt: -1 for SQL NULL, -N for N bytes over max_response_bytes.
-        rows_said := CASE WHEN octet_length(receipt) <= 1 THEN -1
-                          ELSE -convert_from(substr(receipt, 2), 'UTF8')::bigint END;
-    ELSIF effect_rows = 1 THEN
-        RAISE EXCEPTION 'the key already has a record' USING ERRCODE = 'IDEM1';
+    -- No record, and the key's UUIDv7 dated further ahead than the clock skew allowance
+    -- (not_before is its time less the allowance): the lookup that follows says invalid,
+    -- or answers from a record if one was made meanwhile, whatever the tool's rows.
+    IF (receipt IS NULL AND now() < not_before) OR (effect_rows = 1 AND receipt IS NULL) THEN
+        RAISE EXCEPTION 'the key already has a record, or its UUIDv7 is outside its window'
+            USING ERRCODE = 'IDEM1';
     END IF;
-    RAISE EXCEPTION 'the declared statement returned % rows; it must return exactly one', rows_said
+    IF effect_rows <> 1 THEN
+        RAISE EXCEPTION 'the declared statement returned % rows; it must return exactly one',
+            effect_rows USING ERRCODE = 'IDEM2';
+    END IF;
+    IF octet_length(receipt) > 0 AND get_byte(receipt, 0) <> 0 THEN
+        RETURN receipt;
+    END IF;
+    -- A refused receipt, as a negative count: -1 for SQL NULL, -N for N bytes over
+    -- max_response_bytes.
+    RAISE EXCEPTION 'the declared statement returned % rows; it must return exactly one',
+        CASE WHEN octet_length(receipt) <= 1 THEN -1
+             ELSE -convert_from(substr(receipt, 2), 'UTF8')::bigint END
         USING ERRCODE = 'IDEM2';
 END
 $$;
 
-COMMENT ON FUNCTION idem.declared_outcome(bytea, bigint, text, text, bigint, timestamptz) IS
-    'Used by declared effects, only when a call fails: raises IDEM1 (the key already has a record: the call answers from it) or IDEM2 (effect_failed, nothing stored: the declared statement did not return exactly one row, or returned a receipt refused as SQL NULL or over max_response_bytes, or the key''s UUIDv7 is dated further ahead than the clock skew allowance and the key has no record: the count in the message says which). Returns a receipt it was given whole.';
+COMMENT ON FUNCTION idem.declared_outcome(bytea, bigint, timestamptz) IS
+    'Used by declared effects, only when a call fails: raises IDEM1 (no record was written: the key already has one, or its UUIDv7 is outside its window, which starts at not_before; the lookup that follows answers) or IDEM2 (effect_failed, nothing stored: the declared statement did not return exactly one row, or returned a receipt refused as SQL NULL or over max_response_bytes; the count in the message says which). Returns a receipt it was given whole.';
 
-REVOKE ALL ON FUNCTION idem.declared_outcome(bytea, bigint, text, text, bigint, timestamptz)
-    FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION idem.declared_outcome(bytea, bigint, text, text, bigint, timestamptz)
-    TO idem_app;
+REVOKE ALL ON FUNCTION idem.declared_outcome(bytea, bigint, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION idem.declared_outcome(bytea, bigint, timestamptz) TO idem_app;
 
 CREATE OR REPLACE FUNCTION idem.operation_consistent(state text, fingerprint_bytes integer,
                                                      no_response boolean, not_completed boolean,

@@ -30,7 +30,8 @@
  * allowance) while no record exists, runs no effect: it answers `expired` and records a
  * reconciliation item (sys/reconcile.h). A UUIDv7 operation ID dated further ahead than
  * clock_skew_s on the database's clock, whose key has no record, is refused the same way
- * on every path (a first attempt's claim tells it apart in its own round trip): it answers
+ * on every path (a first attempt's claim or declared statement writes nothing for it, and
+ * the lookup that follows tells it apart, one more round trip): it answers
  * `invalid` (IDEM_EINVAL, err->field "operation_id", saying how far ahead), runs no effect
  * and writes nothing, since once its tombstone were purged the horizon could never catch
  * its late retry. Both windows are fixed per record when its key is claimed, so changing

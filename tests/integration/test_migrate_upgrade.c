@@ -209,6 +209,7 @@ Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_
      .timeout = 300)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_store_stats stats = IDEM_STORE_STATS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     idem_declared *d = NULL;
     PGconn *conn = NULL;
@@ -238,6 +239,9 @@ Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_
     }
     cr_assert_eq(storetest_operations(), 0);
     cr_assert_eq(storetest_tasks(), 0);
+    cr_assert_eq(idem_store_stats_get(&stats, fx.store), 0);
+    cr_assert_eq(stats.misconfigured, 2, "each call counted once");
+    cr_assert_eq(stats.effect_failures, 0);
     local_call();
     storetest_close();
     up(fx.conninfo, 0);

@@ -60,6 +60,7 @@ static int task(idem_outcome *out, const char *tenant, const char *op, const cha
 Test(store_declared, a_new_key_creates_in_one_call_and_the_retry_replays_byte_for_byte)
 {
     idem_outcome out = IDEM_OUTCOME_INIT, again = IDEM_OUTCOME_INIT;
+    idem_store_stats stats = IDEM_STORE_STATS_INIT;
     storetest_open(NULL, 2);
 
     cr_assert_eq(task(&out, "acme", "op-1", "Check delayed delivery", 1), 0);
@@ -73,6 +74,12 @@ Test(store_declared, a_new_key_creates_in_one_call_and_the_retry_replays_byte_fo
     }
     cr_assert_eq(storetest_tasks(), 1);
     cr_assert_eq(storetest_operations(), 1);
+    /* The first attempt on a key with a record lost its claim to that record: a race, and
+     * the lookup behind it answered; the retry looked first. */
+    cr_assert_eq(idem_store_stats_get(&stats, fx.store), 0);
+    cr_assert_eq(stats.claim_races, 1);
+    cr_assert_eq(stats.created, 1);
+    cr_assert_eq(stats.replayed, 2);
     idem_outcome_clear(&out);
     idem_outcome_clear(&again);
 }
@@ -337,6 +344,35 @@ Test(store_declared, a_statement_that_fails_returns_no_row_several_rows_or_non_j
     expect_effect_failed("INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
                          " VALUES ('acme', 'a', 'x') RETURNING 'not json'::text",
                          "non-JSON", "type json");
+    /* The application's own objects missing, even named like idem's: the statement's fault,
+     * not a schema behind the library (misconfigured). */
+    expect_effect_failed("INSERT INTO idem_example.operations (tenant) VALUES ('acme')"
+                         " RETURNING '{}'::json",
+                         "a missing table named like idem's", "does not exist");
+    expect_effect_failed("SELECT idem_example.declared_outcome('{}'::json)",
+                         "a missing function named like idem's", "does not exist");
+}
+
+/* The statement's text does not depend on how the server reads string literals: a role or
+ * database that turns standard_conforming_strings off creates and replays alike. */
+Test(store_declared, a_session_without_standard_conforming_strings_creates_and_replays)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+
+    PQclear(pgtest_exec(fx.check, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET"
+                                  " standard_conforming_strings = off', current_database());"
+                                  " END $$"));
+    storetest_open(NULL, 2);
+    cr_assert_eq(pgtest_scalar(fx.check,
+                               "SELECT count(*) FROM pg_db_role_setting"
+                               " WHERE 'standard_conforming_strings=off' = ANY(setconfig)"),
+                 1);
+    cr_assert_eq(task(&out, "acme", "op-scs", "Check delayed delivery", 1), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(task(&out, "acme", "op-scs", "Check delayed delivery", 2), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_eq(storetest_tasks(), 1);
+    idem_outcome_clear(&out);
 }
 
 Test(store_declared, a_statement_returning_sql_null_says_so_and_stores_nothing)

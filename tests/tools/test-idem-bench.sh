@@ -136,6 +136,35 @@ assert [s["side"] for s in m["sides"]] == ["in-process new keys", "in-process re
 assert all(s["errors"] == 0 and s["ops"] > 0 for s in m["sides"]), m
 ' "$out" || fail "the report of a short gateway run: $out"
 
+# The statement profile (--statements): refused, saying what the server lacks, where
+# pg_stat_statements is not loaded; on a server that loads it (a throwaway one, as
+# tools/run bench --statements starts), each side's statements per operation, the declared
+# effect's one statement run once per call and the floor's writes its own.
+err=$("$bench" --mode create --threads 1 --duration 1 --round 0.1 --statements 2>&1 >/dev/null)
+status=$?
+if psql -Atqc 'SHOW shared_preload_libraries' dbname=postgres | grep -q pg_stat_statements; then
+    :
+elif [ "$status" != 69 ] || ! grep -q "shared_preload_libraries = 'pg_stat_statements'" <<<"$err"; then
+    fail "--statements without pg_stat_statements: exit $status, $err"
+fi
+with_postgres="$(dirname "$0")/../../tools/with-postgres"
+out=$(WITH_POSTGRES_PRELOAD=pg_stat_statements "$with_postgres" "$bench" --mode create \
+    --threads 1 --duration 1 --round 0.1 --statements --json 2>/dev/null)
+status=$?
+[ "$status" = 0 ] || fail "a short create run with --statements: exit $status"
+python3 -c '
+import json, sys
+(m,) = json.loads(sys.argv[1])["results"]
+sides = {s["side"]: s for s in m["sides"]}
+for s in sides.values():
+    assert s["statements"], s
+    assert all(q["calls_per_op"] > 0 and q["us_per_call"] >= 0 for q in s["statements"]), s
+declared = [q for q in sides["idem declared SQL"]["statements"] if "idem.declared_outcome" in q["query"]]
+assert len(declared) == 1 and 0.9 < declared[0]["calls_per_op"] < 1.1, sides["idem declared SQL"]
+assert any("bench_hand_ops" in q["query"] for q in sides["floor"]["statements"]), sides["floor"]
+assert not any("bench_hand_ops" in q["query"] for q in sides["idem callback"]["statements"]), sides
+' "$out" || fail "the statement profile of a short create run: $out"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1

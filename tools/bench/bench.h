@@ -57,7 +57,7 @@ int bench_fail(bench_worker *w, const char *fmt, ...) __attribute__((format(prin
  * executions and their time over the side's rounds. */
 typedef struct bench_stmt {
     char queryid[24];
-    char query[400];
+    char query[4096]; /* at most 1,000 characters of the statement */
     double calls, ms;
 } bench_stmt;
 

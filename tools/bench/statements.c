@@ -12,34 +12,45 @@
 
 static PGconn *profile_conn;
 
+#define NEEDS                                                                                      \
+    "--statements needs pg_stat_statements loaded by the server (shared_preload_libraries ="       \
+    " 'pg_stat_statements'; tools/run bench --statements starts such a server)"
+
+/* One row per statement: pg_stat_statements keeps one per user, database and statement, and
+ * BEGIN or COMMIT of every database and role share one. */
 static const char snapshot_sql[] =
-    "SELECT queryid, calls, total_exec_time,"
-    " left(regexp_replace(query, '\\s+', ' ', 'g'), 400)"
-    " FROM pg_stat_statements WHERE toplevel AND query NOT LIKE '%pg_stat_statements%'";
+    "SELECT queryid, sum(calls), sum(total_exec_time),"
+    " left(regexp_replace(min(query), '\\s+', ' ', 'g'), 1000)"
+    " FROM pg_stat_statements WHERE toplevel AND query NOT LIKE '%pg_stat_statements%'"
+    " GROUP BY queryid";
+
+/* pg_stat_statements' settings exist only where the server loaded it. */
+static const char loaded_sql[] = "SELECT 1 FROM pg_settings WHERE name = 'pg_stat_statements.max'";
+
+/* Whether @sql ends with status @want, and returns a row when @row. */
+static int query_ok(const char *sql, ExecStatusType want, int row)
+{
+    PGresult *res = PQexec(profile_conn, sql);
+    int ok = PQresultStatus(res) == want && (!row || PQntuples(res) > 0);
+
+    PQclear(res);
+    return ok;
+}
 
 int bench_statements_open(const char *conninfo)
 {
-    PGresult *res;
     int rc = 0;
 
     profile_conn = PQconnectdb(conninfo);
     if (PQstatus(profile_conn) != CONNECTION_OK)
-        return bench_error("--statements: connecting", PQerrorMessage(profile_conn));
-    res = PQexec(profile_conn, "SET client_min_messages = warning;"
-                               " CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        rc = bench_error("--statements needs pg_stat_statements loaded by the server"
-                         " (shared_preload_libraries = 'pg_stat_statements'; tools/run bench"
-                         " --statements starts such a server)",
-                         PQerrorMessage(profile_conn));
-    PQclear(res);
-    if (rc == 0) {
-        res = PQexec(profile_conn, snapshot_sql);
-        if (PQresultStatus(res) != PGRES_TUPLES_OK)
-            rc = bench_error("--statements: reading pg_stat_statements",
-                             PQerrorMessage(profile_conn));
-        PQclear(res);
-    }
+        rc = bench_error("--statements: connecting", PQerrorMessage(profile_conn));
+    else if (!query_ok(loaded_sql, PGRES_TUPLES_OK, 1))
+        rc = bench_error(NEEDS, "the server did not load it");
+    else if (!query_ok("SET client_min_messages = warning;"
+                       " CREATE EXTENSION IF NOT EXISTS pg_stat_statements",
+                       PGRES_COMMAND_OK, 0) ||
+             !query_ok(snapshot_sql, PGRES_TUPLES_OK, 0))
+        rc = bench_error(NEEDS, PQerrorMessage(profile_conn));
     if (rc != 0) {
         PQfinish(profile_conn);
         profile_conn = NULL;
