@@ -444,9 +444,11 @@ Test(retention, a_uuidv7_dated_ahead_of_the_skew_allowance_is_invalid_on_every_p
         uuid_at(op, 3600);
         expect_dated_ahead(call(&out, TOOL_FAST, op, ARGS, &err), &out, &err, 3000, 3600);
         /* The callback's first statement, sent behind the claim, began no write: the attempt
-         * was made read-only (no value of a sequence used up). A declared statement runs the
-         * tool's statement before its record says no, and rolls it back. */
-        if (attempt == 1) /* a first attempt: the claim runs (a retry looks first) */
+         * was made read-only (no value of a sequence used up), as for a key taken. A
+         * declared statement runs the tool's statement before its record says no, and rolls
+         * it back. (On Citus the claim sets nothing itself, read-only neither: there the
+         * statement runs and is rolled back, as behind a key taken.) */
+        if (attempt == 1 && pgtest_citus_workers() == NULL)
             cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM effects_n_seq WHERE is_called"),
                          0);
         expect_dated_ahead(call_declared(&out, op, &err), &out, &err, 3000, 3600);
