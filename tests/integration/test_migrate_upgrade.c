@@ -153,6 +153,37 @@ ParameterizedTest(int *version, migrate_upgrade, schema_of_each_earlier_version_
     storetest_fini();
 }
 
+/* A database migrated up to @version (< the latest), with the roles and the example's table,
+ * the store open on it: idem_migrate_check() refuses it, naming @pending (the next file) and
+ * the fix. */
+static void open_schema_at(const char *name, int version, const char *pending)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    PGconn *conn = NULL;
+
+    fx.conninfo = pgtest_new_database(name);
+    up(fx.conninfo, version);
+    conn = pgtest_connect(fx.conninfo);
+    pgtest_create_roles(conn);
+    cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
+    cr_assert_not_null(strstr(err.message, pending), "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "run idem-migrate up"), "%s", err.message);
+    PQfinish(conn);
+    pgtest_distribute(fx.conninfo, NULL);
+    pgtest_example_setup(fx.conninfo);
+    fx.check = pgtest_connect(fx.conninfo);
+    storetest_open(NULL, 2);
+}
+
+/* The schema upgraded to the latest version, and the store opened again. */
+static void upgrade_and_reopen(void)
+{
+    storetest_close();
+    up(fx.conninfo, 0);
+    pgtest_distribute(fx.conninfo, NULL);
+    storetest_open(NULL, 2);
+}
+
 /* Deploy order: idem-migrate up first, then the new binaries. This library reads and
  * writes receipt_canonical (migration 0013) in every call's statements: on a schema
  * before it, idem_migrate_check() refuses at start-up, and a call that is made all the
@@ -162,20 +193,8 @@ Test(migrate_upgrade, a_schema_before_0013_is_refused_clearly_until_it_is_upgrad
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
-    PGconn *conn = NULL;
 
-    fx.conninfo = pgtest_new_database("before13");
-    up(fx.conninfo, 12);
-    conn = pgtest_connect(fx.conninfo);
-    pgtest_create_roles(conn);
-    cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
-    cr_assert_not_null(strstr(err.message, "0013_receipt_canonical.sql"), "%s", err.message);
-    cr_assert_not_null(strstr(err.message, "run idem-migrate up"), "%s", err.message);
-    PQfinish(conn);
-    pgtest_distribute(fx.conninfo, NULL);
-    pgtest_example_setup(fx.conninfo);
-    fx.check = pgtest_connect(fx.conninfo);
-    storetest_open(NULL, 2);
+    open_schema_at("before13", 12, "0013_receipt_canonical.sql");
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         idem_request req = storetest_request("acme", "op-1", "{\"subject\":\"s\"}");
 
@@ -190,10 +209,7 @@ Test(migrate_upgrade, a_schema_before_0013_is_refused_clearly_until_it_is_upgrad
     }
     cr_assert_eq(storetest_operations(), 0);
     cr_assert_eq(storetest_tasks(), 0);
-    storetest_close();
-    up(fx.conninfo, 0);
-    pgtest_distribute(fx.conninfo, NULL);
-    storetest_open(NULL, 2);
+    upgrade_and_reopen();
     local_call();
     declared_call();
     idem_outcome_clear(&out);
@@ -212,19 +228,8 @@ Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_
     idem_store_stats stats = IDEM_STORE_STATS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     idem_declared *d = NULL;
-    PGconn *conn = NULL;
 
-    fx.conninfo = pgtest_new_database("before14");
-    up(fx.conninfo, 13);
-    conn = pgtest_connect(fx.conninfo);
-    pgtest_create_roles(conn);
-    cr_assert_eq(idem_migrate_check(conn, &err), IDEM_ESCHEMA);
-    cr_assert_not_null(strstr(err.message, "0014_declared_outcome.sql"), "%s", err.message);
-    PQfinish(conn);
-    pgtest_distribute(fx.conninfo, NULL);
-    pgtest_example_setup(fx.conninfo);
-    fx.check = pgtest_connect(fx.conninfo);
-    storetest_open(NULL, 2);
+    open_schema_at("before14", 13, "0014_declared_outcome.sql");
     d = storetest_declared_task();
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         idem_request req = storetest_request("acme", "op-9", "{\"subject\":\"s\"}");
@@ -243,10 +248,7 @@ Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_
     cr_assert_eq(stats.misconfigured, 2, "each call counted once");
     cr_assert_eq(stats.effect_failures, 0);
     local_call();
-    storetest_close();
-    up(fx.conninfo, 0);
-    pgtest_distribute(fx.conninfo, NULL);
-    storetest_open(NULL, 2);
+    upgrade_and_reopen();
     declared_call();
     idem_outcome_clear(&out);
     storetest_fini();
