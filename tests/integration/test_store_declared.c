@@ -358,15 +358,19 @@ Test(store_declared, a_statement_that_fails_returns_no_row_several_rows_or_non_j
 Test(store_declared, a_session_without_standard_conforming_strings_creates_and_replays)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    PGresult *res;
 
     PQclear(pgtest_exec(fx.check, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET"
                                   " standard_conforming_strings = off', current_database());"
                                   " END $$"));
     storetest_open(NULL, 2);
-    cr_assert_eq(pgtest_scalar(fx.check,
-                               "SELECT count(*) FROM pg_db_role_setting"
-                               " WHERE 'standard_conforming_strings=off' = ANY(setconfig)"),
-                 1);
+    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
+    res = PQexec(idem_conn_pg(conn), "SHOW standard_conforming_strings");
+    cr_assert_str_eq(PQgetvalue(res, 0, 0), "off", "the store's sessions read literals so");
+    PQclear(res);
+    idem_pool_release(conn);
     cr_assert_eq(task(&out, "acme", "op-scs", "Check delayed delivery", 1), 0);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     cr_assert_eq(task(&out, "acme", "op-scs", "Check delayed delivery", 2), 0);
