@@ -333,14 +333,33 @@ static void record_refused(call *c)
     snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "42501");
 }
 
-/* What the declared statement needs of idem's schema, by the words the server uses when one
- * is missing: migration 0014's function, the record's columns of 0012 and 0013, the table. */
+/* What the declared statement needs of idem's schema, by the names the server's message
+ * gives when one is missing (names are never translated, the words around them may be):
+ * migration 0014's function, the record's columns of 0012 and 0013, the table. */
 static const char *const schema_objects[] = {
-    "function idem.declared_outcome(",
-    "column \"receipt_canonical\" of relation \"operations\"",
-    "column \"identity_digests\" of relation \"operations\"",
-    "relation \"idem.operations\"",
+    "idem.declared_outcome",
+    "idem.operations",
+    "receipt_canonical",
+    "identity_digests",
 };
+
+static int identifier_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$' || (unsigned char)c >= 0x80;
+}
+
+/* Whether @name stands in @message as a name of its own, not inside a longer one. */
+static int names(const char *message, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (const char *at = strstr(message, name); at != NULL; at = strstr(at + 1, name)) {
+        if ((at == message || !identifier_char(at[-1])) && !identifier_char(at[len]))
+            return 1;
+    }
+    return 0;
+}
 
 /* Whether @err is the server saying idem's schema lacks one of schema_objects (an older
  * schema than this library's: run idem-migrate up); the tool's own SQL naming a missing
@@ -350,7 +369,7 @@ static int schema_behind(const idem_error *err)
     if (idem__sqlstate_classify(err->sqlstate) != IDEM__SQLSTATE_SCHEMA)
         return 0;
     for (size_t i = 0; i < sizeof(schema_objects) / sizeof(schema_objects[0]); i++) {
-        if (strstr(err->message, schema_objects[i]) != NULL)
+        if (names(err->message, schema_objects[i]))
             return 1;
     }
     return 0;

@@ -32,10 +32,11 @@
  * clock_skew_s on the database's clock, whose key has no record, is refused the same way
  * on every path (a first attempt's claim or declared statement writes nothing for it, and
  * the lookup that follows tells it apart, one more round trip): it answers
- * `invalid` (IDEM_EINVAL, err->field "operation_id", saying how far ahead), runs no effect
- * and writes nothing, since once its tombstone were purged the horizon could never catch
- * its late retry. Both windows are fixed per record when its key is claimed, so changing
- * the configuration never shortens a window already promised.
+ * `invalid` (IDEM_EINVAL, err->field "operation_id", saying how far ahead), keeps no
+ * effect (a declared statement runs and is rolled back) and writes nothing, since once
+ * its tombstone were purged the horizon could never catch its late retry. Both windows
+ * are fixed per record when its key is claimed, so changing the configuration never
+ * shortens a window already promised.
  *
  * The caller must have authorized the tenant before the call. An operation ID is not a
  * credential: the same ID in another tenant is another key, and nothing of tenant A's

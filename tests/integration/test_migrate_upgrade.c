@@ -248,6 +248,7 @@ Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_
     cr_assert_eq(stats.misconfigured, 2, "each call counted once");
     cr_assert_eq(stats.effect_failures, 0);
     local_call();
+    idem_declared_free(d);
     upgrade_and_reopen();
     declared_call();
     idem_outcome_clear(&out);

@@ -351,6 +351,9 @@ Test(store_declared, a_statement_that_fails_returns_no_row_several_rows_or_non_j
                          "a missing table named like idem's", "does not exist");
     expect_effect_failed("SELECT idem_example.declared_outcome('{}'::json)",
                          "a missing function named like idem's", "does not exist");
+    expect_effect_failed(
+        "INSERT INTO myidem.operations (tenant) VALUES ('acme') RETURNING '{}'::json",
+        "a missing table whose name ends like idem's", "does not exist");
 }
 
 /* The statement's text does not depend on how the server reads string literals: a role or

@@ -20,7 +20,7 @@ static PGconn *profile_conn;
  * BEGIN or COMMIT of every database and role share one. */
 static const char snapshot_sql[] =
     "SELECT queryid, sum(calls), sum(total_exec_time),"
-    " left(regexp_replace(min(query), '\\s+', ' ', 'g'), 1000)"
+    " left(regexp_replace(min(query), '[[:space:]]+', ' ', 'g'), 1000)"
     " FROM pg_stat_statements WHERE toplevel AND query NOT LIKE '%pg_stat_statements%'"
     " GROUP BY queryid";
 
