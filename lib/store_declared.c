@@ -17,7 +17,7 @@
 /* The store's parameters follow the tool's: $n+1 tenant, operation ID, tool, payload
  * version, fingerprint (binary), trace ID, claim token, retention and key memory in
  * seconds, the span of the database's clock in which the key may claim (binary
- * timestamptz, store_write.c: for a UUIDv7 operation ID, its time less the clock skew
+ * timestamptz, store_claim.c: for a UUIDv7 operation ID, its time less the clock skew
  * allowance to its time plus the key memory and the allowance; unbounded for other IDs),
  * and max_response_bytes. The tool's SQL ends its line: a trailing -- comment must not
  * swallow what follows. The record is written completed, with the statement's JSON as its
@@ -30,8 +30,8 @@
  * record was written, because the key has one or is outside its window, and the lookup
  * that follows answers, a key dated ahead before anything else; IDEM2: not one row, or a
  * refused receipt, see REFUSED_NULL), so that COMMIT, later in the same pipeline, is never
- * carried out. A second row of the tool's statement meets the first
- * one's record and is skipped; IDEM2 then undoes both.
+ * carried out. A second row of the tool's statement meets the first one's record and is
+ * skipped; IDEM2 then undoes both.
  *
  * The server prepares every part of the statement each time it runs it, evaluated or not,
  * so everything only a failure needs is in that function, and the success path costs two
@@ -249,7 +249,7 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
 {
     size_t n = c->declared->nparams, k = 0;
 
-    /* The claim's first eleven: the key to the window (store_write.c). */
+    /* The claim's first eleven: the key to the window (store_claim.c). */
     for (size_t i = 0; i < 11; i++) {
         values[n + i] = c->cp.values[i];
         lengths[n + i] = c->cp.lengths[i];

@@ -80,6 +80,9 @@ void idem__store_windows(const idem_store *store, const char *tool, unsigned int
 /* The identity policy of @tool, or NULL for all arguments (store.c). */
 const idem__identity *idem__store_identity(const idem_store *store, const char *tool);
 
+/* PostgreSQL's timestamps count microseconds from 2000-01-01 UTC: that instant in Unix ms. */
+#define IDEM__PG_EPOCH_MS 946684800000LL
+
 /* The claim's parameters, kept for the call (they go out inside pipelines): values[0..10]
  * for both claims ($1..$11: the key, its tool and fingerprint, the windows, and the span of
  * the database's clock in which the key may claim, binary timestamptz), [11] to [13] the
@@ -252,7 +255,7 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds);
 /* How long a claim waits for another attempt's uncommitted claim of the same key. */
 #define IDEM__CLAIM_WAIT_MS 50
 
-/* Fill c->cp, the claim's parameters, once the claim token is made. */
+/* Fill c->cp, the claim's parameters, once the claim token is made (store_claim.c). */
 void idem__store_claim_params_init(call *c);
 
 /* Whether a begin pipeline's failure at @failed_at (with @sqlstate) is the claim's lock

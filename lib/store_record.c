@@ -22,9 +22,6 @@
 #define COL_NOW         4
 #define COL_CLAIM       5
 
-/* PostgreSQL's epoch (2000-01-01) in microseconds after the Unix epoch. */
-#define PG_EPOCH_US 946684800000000LL
-
 /* A binary timestamptz (microseconds since 2000-01-01) as milliseconds since 1970. */
 static int64_t timestamptz_ms(const PGresult *res, int col)
 {
@@ -33,7 +30,7 @@ static int64_t timestamptz_ms(const PGresult *res, int col)
 
     for (int i = 0; i < 8; i++)
         v = (v << 8) | p[i];
-    return ((int64_t)v + PG_EPOCH_US) / 1000;
+    return (int64_t)v / 1000 + IDEM__PG_EPOCH_MS;
 }
 
 int idem__store_receipt_out(idem_outcome *out, const char *bytes, size_t len, int canonical_form,

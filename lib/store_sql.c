@@ -50,7 +50,7 @@ const idem__stmt idem__store_stmt_resolve_as = {
  * runs on one shard.
  *
  * Both deadlines are fixed here from the tool's windows: $8 retention, $9 key memory. The
- * key claims only while the database's clock is within $10 to $11 (store_write.c: for a
+ * key claims only while the database's clock is within $10 to $11 (store_claim.c: for a
  * UUIDv7 operation ID, its time less the clock skew allowance to its time plus the key
  * memory and the allowance; unbounded for other IDs). Outside it, with no record either,
  * the claim returns no row, and the call looks again: the lookup answers expired for a key
