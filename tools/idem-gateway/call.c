@@ -6,7 +6,6 @@
 
 #include "call.h"
 #include "metrics.h"
-#include "schema.h"
 
 void gw_internal_error(gw_reply *r)
 {
@@ -25,42 +24,13 @@ static void problem(gw_reply *r, unsigned int status, const char *type, const ch
         gw_internal_error(r);
 }
 
-/* The arguments: JSON text, then the schema. 0, or -1 with @run's status invalid. */
-static int check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *tool, const char *body,
-                           size_t len)
-{
-    idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
-    json_t *args = NULL;
-    gw_pointer at;
-    char why[512];
-    int rc, parsed;
-
-    opts.max_bytes = cfg->max_body_bytes;
-    gw_pointer_init(&at);
-    parsed = idem_json_parse_arguments(&args, body, len, &opts, &run->err) == 0;
-    if (parsed) {
-        rc = gw_schema_validate(tool->schema, args, &at, why, sizeof(why));
-        json_decref(args);
-        if (rc == 0)
-            return 0;
-    }
-    run->out.status = IDEM_STATUS_INVALID;
-    run->schema_invalid = 1;
-    if (!parsed)
-        return -1; /* not JSON, or a number I-JSON refuses: the library's words */
-    snprintf(run->err.message, sizeof(run->err.message), "%.150s: %.300s",
-             at.len > 0 ? at.text : "the arguments", why);
-    snprintf(run->pointer, sizeof(run->pointer), "%s", at.text);
-    return -1;
-}
-
 static void execute(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
                     const gw_tool *tool, const char *key, const char *body, size_t len,
                     const char *trace_id)
 {
     idem_request req = IDEM_REQUEST_INIT;
 
-    if (check_arguments(run, cfg, tool, body, len) != 0)
+    if (gw_check_arguments(run, cfg, tool, body, len) != 0)
         return;
     if (tool->http != NULL) {
         gw_http_run(run, cfg, tenant, tool, key, body, len, trace_id);
@@ -68,6 +38,8 @@ static void execute(gw_run *run, const gw_config *cfg, idem_store *store, const 
     }
     gw_request(&req, tenant, tool, key, body, len, trace_id);
     idem_store_execute_declared(&run->out, store, &req, tool->effect, &run->err);
+    if (run->out.status == IDEM_STATUS_INVALID && strcmp(run->err.field, "arguments") == 0)
+        gw_run_invalid(run, "", NULL); /* the library's refusal of a value: the whole */
 }
 
 void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
@@ -188,7 +160,7 @@ void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tena
     gw_reply_header(r, "Idem-Status", "%s", idem_status_name(run.out.status));
     if (run.out_of_memory)
         gw_internal_error(r);
-    else if (run.schema_invalid)
+    else if (run.arguments_invalid)
         problem(r, 400, "invalid-arguments", "Invalid arguments", run.err.message,
                 json_pack("{s:s}", "pointer", run.pointer));
     else if (run.out.status == IDEM_STATUS_CREATED || run.out.status == IDEM_STATUS_REPLAYED)

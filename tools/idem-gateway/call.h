@@ -20,11 +20,11 @@ typedef struct gw_call_ctx {
 
 /* One tool call's outcome, whatever the transport (HTTP here, MCP in mcp.h). */
 typedef struct gw_run {
-    idem_outcome out;   /* status and receipt; cleared by gw_run_clear() */
-    idem_error err;     /* why, for every status but created, replayed and rejected */
-    int schema_invalid; /* status invalid: the arguments failed the schema or are not JSON */
-    char pointer[512];  /* then: the field as a JSON Pointer into the arguments ("" the whole) */
-    int out_of_memory;  /* the gateway's own failure: answered as such, whatever the status */
+    idem_outcome out;      /* status and receipt; cleared by gw_run_clear() */
+    idem_error err;        /* why, for every status but created, replayed and rejected */
+    int arguments_invalid; /* status invalid for the arguments (not JSON, the schema, a value) */
+    char pointer[512];     /* then: the field as a JSON Pointer into the arguments ("" the whole) */
+    int out_of_memory;     /* the gateway's own failure: answered as such, whatever the status */
 } gw_run;
 
 /* Run a call of @tool as @tenant under operation ID @key with the arguments @body (@len
@@ -38,6 +38,17 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
 
 /* NULL is accepted. */
 void gw_run_clear(gw_run *run);
+
+/* The arguments of a call of @tool, @len bytes of JSON text (arguments.c): read by the
+ * library's parser (I-JSON), validated against the tool's schema, and for a sql tool the
+ * values its statement binds checked. 0, or -1 with @run invalid (gw_run_invalid()). */
+int gw_check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *tool, const char *body,
+                       size_t len);
+
+/* @run invalid for its arguments at @pointer ("" the whole), its message @fmt (NULL: the
+ * library's, already in run->err). */
+void gw_run_invalid(gw_run *run, const char *pointer, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* @req (initialized by the caller) for a call of @tool as @tenant under operation ID @key
  * with the arguments @body (@len bytes) and @trace_id (NULL: none); the strings are

@@ -199,11 +199,7 @@ void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, con
     opts.max_bytes = cfg->max_body_bytes;
     if (idem_json_parse_arguments(&args, body, len, &opts, &err) != 0 ||
         gw_upstream_prepare(&up, tool->http, args, &at, why, sizeof(why)) != 0) {
-        run->out.status = IDEM_STATUS_INVALID;
-        run->schema_invalid = 1;
-        snprintf(run->err.message, sizeof(run->err.message), "%.500s",
-                 args == NULL ? err.message : why);
-        snprintf(run->pointer, sizeof(run->pointer), "%s", at.text);
+        gw_run_invalid(run, at.text, "%.500s", args == NULL ? err.message : why);
         json_decref(args);
         return;
     }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_span.h"
 #include "mcp.h"
 
 #define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER)
@@ -62,7 +63,7 @@ static json_t *initialize(const json_t *params)
 
 /* A request (it has an id): one method each. */
 static char *request(const gw_mcp *m, const gw_tenant *tenant, const json_t *id, const char *method,
-                     const json_t *params)
+                     const json_t *params, const gw_span *arguments)
 {
     char why[512];
     json_t *result = NULL;
@@ -80,7 +81,7 @@ static char *request(const gw_mcp *m, const gw_tenant *tenant, const json_t *id,
         snprintf(why, sizeof(why), "method not found: %.200s", method);
         return error_reply(id, GW_RPC_METHOD_NOT_FOUND, why);
     }
-    code = gw_mcp_tools_call(&result, m, tenant, params, why, sizeof(why));
+    code = gw_mcp_tools_call(&result, m, tenant, params, arguments, why, sizeof(why));
     return code == 0 ? result_reply(id, result) : error_reply(id, code, why);
 }
 
@@ -94,7 +95,7 @@ static int valid_id(const json_t *id)
 /* The envelope: an object, "jsonrpc": "2.0", a method (a request or a notification) or a
  * result or error (a response, which is ignored). */
 static int envelope(char **out, int *refused, const gw_mcp *m, const gw_tenant *tenant,
-                    const json_t *msg)
+                    const json_t *msg, const gw_span *arguments)
 {
     const json_t *id = json_object_get(msg, "id");
     const json_t *method = json_object_get(msg, "method");
@@ -119,15 +120,57 @@ static int envelope(char **out, int *refused, const gw_mcp *m, const gw_tenant *
     else if (id == NULL)
         return 0; /* a notification: nothing to answer */
     else
-        *out = request(m, tenant, id, json_string_value(method), json_object_get(msg, "params"));
+        *out = request(m, tenant, id, json_string_value(method), json_object_get(msg, "params"),
+                       arguments);
     return *out != NULL ? 0 : -1;
+}
+
+/* The bytes of params.arguments in @msg when they are an object: 1 with @out, else 0 (none,
+ * not an object, or a message that is not JSON text, which the parser then refuses). */
+static int find_arguments(gw_span *out, const char *msg, size_t len)
+{
+    gw_span whole, params, w;
+
+    if (gw_span_value(&whole, msg, len) != 0 || whole.at[0] != '{' ||
+        gw_span_member(whole, "params", 6, &params, &w) != 1 || params.at[0] != '{' ||
+        gw_span_member(params, "arguments", 9, out, &w) != 1)
+        return 0;
+    return out->at[0] == '{' && gw_span_well_formed(*out) == 0;
+}
+
+/* @msg parsed with its arguments (@args, NULL: none) read as an empty object: they are
+ * taken as sent, never through the parser, which would round their numbers. */
+static json_t *parse(const char *msg, size_t len, const gw_span *args, json_error_t *jerr)
+{
+    size_t before = args != NULL ? (size_t)(args->at - msg) : 0, after;
+    json_t *doc;
+    char *text;
+
+    if (args == NULL)
+        return json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, jerr);
+    after = len - before - args->len;
+    if ((text = malloc(before + 2 + after)) == NULL) {
+        snprintf(jerr->text, sizeof(jerr->text), "out of memory");
+        jerr->position = 0;
+        return NULL;
+    }
+    memcpy(text, msg, before);
+    memcpy(text + before, "{}", 2);
+    memcpy(text + before + 2, args->at + args->len, after);
+    doc = json_loadb(text, before + 2 + after, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, jerr);
+    if (doc == NULL && (size_t)jerr->position > before + 2) /* a byte of @msg's */
+        jerr->position += (int)args->len - 2;
+    free(text);
+    return doc;
 }
 
 int gw_mcp_handle(char **out, int *refused, const gw_mcp *m, const gw_tenant *tenant,
                   const char *msg, size_t len)
 {
     json_error_t jerr;
-    json_t *doc = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    gw_span args;
+    int found = find_arguments(&args, msg, len);
+    json_t *doc = parse(msg, len, found ? &args : NULL, &jerr);
     char why[256];
     int rc;
 
@@ -138,7 +181,7 @@ int gw_mcp_handle(char **out, int *refused, const gw_mcp *m, const gw_tenant *te
         *refused = 1;
         return *out != NULL ? 0 : -1;
     }
-    rc = envelope(out, refused, m, tenant, doc);
+    rc = envelope(out, refused, m, tenant, doc, found ? &args : NULL);
     json_decref(doc);
     return rc;
 }

@@ -55,9 +55,13 @@ int gw_mcp_version_supported(const char *version);
 json_t *gw_mcp_tools_list(const gw_config *cfg);
 
 /* tools/call (mcp_call.c): 0 with @result (a new reference), or a JSON-RPC error code
- * with @why (of @size bytes) saying what is wrong with @params. */
+ * with @why (of @size bytes) saying what is wrong with @params. @arguments: the bytes of
+ * params.arguments as the client sent them, when they are an object (then @params holds an
+ * empty object in their place), else NULL. */
+struct gw_span;
 int gw_mcp_tools_call(json_t **result, const gw_mcp *m, const gw_tenant *tenant,
-                      const json_t *params, char *why, size_t size);
+                      const json_t *params, const struct gw_span *arguments, char *why,
+                      size_t size);
 
 /* A tools/call result for @run (mcp_result.c): content, structuredContent, isError. A new
  * reference, or NULL when out of memory. */

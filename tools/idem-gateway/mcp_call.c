@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "json_span.h"
 #include "mcp.h"
 #include "metrics.h"
 
@@ -57,13 +58,15 @@ static json_t *allocate(void)
 /* The call's parts, taken apart from params. */
 typedef struct call_parts {
     const gw_tool *tool;
-    json_t *arguments; /* owned: a copy without the operation ID argument */
-    const char *key;   /* borrowed from params; NULL when none was sent */
+    gw_span sent;    /* the arguments' bytes as the client sent them (borrowed) */
+    char *arguments; /* owned: those bytes without the operation ID argument */
+    size_t arguments_len;
     const json_t *meta;
 } call_parts;
 
 /* params' shape: -32602 when it is not a tools/call's. */
-static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, char *why, size_t size)
+static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, const gw_span *sent,
+                      char *why, size_t size)
 {
     const json_t *name = json_object_get(params, "name");
     const json_t *args = json_object_get(params, "arguments");
@@ -94,28 +97,86 @@ static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, char
                  args != NULL && !json_is_object(args) ? "arguments" : "_meta");
         return GW_RPC_INVALID_PARAMS;
     }
-    c->arguments = args != NULL ? json_deep_copy(args) : json_object();
+    if (args != NULL && sent == NULL) { /* cannot be: an object the parser read is walked */
+        snprintf(why, size, "tools/call: params.arguments could not be read as sent");
+        return GW_RPC_INVALID_PARAMS;
+    }
+    c->sent.at = sent != NULL ? sent->at : "{}";
+    c->sent.len = sent != NULL ? sent->len : 2;
     return 0;
 }
 
-/* The operation ID from _meta, else the tool's argument (removed from the arguments).
- * NULL with @why set when one is malformed, NULL with @why empty when none was sent. */
-static const char *operation_id(call_parts *c, char *why, size_t size)
+/* The operation ID argument's string @v decoded into @key (@size bytes); @why when it is
+ * not a string or holds a NUL. */
+static void argument_key(char *key, size_t size, gw_span v, const char *arg, char *why,
+                         size_t wsize)
 {
-    const json_t *meta = json_object_get(c->meta, GW_MCP_META_OPERATION_ID);
-    const char *arg = c->tool->operation_id_argument;
-    json_t *v = arg != NULL ? json_object_get(c->arguments, arg) : NULL;
-    const char *key = json_string_value(meta);
+    long n = gw_span_string(key, size, v);
 
-    why[0] = '\0';
-    if (v != NULL && !json_is_string(v))
-        snprintf(why, size, "/%s: the operation ID must be a string", arg);
-    else if (v != NULL && key != NULL && strcmp(key, json_string_value(v)) != 0)
-        snprintf(why, size,
+    if (v.at[0] != '"')
+        snprintf(why, wsize, "/%s: the operation ID must be a string", arg);
+    else if (n < 0)
+        snprintf(why, wsize, "/%s: the operation ID must be a string of at most %d bytes", arg,
+                 IDEM_OPERATION_ID_MAX);
+    else if ((size_t)n != strlen(key))
+        snprintf(why, wsize, "/%s: the operation ID must not hold a NUL character (\\u0000)", arg);
+}
+
+/* The operation ID from _meta, else the tool's argument, into @key (@size bytes): 1, or 0
+ * when none was sent, or -1 with @why when one is malformed. */
+static int operation_id(char *key, size_t size, const call_parts *c, char *why, size_t wsize)
+{
+    const char *meta = json_string_value(json_object_get(c->meta, GW_MCP_META_OPERATION_ID));
+    const char *arg = c->tool->operation_id_argument;
+    char sent[IDEM_OPERATION_ID_MAX + 2] = "";
+    gw_span v, whole;
+    int n = arg != NULL ? gw_span_member(c->sent, arg, strlen(arg), &v, &whole) : 0;
+
+    why[0] = key[0] = '\0';
+    if (n < 0 && meta == NULL)
+        snprintf(why, wsize, "the arguments are not a JSON object, so /%s cannot be read", arg);
+    else if (n > 1)
+        snprintf(why, wsize, "/%s: sent more than once in the arguments", arg);
+    else if (n == 1)
+        argument_key(sent, sizeof(sent), v, arg, why, wsize);
+    if (why[0] == '\0' && meta != NULL && n == 1 && strcmp(meta, sent) != 0)
+        snprintf(why, wsize,
                  "/%s: two different operation IDs were sent, in _meta and in the arguments", arg);
-    else if (key == NULL && v != NULL)
-        key = json_string_value(v);
-    return why[0] != '\0' ? NULL : key;
+    if (why[0] != '\0')
+        return -1;
+    snprintf(key, size, "%s", meta != NULL ? meta : sent);
+    return meta != NULL || n == 1;
+}
+
+/* c->arguments: the bytes sent, less the member named as the tool's operation ID argument
+ * (the others as written, in their order). 0, or -1 when out of memory. */
+static int without_key_argument(call_parts *c)
+{
+    const char *arg = c->tool->operation_id_argument;
+    gw_span_iter it;
+    gw_span key, v, whole, found;
+    size_t n = 1;
+
+    if ((c->arguments = malloc(c->sent.len + 1)) == NULL)
+        return -1;
+    if (arg == NULL || gw_span_member(c->sent, arg, strlen(arg), &v, &found) != 1 ||
+        gw_span_iter_init(&it, c->sent) != 0) {
+        memcpy(c->arguments, c->sent.at, c->sent.len);
+        c->arguments_len = c->sent.len;
+        return 0;
+    }
+    c->arguments[0] = '{';
+    while (gw_span_next(&it, &key, &v, &whole) == 1) {
+        if (whole.at == found.at)
+            continue;
+        if (n > 1)
+            c->arguments[n++] = ',';
+        memcpy(c->arguments + n, whole.at, whole.len);
+        n += whole.len;
+    }
+    c->arguments[n++] = '}';
+    c->arguments_len = n;
+    return 0;
 }
 
 static json_t *invalid_key(const char *key, const char *why)
@@ -141,44 +202,40 @@ static json_t *missing_key(void)
         NULL);
 }
 
-/* Run it: the arguments as text, through the same path as HTTP's calls. */
+/* Run it: the arguments' bytes through the same path as HTTP's calls. */
 static json_t *run(const gw_mcp *m, const gw_tenant *tenant, const call_parts *c, const char *key)
 {
-    char *text = json_dumps(c->arguments, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_t *result = NULL;
+    json_t *result;
     gw_run r;
 
-    if (text == NULL)
-        return NULL;
-    gw_run_call(&r, m->cfg, m->store, tenant, c->tool, key, text, strlen(text), m->ctx);
+    gw_run_call(&r, m->cfg, m->store, tenant, c->tool, key, c->arguments, c->arguments_len, m->ctx);
     result = gw_mcp_result(&r, m->cfg, tenant, key);
     gw_run_clear(&r);
-    free(text);
     return result;
 }
 
 static json_t *call(const gw_mcp *m, const gw_tenant *tenant, call_parts *c)
 {
     idem_error err = IDEM_ERROR_INIT;
-    char why[300], id[IDEM_OPERATION_ID_MAX + 1];
-    const char *key;
+    char why[300], key[IDEM_OPERATION_ID_MAX + 2];
 
     if (json_is_true(json_object_get(c->meta, GW_MCP_META_ALLOCATE)))
         return allocate();
-    if ((key = operation_id(c, why, sizeof(why))) == NULL && why[0] != '\0')
+    int sent = operation_id(key, sizeof(key), c, why, sizeof(why));
+
+    if (sent < 0)
         return invalid_key(NULL, why);
-    if (key == NULL)
+    if (sent == 0)
         return missing_key();
     if (idem_validate_operation_id(key, &err) != 0)
         return invalid_key(NULL, err.message);
-    snprintf(id, sizeof(id), "%s", key); /* the argument it may come from goes next */
-    if (c->tool->operation_id_argument != NULL)
-        json_object_del(c->arguments, c->tool->operation_id_argument);
-    return run(m, tenant, c, id);
+    if (without_key_argument(c) != 0)
+        return NULL;
+    return run(m, tenant, c, key);
 }
 
 int gw_mcp_tools_call(json_t **result, const gw_mcp *m, const gw_tenant *tenant,
-                      const json_t *params, char *why, size_t size)
+                      const json_t *params, const gw_span *arguments, char *why, size_t size)
 {
     call_parts c = {0};
     const json_t *alloc;
@@ -188,16 +245,16 @@ int gw_mcp_tools_call(json_t **result, const gw_mcp *m, const gw_tenant *tenant,
         snprintf(why, size, "tools/call needs params: the tool's name and its arguments");
         return GW_RPC_INVALID_PARAMS;
     }
-    if ((code = take_apart(&c, m, params, why, size)) != 0)
+    if ((code = take_apart(&c, m, params, arguments, why, size)) != 0)
         return code;
     alloc = json_object_get(c.meta, GW_MCP_META_ALLOCATE);
     if (alloc != NULL && !json_is_boolean(alloc)) {
         snprintf(why, size, "_meta[\"%s\"] must be true or false", GW_MCP_META_ALLOCATE);
         code = GW_RPC_INVALID_PARAMS;
-    } else if (c.arguments == NULL || (*result = call(m, tenant, &c)) == NULL) {
+    } else if ((*result = call(m, tenant, &c)) == NULL) {
         snprintf(why, size, "the gateway ran out of memory");
         code = GW_RPC_INTERNAL_ERROR;
     }
-    json_decref(c.arguments);
+    free(c.arguments);
     return code;
 }

@@ -144,7 +144,7 @@ static int details(json_t *sc, const gw_run *run, const gw_config *cfg, const gw
                                             "tenant", tenant->name, "operation_id", key, "show",
                                             show));
     }
-    if (st == IDEM_STATUS_INVALID && run->schema_invalid)
+    if (st == IDEM_STATUS_INVALID && run->arguments_invalid)
         rc |= json_object_set_new(sc, "pointer", json_string(run->pointer));
     else if (st == IDEM_STATUS_INVALID || st == IDEM_STATUS_CONFLICT)
         rc |= json_object_set_new(sc, "field", json_string(run->err.field));
