@@ -17,7 +17,8 @@ fail() { echo "$*" >&2; exit 1; }
 # option BUILD NAME: the value of meson's option NAME in BUILD.
 option() {
     meson introspect "$1" --buildoptions |
-        python3 -c 'import json, sys; print({o["name"]: o["value"] for o in json.load(sys.stdin)}[sys.argv[1]])' "$2"
+        python3 -c 'import json, sys
+print({o["name"]: o["value"] for o in json.load(sys.stdin)}[sys.argv[1]])' "$2"
 }
 # installed_paths BUILD: every path meson install puts files at, one a line.
 installed_paths() {
@@ -87,8 +88,14 @@ check_unit() {
             case $word in /*) check_path "$unit" "$word" ;; esac
         done
         case $key=$value in
-        ExecStartPre=*--check-config\ *) config_check=${value#*--check-config }; config_check=${config_check%% *} ;;
-        ExecStart=*--config\ *) config=${value#*--config }; config=${config%% *} ;;
+        ExecStartPre=*--check-config\ *)
+            config_check=${value#*--check-config }
+            config_check=${config_check%% *}
+            ;;
+        ExecStart=*--config\ *)
+            config=${value#*--config }
+            config=${config%% *}
+            ;;
         esac
     done < <(values "$unit")
     [ "$config_check" = "$config" ] ||
@@ -111,15 +118,16 @@ check_install() {
         check_unit "$unit"
     done
     grep -qx 'StateDirectory=idem/metrics' "$units/idem-sweep.service" ||
-        fail "idem-sweep.service does not create its metrics directory (StateDirectory=idem/metrics)"
+        fail "idem-sweep.service does not create its metrics directory" \
+            "(StateDirectory=idem/metrics)"
 }
 
 # 1. The build as configured, installed whole: the programs are there to look at.
 prefix=$(option "$build" prefix)
 meson install -C "$build" --destdir "$scratch/whole" --no-rebuild --quiet >/dev/null
 : >"$scratch/none"
-check_install "$scratch/whole" "$prefix" "$(under_prefix "$prefix" "$(option "$build" sysconfdir)")" \
-    "$scratch/none"
+check_install "$scratch/whole" "$prefix" \
+    "$(under_prefix "$prefix" "$(option "$build" sysconfdir)")" "$scratch/none"
 # systemd's own reading, with the install's paths moved into the destdir; optional (the
 # systemd package).
 if command -v systemd-analyze >/dev/null; then
