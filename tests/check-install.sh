@@ -38,9 +38,14 @@ if [ -x "$root/bin/idem-gateway" ]; then
     [ -f "$root/share/man/man8/idem-gateway.8" ] || fail "share/man/man8/idem-gateway.8 not installed"
 fi
 [ -f "$root/share/idem/idem-alerts.yml" ] || fail "share/idem/idem-alerts.yml not installed"
-# The gateway, when built, with its example systemd unit.
+# The systemd units under lib/systemd/system, the gateway's when it is built (the paths they
+# name: tests/check-units.sh).
+for unit in idem-sweep.service idem-sweep.timer; do
+    [ -f "$root/lib/systemd/system/$unit" ] || fail "lib/systemd/system/$unit not installed"
+done
 if [ -x "$root/bin/idem-gateway" ]; then
-    [ -f "$root/share/idem/idem-gateway.service" ] || fail "share/idem/idem-gateway.service not installed"
+    [ -f "$root/lib/systemd/system/idem-gateway.service" ] ||
+        fail "lib/systemd/system/idem-gateway.service not installed"
 fi
 sources=$(cd "$data/../../migrations" && pwd)
 for f in "$sources"/[0-9][0-9][0-9][0-9]_*.sql; do

@@ -34,7 +34,7 @@ mkdir -p "$home" "$scratch/textfile"
 printf '[idem]\nhost=%s\nport=%s\ndbname=%s\nuser=%s\n' "${PGHOST:-/var/run/postgresql}" \
     "${PGPORT:-5432}" "$db" "${PGUSER:-$(id -un)}" >"$home/.pg_service.conf"
 run=${command//"$install_prefix"/"${installed%/bin/idem-sweep}"}
-run=${run//\/var\/lib\/node_exporter\/textfile/"$scratch/textfile"}
+run=${run//\/var\/lib\/idem\/metrics/"$scratch/textfile"}
 
 check cron_line 0 env -i PATH=/usr/bin:/bin HOME="$home" sh -c "$run"
 expect cron_line_swept test "$(q "$db" "SELECT count(*) FROM idem.operations WHERE state = 'expired'")" = 3
