@@ -93,61 +93,83 @@ static void receipt(gw_reply *r, unsigned int status, const idem_outcome *out, i
         gw_reply_header(r, "Idempotent-Replayed", "true");
 }
 
-static void expired(gw_reply *r, const gw_tenant *tenant, const char *key, const idem_error *err)
+/* The members an outcome's problem carries beyond type, title, status and detail (README.md
+ * in this folder, "Statuses"); a new reference, or NULL for none. */
+static json_t *members(gw_outcome o, const gw_run *run, const gw_tenant *tenant, const char *key)
 {
     char show[300];
 
-    snprintf(show, sizeof(show), "idem-reconcile show %s %s", tenant->name, key);
-    problem(r, 410, "expired", "Key expired", err->message,
-            json_pack("{s:{s:s, s:s, s:s, s:s}}", "reconciliation", "kind", "expired", "tenant",
-                      tenant->name, "operation_id", key, "show", show));
+    switch (o) {
+    case GW_OUTCOME_CONFLICT:
+        return json_pack("{s:s}", "changed", run->err.field);
+    case GW_OUTCOME_INVALID_KEY:
+        return json_pack("{s:s}", "field", run->err.field);
+    case GW_OUTCOME_INVALID_ARGUMENTS:
+        return json_pack("{s:s}", "pointer", run->pointer);
+    case GW_OUTCOME_EXPIRED:
+        snprintf(show, sizeof(show), "idem-reconcile show %s %s", tenant->name, key);
+        return json_pack("{s:{s:s, s:s, s:s, s:s}}", "reconciliation", "kind", "expired", "tenant",
+                         tenant->name, "operation_id", key, "show", show);
+    case GW_OUTCOME_EFFECT_FAILED:
+        return json_pack("{s:s}", "sqlstate", run->err.sqlstate);
+    default:
+        return NULL;
+    }
 }
 
-/* Every status but created, replayed and rejected: a problem. */
-static void failure(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const char *key,
-                    idem_status status, const idem_error *err)
+/* @run's answer, as the answer table has it (answer.h). */
+static void answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                   const char *key, const gw_run *run)
 {
-    switch (status) {
-    case IDEM_STATUS_CONFLICT:
-        problem(r, 422, "conflict", "Key reused with a different request", err->message,
-                json_pack("{s:s}", "changed", err->field));
-        return;
-    case IDEM_STATUS_INVALID:
-        problem(r, 400,
-                strcmp(err->field, "operation_id") == 0 ? "invalid-idempotency-key"
-                                                        : "invalid-arguments",
-                "Invalid request", err->message, json_pack("{s:s}", "field", err->field));
-        return;
-    case IDEM_STATUS_IN_PROGRESS:
+    gw_outcome o = gw_run_outcome(run);
+    const gw_answer *a = gw_answer_of(o);
+    const char *detail = run->err.message;
+
+    if (a->retry_after)
         gw_reply_header(r, "Retry-After", "%u", cfg->retry_after_s);
-        problem(r, 409, "in-progress", "Request in progress", err->message, NULL);
-        return;
-    case IDEM_STATUS_EXPIRED:
-        expired(r, tenant, key, err);
-        return;
-    case IDEM_STATUS_EFFECT_FAILED:
-        problem(r, 500, "effect-failed", "The tool's effect failed; nothing was stored",
-                err->message, json_pack("{s:s}", "sqlstate", err->sqlstate));
-        return;
-    case IDEM_STATUS_OUTCOME_UNKNOWN:
-        problem(r, 502, "outcome-unknown",
-                "Outcome unknown: do not retry under a new key; it is being reconciled",
-                err->message, NULL);
-        return;
-    case IDEM_STATUS_MISCONFIGURED:
-        fprintf(stderr, "idem-gateway: misconfigured: %s%s%s\n", err->message,
-                err->hint[0] != '\0' ? "; hint: " : "", err->hint);
-        problem(r, 500, "misconfigured", "The gateway's deployment is misconfigured",
-                "an operator must fix the database or the configuration; the gateway's log says "
-                "what",
-                NULL);
-        return;
-    default:
-        gw_reply_header(r, "Retry-After", "%u", cfg->retry_after_s);
-        problem(r, 503, "unavailable", "Service unavailable: retry later with the same key",
-                err->message, NULL);
+    if (o == GW_OUTCOME_REJECTED && tool->http != NULL && gw_http_unwrap(r, &run->out) == 0) {
+        gw_reply_header(r, "Idempotent-Replayed", "true");
         return;
     }
+    if (a->problem == NULL) {
+        receipt(r, a->http, &run->out, a->replayed);
+        return;
+    }
+    if (o == GW_OUTCOME_MISCONFIGURED) { /* the log says what; the client learns no more */
+        gw_log_misconfigured(&run->err);
+        detail = "an operator must fix the database or the configuration; the gateway's log "
+                 "says what";
+    }
+    problem(r, a->http, a->problem, a->title, detail, members(o, run, tenant, key));
+}
+
+gw_outcome gw_run_outcome(const gw_run *run)
+{
+    static const gw_outcome of[] = {
+        [IDEM_STATUS_CREATED] = GW_OUTCOME_CREATED,
+        [IDEM_STATUS_REPLAYED] = GW_OUTCOME_REPLAYED,
+        [IDEM_STATUS_CONFLICT] = GW_OUTCOME_CONFLICT,
+        [IDEM_STATUS_INVALID] = GW_OUTCOME_INVALID_ARGUMENTS,
+        [IDEM_STATUS_IN_PROGRESS] = GW_OUTCOME_IN_PROGRESS,
+        [IDEM_STATUS_UNAVAILABLE] = GW_OUTCOME_UNAVAILABLE,
+        [IDEM_STATUS_EXPIRED] = GW_OUTCOME_EXPIRED,
+        [IDEM_STATUS_OUTCOME_UNKNOWN] = GW_OUTCOME_OUTCOME_UNKNOWN,
+        [IDEM_STATUS_EFFECT_FAILED] = GW_OUTCOME_EFFECT_FAILED,
+        [IDEM_STATUS_REJECTED] = GW_OUTCOME_REJECTED,
+        [IDEM_STATUS_MISCONFIGURED] = GW_OUTCOME_MISCONFIGURED,
+    };
+    unsigned int st = (unsigned int)run->out.status;
+
+    if (run->out.status == IDEM_STATUS_INVALID && !run->arguments_invalid &&
+        strcmp(run->err.field, "operation_id") == 0)
+        return GW_OUTCOME_INVALID_KEY;
+    return st < sizeof(of) / sizeof(of[0]) ? of[st] : GW_OUTCOME_UNAVAILABLE;
+}
+
+void gw_log_misconfigured(const idem_error *err)
+{
+    fprintf(stderr, "idem-gateway: misconfigured: %s%s%s\n", err->message,
+            err->hint[0] != '\0' ? "; hint: " : "", err->hint);
 }
 
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
@@ -160,18 +182,8 @@ void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tena
     gw_reply_header(r, "Idem-Status", "%s", idem_status_name(run.out.status));
     if (run.out_of_memory)
         gw_internal_error(r);
-    else if (run.arguments_invalid)
-        problem(r, 400, "invalid-arguments", "Invalid arguments", run.err.message,
-                json_pack("{s:s}", "pointer", run.pointer));
-    else if (run.out.status == IDEM_STATUS_CREATED || run.out.status == IDEM_STATUS_REPLAYED)
-        receipt(r, 201, &run.out, run.out.status == IDEM_STATUS_REPLAYED);
-    else if (run.out.status == IDEM_STATUS_REJECTED && tool->http != NULL &&
-             gw_http_unwrap(r, &run.out) == 0)
-        gw_reply_header(r, "Idempotent-Replayed", "true");
-    else if (run.out.status == IDEM_STATUS_REJECTED)
-        receipt(r, 422, &run.out, 1);
     else
-        failure(r, cfg, tenant, key, run.out.status, &run.err);
+        answer(r, cfg, tenant, tool, key, &run);
     gw_run_clear(&run);
 }
 

@@ -7,6 +7,7 @@
 #include <idem/idem.h>
 #include <stddef.h>
 
+#include "answer.h"
 #include "config.h"
 #include "reply.h"
 
@@ -38,6 +39,14 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
 
 /* NULL is accepted. */
 void gw_run_clear(gw_run *run);
+
+/* @run's row of the answer table (answer.h): its status, invalid told apart into the
+ * operation ID's and the arguments'. */
+gw_outcome gw_run_outcome(const gw_run *run);
+
+/* A misconfigured call's cause on standard error, for the operator: the client is told only
+ * that the log says what. */
+void gw_log_misconfigured(const idem_error *err);
 
 /* The arguments of a call of @tool, @len bytes of JSON text (arguments.c): read by the
  * library's parser (I-JSON), validated against the tool's schema, and for a sql tool the

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "answer.h"
 #include "config.h"
 
 /* The revisions spoken; a client asking for another is answered with the first. */
@@ -69,8 +70,8 @@ struct gw_run;
 json_t *gw_mcp_result(const struct gw_run *run, const gw_config *cfg, const gw_tenant *tenant,
                       const char *key);
 
-/* A refusal before any call (mcp_result.c): @status ("invalid", "operation_id_required"),
- * @text for the model, @extra members of structuredContent (stolen; NULL for none). */
-json_t *gw_mcp_refusal(const char *status, const char *key, const char *text, json_t *extra);
+/* A refusal before any call (mcp_result.c): outcome @o's answer (answer.h) with @v's
+ * values in its text, @extra members of structuredContent (stolen; NULL for none). */
+json_t *gw_mcp_refusal(gw_outcome o, const char *key, const gw_answer_vars *v, json_t *extra);
 
 #endif

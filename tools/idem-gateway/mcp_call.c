@@ -40,18 +40,17 @@ json_t *gw_mcp_tools_list(const gw_config *cfg)
 
 static json_t *allocate(void)
 {
-    char id[IDEM_UUID_STRING_SIZE], text[400];
+    char id[IDEM_UUID_STRING_SIZE], text[600];
+    gw_answer_vars v = {0};
     idem_error err = IDEM_ERROR_INIT;
 
     if (idem_uuid_v7(id, &err) != 0)
         return NULL;
-    snprintf(text, sizeof(text),
-             "Allocated operation ID %s. Nothing ran. Store it with the approved action and "
-             "send it as _meta[\"" GW_MCP_META_OPERATION_ID "\"] on every attempt of this "
-             "action, retries included; never allocate another for the same action.",
-             id);
+    v.key = id;
+    gw_answer_text(text, sizeof(text), gw_answer_of(GW_OUTCOME_ALLOCATED), &v);
     return json_pack("{s:[{s:s, s:s}], s:{s:s, s:s}, s:{s:s}}", "content", "type", "text", "text",
-                     text, "structuredContent", "status", "allocated", "operation_id", id, "_meta",
+                     text, "structuredContent", "status",
+                     gw_answer_of(GW_OUTCOME_ALLOCATED)->status, "operation_id", id, "_meta",
                      GW_MCP_META_OPERATION_ID, id);
 }
 
@@ -179,27 +178,20 @@ static int without_key_argument(call_parts *c)
     return 0;
 }
 
-static json_t *invalid_key(const char *key, const char *why)
+static json_t *invalid_key(const char *why)
 {
-    char text[700];
+    gw_answer_vars v = {0};
 
-    snprintf(text, sizeof(text),
-             "Invalid operation ID: %s. Nothing ran. Send the operation ID stored with the "
-             "approved action; allocate one with _meta {\"" GW_MCP_META_ALLOCATE
-             "\": true} if the action has none yet.",
-             why);
-    return gw_mcp_refusal("invalid", key, text, json_pack("{s:s}", "field", "operation_id"));
+    v.detail = why;
+    return gw_mcp_refusal(GW_OUTCOME_INVALID_KEY, NULL, &v,
+                          json_pack("{s:s}", "field", "operation_id"));
 }
 
 static json_t *missing_key(void)
 {
-    return gw_mcp_refusal(
-        "operation_id_required", NULL,
-        "Refused: this tool needs an operation ID and none was sent; nothing ran. Allocate one "
-        "(tools/call with _meta {\"" GW_MCP_META_ALLOCATE "\": true}), store it with the "
-        "approved action, and send it as _meta[\"" GW_MCP_META_OPERATION_ID "\"] on this call "
-        "and on every retry of it.",
-        NULL);
+    gw_answer_vars v = {0};
+
+    return gw_mcp_refusal(GW_OUTCOME_KEY_MISSING, NULL, &v, NULL);
 }
 
 /* Run it: the arguments' bytes through the same path as HTTP's calls. */
@@ -224,11 +216,11 @@ static json_t *call(const gw_mcp *m, const gw_tenant *tenant, call_parts *c)
     int sent = operation_id(key, sizeof(key), c, why, sizeof(why));
 
     if (sent < 0)
-        return invalid_key(NULL, why);
+        return invalid_key(why);
     if (sent == 0)
         return missing_key();
     if (idem_validate_operation_id(key, &err) != 0)
-        return invalid_key(NULL, err.message);
+        return invalid_key(err.message);
     if (without_key_argument(c) != 0)
         return NULL;
     return run(m, tenant, c, key);
