@@ -10,6 +10,9 @@
 --     GRANT idem_app TO my_server;            -- the application, linked with libidem
 --     GRANT idem_sweeper TO my_sweeper;       -- idem-sweep
 --     GRANT idem_operator TO my_operator;     -- idem-reconcile
+--     GRANT idem_sweeper, idem_operator TO my_sweeper;  -- idem-sweep --config (resolvers)
+--
+-- The grants are the migrations' (0007 and later, migrations/README.md), not this script's.
 --
 -- Membership must be inherited (the default, INHERIT): idem's policies and grants name the
 -- group roles, and apply to their members.
@@ -31,4 +34,4 @@ COMMENT ON ROLE idem_app IS
 COMMENT ON ROLE idem_sweeper IS
     'idem: idem-sweep. Expires records into tombstones and purges tombstones across tenants; reads no receipt, inserts no operation.';
 COMMENT ON ROLE idem_operator IS
-    'idem: idem-reconcile. Reads and resolves operations and reconciliation items across tenants; inserts and deletes nothing.';
+    'idem: idem-reconcile. Reads and resolves operations and reconciliation items across tenants; inserts only the resolved stalled_pending items and the providers'' answers it asks for (idem.external_probes, in the question''s tenant); deletes nothing.';

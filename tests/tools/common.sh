@@ -43,6 +43,28 @@ create_role() {
 # 0007).
 login_role() { create_role "$1" "LOGIN IN ROLE $2"; }
 
+# as_role DB GROUP...: the login a tool runs as in production: a role holding exactly
+# GROUP... of idem's group roles (idem_app, idem_operator, idem_sweeper; made by the roles
+# script tools/idem-roles.sql, or by migration 0007), neither superuser nor BYPASSRLS, so
+# that row-level security holds; trust login, no password. Named idem_test_ and the groups
+# (idem_test_operator: the name that tests/support/pgtest.h and PgBouncer's users know).
+# Sets and exports $role_user and $role_dsn, a connection string for DB as that role. Setup
+# that needs a superuser (migrations, rows written directly) stays on "dbname=DB".
+as_role() {
+    local db=$1 name
+    shift
+    name="idem_test_$(IFS=_ && echo "${*#idem_}")"
+    if [ -z "${roles_made:-}" ]; then
+        psql -Atq -v ON_ERROR_STOP=1 -d postgres -f "$roles_sql" >/dev/null || exit 1
+        roles_made=1
+    fi
+    create_role "$name" "LOGIN NOSUPERUSER NOBYPASSRLS INHERIT IN ROLE $(IFS=, && echo "$*")"
+    [ "$(q "dbname=$db user=$name" "SELECT rolsuper OR rolbypassrls FROM pg_roles
+        WHERE rolname = current_user")" = f ] || exit 1
+    export role_user=$name role_dsn="dbname=$db user=$name"
+}
+roles_sql="$(dirname "${BASH_SOURCE[0]}")/../../tools/idem-roles.sql"
+
 # check NAME EXPECTED-EXIT COMMAND...: runs COMMAND; its stdout in $out, stderr in $err.
 check() {
     local name=$1 want=$2 got

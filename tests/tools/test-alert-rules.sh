@@ -30,8 +30,9 @@ metric() { sed -n "s/^$2 //p" "$scratch/$1.prom"; }
 
 # Healthy: due records swept, nothing open.
 db=$(newdb healthy)
+as_role "$db" idem_sweeper
 records "$db" h- 3
-check sweep_healthy 0 "$sweep" --dsn "dbname=$db" --metrics-file "$scratch/healthy.prom"
+check sweep_healthy 0 "$sweep" --dsn "$role_dsn" --metrics-file "$scratch/healthy.prom"
 check metrics_lint 0 sh -c 'promtool check metrics <"$1"' promtool "$scratch/healthy.prom"
 expect healthy_complete test "$(metric healthy idem_sweep_complete)" = 1
 
@@ -42,11 +43,12 @@ expect failing_leaves_file cmp -s "$scratch/healthy.prom" "$scratch/failing.prom
 
 # One open reconciliation item of each kind idem records.
 db=$(newdb open)
+as_role "$db" idem_sweeper
 for kind in expired stalled_pending outcome_unknown lease_lost outbox_exhausted intent; do
     q "$db" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool, fingerprint)
              VALUES ('acme', 'op-$kind', '$kind', 't', sha256('$kind'::bytea))" >/dev/null
 done
-check sweep_open 0 "$sweep" --dsn "dbname=$db" --metrics-file "$scratch/open.prom"
+check sweep_open 0 "$sweep" --dsn "$role_dsn" --metrics-file "$scratch/open.prom"
 check metrics_lint_open 0 sh -c 'promtool check metrics <"$1"' promtool "$scratch/open.prom"
 for kind in expired stalled_pending outcome_unknown lease_lost outbox_exhausted intent; do
     expect "open_$kind" test "$(metric open "idem_reconciliation_items_open{kind=\"$kind\"}")" = 1
@@ -54,8 +56,9 @@ done
 
 # Behind: a run that stops at its limit with records still due.
 db=$(newdb behind)
+as_role "$db" idem_sweeper
 records "$db" b- 3
-check sweep_behind 0 "$sweep" --dsn "dbname=$db" --batch 1 --max-batches 1 --metrics-file "$scratch/behind.prom"
+check sweep_behind 0 "$sweep" --dsn "$role_dsn" --batch 1 --max-batches 1 --metrics-file "$scratch/behind.prom"
 expect behind_incomplete test "$(metric behind idem_sweep_complete)" = 0
 
 # The operations manual's table names every metric a sweep writes, every kind and every

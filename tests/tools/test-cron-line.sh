@@ -22,17 +22,19 @@ meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null ||
 installed=$(find "$dest" -path '*/bin/idem-sweep' | head -n 1)
 [ -n "$installed" ] || { echo "idem-sweep not installed in a bin" >&2; exit 1; }
 db=$(newdb main)
+as_role "$db" idem_sweeper # the sweeper's documented role
 q "$db" "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,
     state, claim_token, completed_at, response, expires_at, forget_at)
     SELECT 'acme', 'cron-' || i, 't', 1, sha256(i::text::bytea), 'completed',
     gen_random_uuid(), now() - interval '2 days', '{}', now() - interval '1 day',
     now() + interval '20 days' FROM generate_series(1, 3) AS i"
 
-# The OS user's home: the service the line names, pointing at this run's server.
+# The OS user's home: the service the line names, pointing at this run's server as the
+# sweeper's role.
 home="$scratch/home"
 mkdir -p "$home" "$scratch/textfile"
 printf '[idem]\nhost=%s\nport=%s\ndbname=%s\nuser=%s\n' "${PGHOST:-/var/run/postgresql}" \
-    "${PGPORT:-5432}" "$db" "${PGUSER:-$(id -un)}" >"$home/.pg_service.conf"
+    "${PGPORT:-5432}" "$db" "$role_user" >"$home/.pg_service.conf"
 run=${command//"$install_prefix"/"${installed%/bin/idem-sweep}"}
 run=${run//\/var\/lib\/idem\/metrics/"$scratch/textfile"}
 

@@ -20,11 +20,15 @@ gateway_required "libmicrohttpd, libcurl"
 trap gateway_cleanup EXIT
 
 tok=ops-token-Kq7secret tok2=ops-token-2-Zr9secret marker=BODYMARKERx81
+# The gateway logs in as its documented role, idem_app, granted its own tables.
 db=$(newdb main)
+as_role "$db" idem_app
 q "$db" "CREATE SCHEMA app; GRANT USAGE ON SCHEMA app TO PUBLIC;
     CREATE TABLE app.notes (note_id bigserial PRIMARY KEY, tenant text NOT NULL,
                             text text NOT NULL, operation_id text NOT NULL);
-    CREATE TABLE app.slots (id int PRIMARY KEY, n int NOT NULL); INSERT INTO app.slots VALUES (1, 0)"
+    CREATE TABLE app.slots (id int PRIMARY KEY, n int NOT NULL); INSERT INTO app.slots VALUES (1, 0);
+    GRANT SELECT, INSERT, UPDATE ON app.notes, app.slots TO $role_user;
+    GRANT USAGE ON ALL SEQUENCES IN SCHEMA app TO $role_user" >/dev/null
 
 upstream plain
 up=$upstream_port
@@ -39,7 +43,7 @@ config() {
     cat >"$1" <<JSON
 {
   "http": {"address": "127.0.0.1", "port": 0, "max_body_bytes": 65536 $2},
-  "database": {"dsn": "dbname=$db", "deadline_ms": 60000, "pool_size": 10},
+  "database": {"dsn": "$role_dsn", "deadline_ms": 60000, "pool_size": 10},
   "log": {"format": "json"},
   "tenants": {"acme": {"tokens": [$digests]}},
   "tools": {

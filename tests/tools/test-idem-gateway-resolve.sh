@@ -32,8 +32,16 @@ dispatched() { upstream_log "len([r for r in d['requests'] if r['path'] == '$1' 
 asked() { upstream_log "len([s for s in d['status'] if s['path'] == '$1'])"; }
 acts() { upstream_log "d['acts'].get('$1', 0)"; }
 
+# Each program as its documented role (tools/idem-roles.sql), none a superuser: the gateway
+# as idem_app, idem-reconcile as idem_operator alone, idem-sweep --config as idem_sweeper
+# and idem_operator. The operator records the answers it asks for (migration 0015).
 db=$(newdb main)
-dsn="dbname=$db"
+as_role "$db" idem_app
+dsn=$role_dsn
+as_role "$db" idem_operator
+op_dsn=$role_dsn
+as_role "$db" idem_sweeper idem_operator
+sweep_dsn=$role_dsn
 
 # tool NAME PATH [RESOLVER-JSON]: an http tool; dispatches time out after 1 s.
 tool() {
@@ -77,7 +85,7 @@ broken() {
     edited_config "$cfg" "$scratch/$1.json" "$2" 'r = d["tools"]["send_email"]["http"]["resolver"]'
     check "check_config_$1" 65 "$gateway" --check-config "$scratch/$1.json"
     expect "check_config_$1_names_it" err_contains "$3"
-    check "probe_config_$1" 65 "$reconcile" --dsn "$dsn" probe --config "$scratch/$1.json"
+    check "probe_config_$1" 65 "$reconcile" --dsn "$op_dsn" probe --config "$scratch/$1.json"
     expect "probe_config_$1_names_it" err_contains "$3"
 }
 broken no_key 'r["url"] = "http://127.0.0.1:1/status"' '/tools/send_email/http/resolver/url: must hold {key}'
@@ -118,12 +126,12 @@ is() {
 }
 # downstream TENANT KEY: the operation's downstream key.
 downstream() {
-    "$reconcile" --dsn "$dsn" show --json "$1" "$2" |
+    "$reconcile" --dsn "$op_dsn" show --json "$1" "$2" |
         python3 -c "import json,sys; print(json.load(sys.stdin)['external']['downstream_key'])"
 }
 # probes KEY EXPR: evaluated on the list of recorded answers (p).
 probes() {
-    "$reconcile" --dsn "$dsn" show --json acme "$1" |
+    "$reconcile" --dsn "$op_dsn" show --json acme "$1" |
         python3 -c "import json,sys; p=json.load(sys.stdin)['external']['probes']; print($2)"
 }
 # unknown_call TOOL KEY ACTION: a call whose dispatch ends outcome_unknown (502).
@@ -187,21 +195,21 @@ expect hang_reason_timeout contains "no answer within [0-9]* ms\|timed out after
 
 # ---------------------------------------------------------------------------------------
 # idem-reconcile probe.
-check probe_needs_config 64 "$reconcile" --dsn "$dsn" probe acme k-bad
-check probe_config_missing 66 "$reconcile" --dsn "$dsn" probe --config "$scratch/none.json"
-check probe_list 0 "$reconcile" --dsn "$dsn" probe --config "$cfg"
+check probe_needs_config 64 "$reconcile" --dsn "$op_dsn" probe acme k-bad
+check probe_config_missing 66 "$reconcile" --dsn "$op_dsn" probe --config "$scratch/none.json"
+check probe_list 0 "$reconcile" --dsn "$op_dsn" probe --config "$cfg"
 expect probe_list_rows contains "k-bad .*send_email .*yes .*2"
 expect probe_list_summary contains "2 open outcome_unknown items, 2 with a resolver"
-check probe_not_found 2 "$reconcile" --dsn "$dsn" probe acme k-none --config "$cfg"
-check probe_settled_not_asked 12 "$reconcile" --dsn "$dsn" probe acme k-done --config "$cfg"
+check probe_not_found 2 "$reconcile" --dsn "$op_dsn" probe acme k-none --config "$cfg"
+check probe_settled_not_asked 12 "$reconcile" --dsn "$op_dsn" probe acme k-done --config "$cfg"
 expect probe_settled_says err_contains "not asked"
 unknown_call send_plain k-plain /plain drop
-check probe_no_resolver 12 "$reconcile" --dsn "$dsn" probe acme k-plain --config "$cfg"
+check probe_no_resolver 12 "$reconcile" --dsn "$op_dsn" probe acme k-plain --config "$cfg"
 expect probe_no_resolver_says err_contains "no resolver"
 status_script /mail '["fail"]'
-check probe_one_unknown 11 "$reconcile" --dsn "$dsn" probe acme k-bad --config "$cfg"
+check probe_one_unknown 11 "$reconcile" --dsn "$op_dsn" probe acme k-bad --config "$cfg"
 expect probe_one_unknown_reason contains "acme k-bad (send_email): unknown: .*HTTP 500, which is in none"
-check probe_one_done 0 "$reconcile" --dsn "$dsn" probe --json acme k-bad --config "$cfg"
+check probe_one_done 0 "$reconcile" --dsn "$op_dsn" probe --json acme k-bad --config "$cfg"
 expect probe_one_done_json json_ok "d['verdict'] == 'done' and d['changed'] is True"
 is probe_recorded_as_probe "$(probes k-bad "p[-1]['asked_by']")" probe
 
@@ -210,9 +218,9 @@ is probe_recorded_as_probe "$(probes k-bad "p[-1]['asked_by']")" probe
 unknown_call send_three k-three /three drop
 ds=$(downstream acme k-three)
 status_script /three '["gather 3", "gather 3", "gather 3"]'
-"$reconcile" --dsn "$dsn" probe acme k-three --config "$cfg" >"$scratch/p1" 2>&1 &
+"$reconcile" --dsn "$op_dsn" probe acme k-three --config "$cfg" >"$scratch/p1" 2>&1 &
 p1=$!
-"$reconcile" --dsn "$dsn" probe acme k-three --config "$cfg" >"$scratch/p2" 2>&1 &
+"$reconcile" --dsn "$op_dsn" probe acme k-three --config "$cfg" >"$scratch/p2" 2>&1 &
 p2=$!
 call send_three k-three
 wait $p1; r1=$?
@@ -226,27 +234,29 @@ is three_asked "$(asked /three)" 3
 is three_item_resolved "$(q "$db" "SELECT count(*) FROM idem.reconciliation_items WHERE operation_id = 'k-three' AND resolved_at IS NOT NULL")" 1
 
 # --all: each open item with a resolver, the others counted.
-check probe_all 0 "$reconcile" --dsn "$dsn" probe --all --config "$cfg"
+check probe_all 0 "$reconcile" --dsn "$op_dsn" probe --all --config "$cfg"
 expect probe_all_hang_done contains "acme k-hang (send_slow): done"
 expect probe_all_summary contains "asked 1: 1 settled, 0 still unknown; 1 without a resolver"
-check probe_all_usage 64 "$reconcile" --dsn "$dsn" probe --all acme k-hang --config "$cfg"
+check probe_all_usage 64 "$reconcile" --dsn "$op_dsn" probe --all acme k-hang --config "$cfg"
 
 # ---------------------------------------------------------------------------------------
 # idem-sweep --config: at most --probe-limit per run, least recently asked first, then
 # each only after its backoff.
 for k in s1 s2 s3; do unknown_call send_email "k-$k" /mail drop; done
 status_script /mail '["fail", "fail", "fail", "fail", "fail", "fail"]'
-check sweep_probe_cap 0 "$sweep" --dsn "$dsn" --config "$cfg" --probe-limit 2 --json
+check sweep_probe_cap 0 "$sweep" --dsn "$sweep_dsn" --config "$cfg" --probe-limit 2 --json
 expect sweep_probe_cap_json json_ok "d['probes'] == {'due': 3, 'asked': 2, 'settled': 0, 'unknown': 2, 'waiting': 0}"
-check sweep_probe_backoff 0 "$sweep" --dsn "$dsn" --config "$cfg" --probe-limit 2 --json
+is sweep_probe_cap_recorded "$(q "$db" "SELECT count(*) FROM idem.external_probes WHERE operation_id IN ('k-s1', 'k-s2', 'k-s3') AND asked_by = 'probe'")" 2
+check sweep_probe_backoff 0 "$sweep" --dsn "$sweep_dsn" --config "$cfg" --probe-limit 2 --json
 expect sweep_probe_backoff_json json_ok "d['probes'] == {'due': 1, 'asked': 1, 'settled': 0, 'unknown': 1, 'waiting': 2}"
-check sweep_probe_dry_run 0 "$sweep" --dsn "$dsn" --config "$cfg" --dry-run
+check sweep_probe_dry_run 0 "$sweep" --dsn "$sweep_dsn" --config "$cfg" --dry-run
 expect sweep_probe_dry_run_says contains "dry run: 0 outcome_unknown items due to be asked about, 3 waiting"
 status_script /mail '[]'
 sleep 2.2 # past a backoff of 1 s after the first question (2 s after the second): no timing asserted
-check sweep_probe_settles 0 "$sweep" --dsn "$dsn" --config "$cfg" --probe-backoff 1 --verbose
+check sweep_probe_settles 0 "$sweep" --dsn "$sweep_dsn" --config "$cfg" --probe-backoff 1 --verbose
 expect sweep_probe_settles_says err_contains "asked the provider about 3 outcome_unknown items: 3 settled"
-check sweep_config_bad 65 "$sweep" --dsn "$dsn" --config "$scratch/no_key.json"
-check sweep_probe_options_need_config 64 "$sweep" --dsn "$dsn" --probe-limit 3
+is sweep_probe_settled_records "$(q "$db" "SELECT count(*) FROM idem.operations WHERE operation_id IN ('k-s1', 'k-s2', 'k-s3') AND state = 'completed'")" 3
+check sweep_config_bad 65 "$sweep" --dsn "$sweep_dsn" --config "$scratch/no_key.json"
+check sweep_probe_options_need_config 64 "$sweep" --dsn "$sweep_dsn" --probe-limit 3
 
 finish

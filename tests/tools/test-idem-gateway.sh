@@ -308,7 +308,8 @@ expect outcome_unknown_says_not_new_key field_is "['title']" \
 
 # rejected: an operator settles it as failed; the stored answer byte for byte, 422, not
 # problem+json, the status in a header, the same on every call.
-check resolve_failed 0 "$reconcile" --dsn "dbname=$db" resolve acme held-1 --as failed \
+as_role "$db" idem_operator
+check resolve_failed 0 "$reconcile" --dsn "$role_dsn" resolve acme held-1 --as failed \
     --receipt '{"refused": "the counter was frozen"}' --note "checked by the test"
 refusal=$(stored acme held-1)
 call bump $tok_acme held-1 "$args"

@@ -72,6 +72,8 @@ check busy_server 75 "$tool" --dsn "user=idem_test_no_slots"
 expect busy_server_says_so err_contains "too many connections"
 
 db=$(newdb main)
+as_role "$db" idem_sweeper
+sweep_dsn=$role_dsn
 records "$db" due- 7 completed "-1 hour" "+1 day"
 records "$db" kept- 3 completed "+1 hour" "+1 day"
 records "$db" old- 2 expired "-1 day" "-1 day"
@@ -79,23 +81,23 @@ records "$db" pending- 2 pending "-1 day" "-1 day"
 
 # --dry-run counts, changes nothing, and writes no metrics.
 before=$(digest "$db")
-check dry_run 0 "$tool" --dsn "dbname=$db" --dry-run --json --metrics-file "$scratch/dry.prom"
+check dry_run 0 "$tool" --dsn "$sweep_dsn" --dry-run --json --metrics-file "$scratch/dry.prom"
 expect dry_run_counts json_ok 'd["dry_run"] and d["expired"] == 7 and d["purged"] == 2'
 expect dry_run_changes_nothing test "$(digest "$db")" = "$before"
 expect dry_run_no_metrics test ! -e "$scratch/dry.prom"
 # Without --json or -v a dry run still says what is due, and that it wrote no metrics.
-check dry_run_says 0 "$tool" --dsn "dbname=$db" --dry-run --metrics-file "$scratch/dry.prom"
+check dry_run_says 0 "$tool" --dsn "$sweep_dsn" --dry-run --metrics-file "$scratch/dry.prom"
 expect dry_run_says_due contains "dry run: 7 records due to expire, 2 tombstones due to purge; nothing was changed, no metrics file written"
 expect dry_run_says_no_metrics test ! -e "$scratch/dry.prom"
 
 # Several hosts, the first silent: it gets its connect timeout, then the next answers (as
 # libpq's blocking connect does).
 silent_listener
-check silent_first_host 0 timeout 60 "$tool" --dsn "host=127.0.0.1,127.0.0.1 port=$silent_port,$PGPORT dbname=$db" --connect-timeout 2 --dry-run
+check silent_first_host 0 timeout 60 "$tool" --dsn "host=127.0.0.1,127.0.0.1 port=$silent_port,$PGPORT dbname=$db user=$role_user" --connect-timeout 2 --dry-run
 silent_stop
 
 # A run is silent on success; the PG* environment is used without --dsn.
-check run_silent 0 env PGDATABASE="$db" "$tool"
+check run_silent 0 env PGDATABASE="$db" PGUSER="$role_user" "$tool"
 expect run_silent_stdout test -z "$out"
 expect run_silent_stderr test -z "$err"
 expect run_expired test "$(count "$db" expired)" = 7
@@ -105,7 +107,7 @@ expect run_kept test "$(count "$db" completed)" = 3
 
 # --verbose narrates on stderr; --json prints the summary on stdout.
 records "$db" more- 4 completed "-1 minute" "+1 day"
-check verbose 0 "$tool" --dsn "dbname=$db" --verbose --json
+check verbose 0 "$tool" --dsn "$sweep_dsn" --verbose --json
 expect verbose_narrates err_contains "expired: 4 in batch 1"
 expect json_summary json_ok 'd["expired"] == 4 and d["purged"] == 0 and d["complete"] and not d["locked_out"] and d["duration_seconds"] >= 0'
 
@@ -113,7 +115,7 @@ expect json_summary json_ok 'd["expired"] == 4 and d["purged"] == 0 and d["compl
 q "$db" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool, fingerprint, count)
          VALUES ('acme', 'due-1', 'expired', 't', sha256('x'), 3)"
 records "$db" m- 5 completed "-1 minute" "+1 day"
-check metrics 0 "$tool" --dsn "dbname=$db" --metrics-file "$scratch/idem.prom"
+check metrics 0 "$tool" --dsn "$sweep_dsn" --metrics-file "$scratch/idem.prom"
 expect metrics_written test -s "$scratch/idem.prom"
 expect metrics_no_temporary test "$(ls "$scratch" | grep -c 'idem.prom.tmp')" = 0
 expect metrics_parse python3 - "$scratch/idem.prom" <<'PY'
@@ -153,28 +155,28 @@ PY
 # A metrics file that cannot be written is refused before any work: nothing is swept.
 records "$db" unwritable- 2 completed "-1 minute" "+1 day"
 before=$(digest "$db")
-check metrics_unwritable 74 "$tool" --dsn "dbname=$db" --metrics-file "$scratch/no/such/dir/x.prom"
+check metrics_unwritable 74 "$tool" --dsn "$sweep_dsn" --metrics-file "$scratch/no/such/dir/x.prom"
 expect metrics_unwritable_says_so err_contains "cannot write the metrics file .*; nothing was swept"
 expect metrics_unwritable_swept_nothing test "$(digest "$db")" = "$before"
-check metrics_unwritable_then_swept 0 "$tool" --dsn "dbname=$db" --json
+check metrics_unwritable_then_swept 0 "$tool" --dsn "$sweep_dsn" --json
 expect metrics_unwritable_were_due json_ok 'd["expired"] == 2'
 
 
 # A backlog larger than a run's limit is worked off across runs.
 records "$db" backlog- 25 completed "-1 hour" "+1 day"
-check backlog_first 0 "$tool" --dsn "dbname=$db" --batch 10 --max-batches 2 --json
+check backlog_first 0 "$tool" --dsn "$sweep_dsn" --batch 10 --max-batches 2 --json
 expect backlog_first_partial json_ok 'd["expired"] == 20 and not d["complete"]'
-check backlog_second 0 "$tool" --dsn "dbname=$db" --batch 10 --json
+check backlog_second 0 "$tool" --dsn "$sweep_dsn" --batch 10 --json
 expect backlog_second_rest json_ok 'd["expired"] == 5 and d["complete"]'
 
 # Another sweep holds the lock: exit 0 at once; silent unless --verbose.
 records "$db" locked- 3 completed "-1 hour" "+1 day"
 hold_lock "$db" 7594306392416544112
-check locked_silent 0 "$tool" --dsn "dbname=$db"
+check locked_silent 0 "$tool" --dsn "$sweep_dsn"
 expect locked_silent_stderr test -z "$err"
-check locked_verbose 0 "$tool" --dsn "dbname=$db" --verbose
+check locked_verbose 0 "$tool" --dsn "$sweep_dsn" --verbose
 expect locked_verbose_says_so err_contains "another sweep"
-check locked_json 0 "$tool" --dsn "dbname=$db" --json
+check locked_json 0 "$tool" --dsn "$sweep_dsn" --json
 expect locked_json_says_so json_ok 'd["locked_out"] and d["expired"] == 0'
 expect locked_changed_nothing test "$(q "$db" "SELECT count(*) FROM idem.operations WHERE operation_id LIKE 'locked-%' AND state = 'completed'")" = 3
 release_lock
@@ -182,32 +184,36 @@ release_lock
 # A table lock held past --lock-timeout (a migration, say): 75, the next run retries;
 # --dry-run's count too.
 hold_table_lock "$db" idem.operations
-check table_locked_dry_run 75 "$tool" --dsn "dbname=$db" --dry-run --lock-timeout 1
+check table_locked_dry_run 75 "$tool" --dsn "$sweep_dsn" --dry-run --lock-timeout 1
 expect table_locked_dry_run_says_so err_contains "lock timeout"
-check table_locked 75 "$tool" --dsn "dbname=$db" --lock-timeout 1
+check table_locked 75 "$tool" --dsn "$sweep_dsn" --lock-timeout 1
 release_lock
 
 # A statement the server fails for want of its resources (disk full, out of memory, too
 # many connections: class 53) or with 57P05 is "unavailable" (75), as the library answers
 # it: nothing is changed.
 db=$(newdb resources)
+as_role "$db" idem_sweeper
+sweep_dsn=$role_dsn
 records "$db" r- 2 completed "-1 hour" "+1 day"
 for state in 53000 53100 53200 53300 57P05; do
     fail_updates "$db" idem.operations "$state"
-    check "resources_$state" 75 "$tool" --dsn "dbname=$db"
+    check "resources_$state" 75 "$tool" --dsn "$sweep_dsn"
     expect "resources_${state}_says_so" err_contains "failed by the test"
 done
 expect resources_changed_nothing test "$(count "$db" completed)" = 2
 # A serialization failure or deadlock is still 75.
 fail_updates "$db" idem.operations 40P01
-check resources_deadlock 75 "$tool" --dsn "dbname=$db"
+check resources_deadlock 75 "$tool" --dsn "$sweep_dsn"
 
 # Two sweepers at once: both exit 0, and the backlog is worked once.
 db=$(newdb race)
+as_role "$db" idem_sweeper
+sweep_dsn=$role_dsn
 records "$db" r- 6000 completed "-1 hour" "+1 day"
-"$tool" --dsn "dbname=$db" --batch 100 --json >"$scratch/race1" 2>&1 &
+"$tool" --dsn "$sweep_dsn" --batch 100 --json >"$scratch/race1" 2>&1 &
 p1=$!
-"$tool" --dsn "dbname=$db" --batch 100 --json >"$scratch/race2" 2>&1 &
+"$tool" --dsn "$sweep_dsn" --batch 100 --json >"$scratch/race2" 2>&1 &
 p2=$!
 wait "$p1"; s1=$?
 wait "$p2"; s2=$?
@@ -220,8 +226,10 @@ expect race_counted_once python3 -c 'import json,sys; a,b=(json.load(open(f)) fo
 # to connect directly, with nothing changed and no lock left behind.
 if [ -n "${IDEM_PGBOUNCER:-}" ]; then
     db=$(newdb pooler)
+    as_role "$db" idem_sweeper
+    sweep_dsn=$role_dsn
     records "$db" p- 3 completed "-1 hour" "+1 day"
-    check pooler_refused 78 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$db"
+    check pooler_refused 78 "$tool" --dsn "$IDEM_PGBOUNCER dbname=$db user=$role_user"
     expect pooler_says_connect_directly err_contains "connect to the PostgreSQL server directly"
     expect pooler_changed_nothing test "$(count "$db" completed)" = 3
     expect pooler_no_lock_left test "$(q "$db" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")" = 0
@@ -232,6 +240,8 @@ fi
 # Row-level security: a role that would see no tenant's rows is refused before it sweeps
 # nothing; a member of idem_sweeper sweeps every tenant.
 db=$(newdb roles)
+as_role "$db" idem_sweeper
+sweep_dsn=$role_dsn
 login_role idem_test_app idem_app
 login_role idem_test_sweeper idem_sweeper
 records "$db" r- 4 completed "-1 hour" "+1 day"
@@ -253,7 +263,8 @@ check noinherit_role 77 "$tool" --dsn "dbname=$db user=idem_test_noinherit_sweep
 expect noinherit_role_names_grant err_contains "GRANT idem_sweeper TO idem_test_noinherit_sweeper"
 expect noinherit_role_says_inherit err_contains "ALTER ROLE idem_test_noinherit_sweeper INHERIT"
 
-# A schema without migration 0003: exit 1, saying what to do.
+# A schema without migration 0003: exit 1, saying what to do. As the superuser: idem's
+# roles get their grants only from migration 0007 on.
 db=$(newdb old 2)
 check old_schema 7 "$tool" --dsn "dbname=$db"
 expect old_schema_says_migrate err_contains "idem-migrate up"
