@@ -1,7 +1,6 @@
 /* A call's arguments before anything runs: JSON as I-JSON reads it (the library's parser),
  * the tool's schema, and for a sql tool the values its statement binds; each refusal with
  * the JSON Pointer of the value at fault. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,19 +116,4 @@ int gw_check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *tool, c
         rc = bound_values(run, tool, args);
     json_decref(args);
     return rc != 0 ? -1 : 0;
-}
-
-void gw_run_invalid(gw_run *run, const char *pointer, const char *fmt, ...)
-{
-    va_list ap;
-
-    run->out.status = IDEM_STATUS_INVALID;
-    run->arguments_invalid = 1;
-    snprintf(run->pointer, sizeof(run->pointer), "%s", pointer);
-    if (fmt == NULL)
-        return; /* the library's words, already in run->err */
-    va_start(ap, fmt);
-    vsnprintf(run->err.message, sizeof(run->err.message), fmt, ap);
-    va_end(ap);
-    snprintf(run->err.field, sizeof(run->err.field), "arguments");
 }

@@ -1,7 +1,6 @@
 /* An `http` tool's call as an idem external effect: begin (the key claimed, the
  * downstream key made, a lease taken), one dispatch upstream, the report; transient
  * answers retried with the same downstream key by the tool's retry policy. */
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,38 +21,6 @@ static void sleep_ms(unsigned int ms)
 
     while (nanosleep(&ts, &ts) != 0)
         ;
-}
-
-int gw_http_unwrap(gw_reply *r, const idem_outcome *out)
-{
-    json_t *env = json_loadb(out->receipt, out->receipt_len, 0, NULL);
-    json_int_t status = json_integer_value(json_object_get(env, "status"));
-    const char *type = json_string_value(json_object_get(env, "content_type"));
-    const json_t *text = json_object_get(env, "body"), *b64 = json_object_get(env, "body_base64");
-    unsigned char *bytes = NULL;
-    int n = -1, rc = -1;
-
-    if (status < 100 || status > 599 || (!json_is_string(text) && !json_is_string(b64)))
-        goto done;
-    if (json_is_string(text)) {
-        rc = gw_reply_body(r, (unsigned int)status, NULL, json_string_value(text),
-                           json_string_length(text));
-    } else if ((bytes = malloc(json_string_length(b64) + 1)) != NULL) {
-        n = EVP_DecodeBlock(bytes, (const unsigned char *)json_string_value(b64),
-                            (int)json_string_length(b64));
-        for (size_t i = json_string_length(b64);
-             n > 0 && i > 0 && json_string_value(b64)[i - 1] == '='; i--)
-            n--;
-        rc = n < 0 ? -1 : gw_reply_body(r, (unsigned int)status, NULL, (char *)bytes, (size_t)n);
-    }
-    if (rc == 0) {
-        gw_reply_header(r, "Content-Type", "%s", type != NULL ? type : "application/octet-stream");
-        gw_reply_header(r, "Idem-Upstream-Status", "%d", (int)status);
-    }
-done:
-    free(bytes);
-    json_decref(env);
-    return rc;
 }
 
 /* @out and @err as @run's outcome; @run takes @out's receipt (@out is left empty). */

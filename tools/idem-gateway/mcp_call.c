@@ -8,6 +8,7 @@
 #include "json_span.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "reply.h"
 
 static json_t *tool_entry(const gw_tool *t)
 {

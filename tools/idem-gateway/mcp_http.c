@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "reply.h"
 #include "mcp_http.h"
 
 int gw_mcp_http_origin_allowed(const gw_config *cfg, const char *origin)

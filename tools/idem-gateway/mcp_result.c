@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "run.h"
 #include "mcp.h"
 
 #define TEXT_MAX 2048

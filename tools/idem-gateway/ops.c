@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
+#include "reply.h"
 #include "guard.h"
 #include "metrics.h"
 #include "ops.h"

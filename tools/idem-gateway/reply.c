@@ -72,3 +72,13 @@ const char *gw_printable(char *out, size_t size, const char *text)
     out[n] = '\0';
     return out;
 }
+
+void gw_internal_error(gw_reply *r)
+{
+    static const char body[] = "{\"type\":\"" GW_PROBLEM_PREFIX "internal\",\"title\":\"Internal "
+                               "error\",\"status\":500,\"detail\":\"the gateway ran out of "
+                               "memory\"}";
+
+    if (gw_reply_body(r, 500, "application/problem+json", body, sizeof(body) - 1) != 0)
+        r->status = 500; /* no body: libmicrohttpd's empty answer */
+}

@@ -39,6 +39,9 @@ int gw_reply_body(gw_reply *r, unsigned int status, const char *content_type, co
 int gw_problem(gw_reply *r, unsigned int status, const char *type, const char *title,
                const char *detail, json_t *extra);
 
+/* A 500 problem of the gateway's own (out of memory). */
+void gw_internal_error(gw_reply *r);
+
 /* Free the body and reset. */
 void gw_reply_clear(gw_reply *r);
 

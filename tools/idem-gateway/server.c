@@ -13,6 +13,7 @@
 
 #include "auth.h"
 #include "call.h"
+#include "http_api.h"
 #include "key.h"
 #include "mcp_http.h"
 #include "metrics.h"

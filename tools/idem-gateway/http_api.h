@@ -1,0 +1,22 @@
+/* The HTTP API's answers (http_api.c): a tool call (POST /v1/tools/{tool}) answered with
+ * one HTTP answer per outcome, as the answer table says (README.md in this folder,
+ * "Statuses"), and the tool list (GET /v1/tools). */
+#ifndef IDEM_GATEWAY_HTTP_API_H
+#define IDEM_GATEWAY_HTTP_API_H
+
+#include <idem/idem.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "reply.h"
+#include "run.h"
+
+/* gw_run_call(), answered over HTTP in @r: one answer per status. Never fails: a failure of
+ * its own is a 500 problem. */
+void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+             const gw_tool *tool, const char *key, const char *body, size_t len, gw_call_ctx *ctx);
+
+/* Fill @r with GET /v1/tools's document: each tool with the policy @store applies to it. */
+void gw_list_tools(gw_reply *r, const gw_config *cfg, const idem_store *store);
+
+#endif
