@@ -8,19 +8,22 @@ none of them was written. Prints what it saw; exits 1 when a check fails."""
 import json
 import socket
 import sys
-import time
 
 BODY = b'{"text":"a"}'  # 12 bytes
 
 
+failures = []
+
+
 def fail(msg):
+    """Report a failed check; the others still run."""
     print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
+    failures.append(msg)
 
 
 def exchange(port, data, timeout=20):
-    """Send bytes; return everything the gateway sends until it closes (b"" when it
-    closes first; None when it neither answers nor closes within @timeout)."""
+    """Send bytes; return what the gateway sent and whether it then closed the connection
+    (within @timeout)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     got = b""
     try:
@@ -28,12 +31,12 @@ def exchange(port, data, timeout=20):
         while True:
             chunk = s.recv(65536)
             if not chunk:
-                return got
+                return got, True
             got += chunk
     except socket.timeout:
-        return None if not got else got + b"\n[still open after %d s]" % timeout
+        return got, False
     except (ConnectionResetError, BrokenPipeError):
-        return got
+        return got, True
     finally:
         s.close()
 
@@ -51,22 +54,34 @@ def chunked(body=BODY):
     return b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
 
 
-def check(name, data, want_line, want_type=None, port=None):
-    got = exchange(port, data)
-    if got is None:
-        fail("%s: no answer and the connection still open" % name)
+def check(name, data, want_line, want_type=None, port=None, own=False):
+    """The answer to @data: its status line @want_line, a problem of @want_type (None: not
+    checked), nothing after it, and the connection closed. @own: libmicrohttpd's own
+    answer, whose head 0.9.75 sends twice (README.md, "Limits"): only its first line and
+    the close are checked."""
+    got, closed = exchange(port, data)
     head, _, body = got.partition(b"\r\n\r\n")
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
     if line != want_line:
-        fail("%s: status line %r, expected %r (got %r)" % (name, line, want_line, got[:300]))
+        return fail("%s: status line %r, expected %r (got %r)" % (name, line, want_line,
+                                                                  got[:300]))
+    if not closed:
+        return fail("%s: answered, but the connection was left open (got %r)" % (name, got))
+    fields = dict(h.split(b": ", 1) for h in head.split(b"\r\n")[1:] if b": " in h)
+    fields = {k.lower(): v for k, v in fields.items()}
+    if not own and len(body) != int(fields.get(b"content-length", b"-1")):
+        return fail("%s: the body is not Content-Length bytes; more followed: %r"
+                    % (name, got))
     if want_type is not None:
-        ctype = [h for h in head.split(b"\r\n")[1:] if h.lower().startswith(b"content-type:")]
-        if ctype != [b"Content-Type: application/problem+json"]:
-            fail("%s: content type %r" % (name, ctype))
+        closes = [h for h in head.split(b"\r\n")[1:] if h.lower().startswith(b"connection:")]
+        if closes != [b"Connection: close"]:
+            return fail("%s: Connection headers %r, expected one close" % (name, closes))
+        if fields.get(b"content-type") != b"application/problem+json":
+            return fail("%s: content type %r" % (name, fields.get(b"content-type")))
         problem = json.loads(body)
         if problem["type"] != "urn:idem:problem:" + want_type or \
                 problem["status"] != int(want_line.split()[1]) or not problem["detail"]:
-            fail("%s: problem %r" % (name, problem))
+            return fail("%s: problem %r" % (name, problem))
         print("ok: %s: %s: %s" % (name, line, problem["detail"]))
     else:
         print("ok: %s: %r" % (name, line))
@@ -113,7 +128,7 @@ def main():
         ("Content-Length and Transfer-Encoding",
          post(token, "frame-14", [(cl, "12"), (te, "chunked")], chunked()), bad,
          "invalid-framing"),
-        # libmicrohttpd's own answers, before any handler: its status line, its body.
+        # libmicrohttpd's own answers, before any handler: its status line and the close.
         ("a Content-Length list", post(token, "frame-15", [(cl, "5, 12")]), bad, None),
         ("a negative Content-Length", post(token, "frame-16", [(cl, "-12")]), bad, None),
         ("a Content-Length past 64 bits",
@@ -121,24 +136,26 @@ def main():
          "HTTP/1.1 413 Content Too Large", None),
     ]
     for name, data, line, ptype in cases:
-        check(name, data, line, ptype, port)
+        check(name, data, line, ptype, port, own=ptype is None)
     # A request line that is not METHOD SP target SP HTTP/x.y: libmicrohttpd 0.9.75 closes
     # the connection without an answer when it has no space, before any callback of the
     # gateway's (README.md, "Limits"); with a space it answers 400 itself.
     for name, data in (("GARBAGE", b"GARBAGE\r\n\r\n"), ("GET alone", b"GET\r\n\r\n")):
-        got = exchange(port, data)
-        if got != b"":
+        got, closed = exchange(port, data)
+        if got != b"" or not closed:
             fail("%s: %r, expected the connection closed without an answer" % (name, got))
+            continue
         print("ok: %s: closed without an answer" % name)
-    check("a request line without a version", b"GET /healthz\r\n\r\n", bad, None, port)
+    check("a request line without a version", b"GET /healthz\r\n\r\n", bad, None, port, True)
     check("a request line with a bad version", b"GET /healthz HTTP/1\r\nHost: x\r\n\r\n",
-          bad, None, port)
+          bad, None, port, True)
     # Sound framing: created, both ways.
     check("Content-Length", post(token, "good-cl", [(cl, "12"), ("Connection", "close")]),
           "HTTP/1.1 201 Created", None, port)
     check("Transfer-Encoding: CHUNKED",
           post(token, "good-chunked", [(te, "CHUNKED"), ("Connection", "close")], chunked()),
           "HTTP/1.1 201 Created", None, port)
+    sys.exit(1 if failures else 0)
 
 
 if __name__ == "__main__":
