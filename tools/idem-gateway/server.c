@@ -13,6 +13,7 @@
 
 #include "auth.h"
 #include "call.h"
+#include "framing.h"
 #include "http_api.h"
 #include "key.h"
 #include "mcp_http.h"
@@ -38,7 +39,8 @@ typedef struct request {
     char *body;
     size_t len, cap;
     int too_large;
-    int mcp; /* a message to /mcp (mcp_http.h) */
+    int unread; /* answered from its headers alone: the body is not read */
+    int mcp;    /* a message to /mcp (mcp_http.h) */
 } request;
 
 /* The same bytes for a missing and for an unknown token. */
@@ -261,7 +263,7 @@ static void route(gw_server *s, struct MHD_Connection *c, request *q, const char
         q->route = "list";
         if (strcmp(method, "GET") != 0)
             method_not_allowed(&q->reply, "GET", method);
-        else if (gw_auth_tenant(cfg, header(c, "Authorization")) == NULL)
+        else if ((q->tenant = gw_auth_tenant(cfg, header(c, "Authorization"))) == NULL)
             unauthorized(&q->reply);
         else
             gw_list_tools(&q->reply, cfg, q->gen->store);
@@ -343,7 +345,8 @@ static gw_conn *connection_record(struct MHD_Connection *c)
  * messages about it: answered_by_mhd(). */
 static __thread request *serving;
 
-/* A request's headers are in: its generation, its ID, its route and the checks. */
+/* A request's headers are in: its generation, its ID, its framing (framing.h), then its
+ * route and the checks. */
 static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, const char *method)
 {
     request *q = calloc(1, sizeof(*q));
@@ -357,7 +360,11 @@ static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, c
     gw_request_id(q->id, header(c, "X-Request-Id"));
     q->ctx.trace_id = q->id;
     q->ctx.tool = GW_METRICS_NO_TOOL;
-    route(s, c, q, url, method);
+    q->route = "other";
+    q->unread = gw_framing_check(&q->reply, c) != 0;
+    if (!q->unread)
+        route(s, c, q, url, method);
+    q->unread = q->unread || q->reply.status == 413;
     serving = q;
     return q;
 }
@@ -390,8 +397,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if ((q = begin(s, c, url, method)) == NULL)
             return MHD_NO;
         *state = q;
-        /* A body declared too large is not read at all. */
-        return q->reply.status == 413 ? send_reply(s, c, q) : MHD_YES;
+        /* A body declared too large, or framed unsoundly, is not read at all. */
+        return q->unread ? send_reply(s, c, q) : MHD_YES;
     }
     if (*upload_size > 0) {
         append(q, upload, *upload_size, q->gen->cfg->max_body_bytes);
