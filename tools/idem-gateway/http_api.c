@@ -85,14 +85,19 @@ static json_t *members(gw_outcome o, const gw_run *run, const gw_tenant *tenant,
     }
 }
 
-/* @run's answer, as the answer table has it (answer.h). */
-static void answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                   const char *key, const gw_run *run)
+void gw_http_answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                    const char *key, const gw_run *run)
 {
     gw_outcome o = gw_run_outcome(run);
     const gw_answer *a = gw_answer_of(o);
     const char *detail = run->err.message;
 
+    gw_reply_header(r, "Idem-Operation-Id", "%s", key);
+    gw_reply_header(r, "Idem-Status", "%s", idem_status_name(run->out.status));
+    if (run->out_of_memory) {
+        gw_internal_error(r);
+        return;
+    }
     if (a->retry_after)
         gw_reply_header(r, "Retry-After", "%u", cfg->retry_after_s);
     if (o == GW_OUTCOME_REJECTED && tool->http != NULL && gw_http_unwrap(r, &run->out) == 0) {
@@ -116,13 +121,8 @@ void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tena
 {
     gw_run run;
 
-    gw_reply_header(r, "Idem-Operation-Id", "%s", key);
     gw_run_call(&run, cfg, store, tenant, tool, key, body, len, ctx);
-    gw_reply_header(r, "Idem-Status", "%s", idem_status_name(run.out.status));
-    if (run.out_of_memory)
-        gw_internal_error(r);
-    else
-        answer(r, cfg, tenant, tool, key, &run);
+    gw_http_answer(r, cfg, tenant, tool, key, &run);
     gw_run_clear(&run);
 }
 

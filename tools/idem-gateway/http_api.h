@@ -16,6 +16,12 @@
 void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
              const gw_tool *tool, const char *key, const char *body, size_t len, gw_call_ctx *ctx);
 
+/* @run, the outcome of a call of @tool under @key, as the HTTP API answers it in @r: the
+ * status, problem and headers of its row of the answer table, with Idem-Operation-Id and
+ * Idem-Status. */
+void gw_http_answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
+                    const char *key, const gw_run *run);
+
 /* Fill @r with GET /v1/tools's document: each tool with the policy @store applies to it. */
 void gw_list_tools(gw_reply *r, const gw_config *cfg, const idem_store *store);
 
