@@ -2,7 +2,7 @@
 # check-install.sh BUILD-DIR DATA-DIR: install into a scratch destdir, then compile and run
 # programs outside the tree with the flags pkg-config gives for "idem": DATA-DIR/consumer.c
 # with the current header layout only, and DATA-DIR/consumer-0.1.c, written against idem
-# 0.1, unchanged (lib/README.md, "Compatibility").
+# 0.1, unchanged (lib/README.md, "Release notes").
 set -euo pipefail
 build=$1 data=$2
 dest=$(mktemp -d)
