@@ -3,6 +3,7 @@
  * can do about them (retry with the same key, fix the configuration, give up). */
 #include <assert.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +42,44 @@ const char *idem_err_name(int code)
     }
 }
 
+/* The bytes of @err's layout: its version's, or version 1's when it carries none this
+ * library knows (common.h). Only version 1 exists; a later one adds a case here. */
+static size_t error_layout_size(const idem_error *err)
+{
+    switch (err->version) {
+    default:
+        return sizeof(idem_error);
+    }
+}
+
+int idem_error_init(idem_error *err, unsigned int version)
+{
+    static const idem_error empty = IDEM_ERROR_INIT;
+
+    return idem__struct_init(err, &empty, sizeof(empty), version, IDEM_ERROR_VERSION);
+}
+
 void idem_error_clear(idem_error *err)
 {
+    const size_t start = offsetof(idem_error, code);
+
     if (err == NULL)
         return;
-    memset(err, 0, sizeof(*err));
+    memset((char *)err + start, 0, error_layout_size(err) - start);
+}
+
+void idem__error_copy(idem_error *dst, const idem_error *src)
+{
+    const size_t start = offsetof(idem_error, code);
+    size_t size;
+
+    if (dst == NULL || src == NULL || dst == src)
+        return;
+    size = error_layout_size(dst);
+    if (error_layout_size(src) < size)
+        size = error_layout_size(src);
+    idem_error_clear(dst);
+    memcpy((char *)dst + start, (const char *)src + start, size - start);
 }
 
 void idem_free(void *ptr)

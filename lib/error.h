@@ -8,6 +8,10 @@
 
 #include "core/sqlstate.h"
 
+/* Copy @src's detail into @dst, the members of both their layouts (their versions, see
+ * common.h); @dst keeps its version. NULL @dst or @src is fine. */
+void idem__error_copy(idem_error *dst, const idem_error *src);
+
 /* Record a fresh error: code, no field, formatted message. Returns code. NULL err is fine. */
 int idem__error_set(idem_error *err, int code, const char *fmt, ...) IDEM_PRINTF(3, 4);
 

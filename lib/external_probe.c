@@ -258,7 +258,7 @@ int idem__external_probe_for_retry(int *has_resolver, idem_external_verdict *ver
     if (rc == IDEM_ENOTFOUND || rc == IDEM_ECONFLICT)
         rc = 0; /* or settled meanwhile: look again */
     if (rc != 0)
-        *err = local;
+        idem__error_copy(err, &local);
     probing_clear(&p);
     return rc;
 }

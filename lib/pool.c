@@ -281,7 +281,7 @@ static int open_conn(idem_conn *conn, idem_pool *pool, long long until, idem_err
                                              : (unsigned int)left,
                                 &asked);
         if (rc == IDEM_EUNAVAIL && err != NULL) {
-            *err = asked;
+            idem__error_copy(err, &asked);
             idem__error_context(err, "cannot open a connection within %u ms (%s)", open.ms,
                                 open.by);
         }

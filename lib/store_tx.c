@@ -137,7 +137,7 @@ static idem__pipe_cmd effect_cmd(idem_tx *tx, const char *sql, int nparams,
  * the statement sent afresh (store_write.c, exec.h). */
 static void note_failure(idem_tx *tx, int rc, const idem_error *local)
 {
-    tx->failure = *local;
+    idem__error_copy(&tx->failure, local);
     snprintf(tx->sqlstate, sizeof(tx->sqlstate), "%s", local->sqlstate);
     if (strcmp(local->field, "pooler") == 0)
         tx->setup_rc = rc;
@@ -180,7 +180,7 @@ static int tx_first_exec(PGresult **out, idem_tx *tx, const char *sql, int npara
     }
     idem__store_pipe_clear(cmds, n);
     if (rc != 0 && err != NULL)
-        *err = local;
+        idem__error_copy(err, &local);
     return rc;
 }
 
@@ -208,7 +208,7 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
         idem__error_field(&tx->failure, IDEM_EINVAL, "sql",
                           "the effect's statement is refused (%s): %s", why, skip_blank(sql));
         if (err != NULL)
-            *err = tx->failure;
+            idem__error_copy(err, &tx->failure);
         return IDEM_EINVAL;
     }
     if (!tx->begun)
@@ -225,7 +225,7 @@ int idem_tx_exec(PGresult **out, idem_tx *tx, const char *sql, int nparams,
     else
         note_failure(tx, rc, &local);
     if (rc != 0 && err != NULL)
-        *err = local;
+        idem__error_copy(err, &local);
     return rc;
 }
 

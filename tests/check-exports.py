@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check-exports.py LIB.so VERSION-SCRIPT ABI-DIR: the shared library keeps the
-compatibility promise of lib/README.md ("Compatibility").
+compatibility promise of lib/README.md ("Release notes").
 
 - The dynamic symbols LIB.so defines are exactly the global names of the version script,
   all start with idem_, and each carries the version node the script puts it in.

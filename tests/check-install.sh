@@ -2,7 +2,7 @@
 # check-install.sh BUILD-DIR DATA-DIR: install into a scratch destdir, then compile and run
 # programs outside the tree with the flags pkg-config gives for "idem": DATA-DIR/consumer.c
 # with the current header layout only, and DATA-DIR/consumer-0.1.c, written against idem
-# 0.1, unchanged (lib/README.md, "Compatibility").
+# 0.1, unchanged (lib/README.md, "Release notes").
 set -euo pipefail
 build=$1 data=$2
 dest=$(mktemp -d)
@@ -56,9 +56,9 @@ done
     fail "share/idem/migrations holds other files than the migrations"
 
 # The soname of the compatibility decision.
-[ -e "$libdir/libidem.so.1" ] || fail "libidem.so.1 not installed"
-readelf -d "$libdir/libidem.so.1" | grep -q 'Library soname: \[libidem.so.1\]' ||
-    fail "the installed library's soname is not libidem.so.1"
+[ -e "$libdir/libidem.so.2" ] || fail "libidem.so.2 not installed"
+readelf -d "$libdir/libidem.so.2" | grep -q 'Library soname: \[libidem.so.2\]' ||
+    fail "the installed library's soname is not libidem.so.2"
 # Test-only code stays out of the installed libraries.
 if nm "$libdir/libidem.a" 2>/dev/null | grep -E ' [TD] idem__(fault_|exec_trace|conn_forget_prepared)'; then
     fail "test-only functions in the installed libidem.a"

@@ -4,7 +4,7 @@
 # scratch destdir at its own prefix; then SOURCE-DIR configured afresh with the prefix
 # /opt/idem-test, whose units alone are installed (`--tags systemd`) and whose other files
 # are those meson would install. In each, every absolute path a unit names is a program the
-# install puts under the prefix (executable, and its rpath holding the libidem.so.1 it
+# install puts under the prefix (executable, and its rpath holding the libidem.so.2 it
 # needs), the configuration under the install's sysconfdir, or a file in a directory the
 # unit creates itself (StateDirectory=); no unit names /usr/local unless that is the prefix;
 # and systemd-analyze verify, when this host has it, finds nothing to say.
@@ -53,7 +53,7 @@ check_path() {
 }
 
 # check_program UNIT PATH: a program UNIT runs is installed under the prefix; when it is
-# there, it is executable and finds the libidem.so.1 it needs by its rpath.
+# there, it is executable and finds the libidem.so.2 it needs by its rpath.
 check_program() {
     local unit=$1 path=$2 runpath
     case $path in
@@ -62,10 +62,10 @@ check_program() {
     esac
     [ -e "$dest$path" ] || return 0 # listed, not built: check_path looked it up
     [ -x "$dest$path" ] || fail "${unit##*/} runs $path, which is not executable"
-    readelf -d "$dest$path" | grep -q 'Shared library: \[libidem.so.1\]' || return 0
+    readelf -d "$dest$path" | grep -q 'Shared library: \[libidem.so.2\]' || return 0
     runpath=$(readelf -d "$dest$path" | sed -n 's/.*R\(UN\)\?PATH.*\[\(.*\)\]/\2/p')
-    [ -e "$dest$runpath/libidem.so.1" ] ||
-        fail "${unit##*/} runs $path, whose rpath '$runpath' has no libidem.so.1 in the install"
+    [ -e "$dest$runpath/libidem.so.2" ] ||
+        fail "${unit##*/} runs $path, whose rpath '$runpath' has no libidem.so.2 in the install"
 }
 
 # check_unit UNIT: the paths UNIT names, its programs, its configuration.

@@ -27,18 +27,6 @@ extern "C" {
 #define IDEM_PRINTF(fmt, args)
 #endif
 
-/*
- * Names kept for applications written against an earlier release (lib/README.md, "Compatibility")
- * are marked IDEM_DEPRECATED: the compiler warns where they are used. Define
- * IDEM_NO_DEPRECATED before including any idem header to hide them, and the old header
- * names' includes of the new ones, so that a program uses only the current names.
- */
-#if defined(__GNUC__)
-#define IDEM_DEPRECATED(msg) __attribute__((deprecated(msg)))
-#else
-#define IDEM_DEPRECATED(msg)
-#endif
-
 /**
  * The error codes: X(name, value, description). `IDEM_<name>` is the constant;
  * idem_strerror() returns the description.
@@ -91,11 +79,25 @@ IDEM_API const char *idem_err_name(int code);
 /** Size of ::idem_error's constraint buffer (PostgreSQL names are at most 63 bytes). */
 #define IDEM_ERROR_CONSTRAINT_MAX 64
 
+/** The layout of ::idem_error this header declares (see ::idem_error.version). */
+#define IDEM_ERROR_VERSION 1
+
 /**
  * Detail of a failure, filled by the function that failed. Caller-allocated (on the
- * stack is fine); functions accept NULL where they take one and then give only the code.
+ * stack is fine): initialize it with ::IDEM_ERROR_INIT or idem_error_init(). Functions
+ * accept NULL where they take one and then give only the code.
+ *
+ * The struct grows by versions, as the options structs do: a later version only adds
+ * members at the end, and the library fills, and clears, only the members of the version
+ * the caller's struct carries. It accepts every version from 1 to ::IDEM_ERROR_VERSION; a
+ * struct whose version is none of those (0 when left zeroed) is filled as version 1, the
+ * smallest layout a program built against libidem.so.2 allocates. libidem.so.1 (idem 0.2)
+ * had no `version` member: programs built against it keep needing libidem.so.1
+ * (lib/README.md, "Release notes").
  */
 typedef struct idem_error {
+    /** ::IDEM_ERROR_VERSION of the header the caller was built with; kept by every call. */
+    unsigned int version;
     /** The IDEM_E* code the function returned (0 when no error was recorded). */
     int code;
     /** PostgreSQL SQLSTATE when the server reported one, else "". */
@@ -112,13 +114,22 @@ typedef struct idem_error {
     char constraint[IDEM_ERROR_CONSTRAINT_MAX];
 } idem_error;
 
-/** Initializer for an empty ::idem_error. */
+/** Initializer for an empty ::idem_error of this header's version. */
 #define IDEM_ERROR_INIT                                                                            \
     {                                                                                              \
-        0, "", "", "", "", "", ""                                                                  \
+        IDEM_ERROR_VERSION, 0, "", "", "", "", "", ""                                              \
     }
 
-/** Reset @p err to empty. NULL is accepted. */
+/**
+ * Initialize @p err empty, as ::IDEM_ERROR_INIT does, for bindings that cannot use macros.
+ * @param err     caller-allocated, of the layout of @p version.
+ * @param version ::IDEM_ERROR_VERSION, or an earlier version the caller's layout is.
+ * @return 0, or IDEM_EINVAL (NULL, or a version outside 1 to ::IDEM_ERROR_VERSION; @p err
+ *         is then untouched).
+ */
+IDEM_API int idem_error_init(idem_error *err, unsigned int version);
+
+/** Reset @p err to empty, keeping its version. NULL is accepted. */
 IDEM_API void idem_error_clear(idem_error *err);
 
 /**

@@ -450,10 +450,8 @@ IDEM_API int idem_external_probe_open(idem_external_probe_summary *out, idem_ext
 }
 #endif
 
-#ifndef IDEM_NO_DEPRECATED
-/* Until 0.1 this header held the outbox and the administration calls too. */
-#include "outbox.h"
-#include "sys/external.h"
-#endif
+/* The outbox and the administration calls this header held until 0.1: deprecated.h */
+#define IDEM__EXTERNAL_H_DONE
+#include "deprecated.h"
 
 #endif

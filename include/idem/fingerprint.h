@@ -13,10 +13,6 @@
 
 #include "common.h"
 #include "json.h"
-#ifndef IDEM_NO_DEPRECATED
-/* Until 0.1 this header held JSON parsing and JCS too: still reachable through it. */
-#include "jcs.h"
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,5 +57,9 @@ IDEM_API void idem_fingerprint_hex(char out[IDEM_FINGERPRINT_HEX_SIZE], const id
 #ifdef __cplusplus
 }
 #endif
+
+/* JCS, which this header held until 0.1: deprecated.h */
+#define IDEM__FINGERPRINT_H_DONE
+#include "deprecated.h"
 
 #endif

@@ -8,8 +8,8 @@
  *    intent.h, and migrate.h (idem_migrate_check() at start-up; the other calls are the
  *    migrator's);
  *  - administration on your own connection (operators' tools, idem-sweep,
- *    idem-reconcile): sys/sweep.h, sys/reconcile.h, sys/external.h. This header does not
- *    include them when IDEM_NO_DEPRECATED is defined; include them by name.
+ *    idem-reconcile): sys/sweep.h, sys/reconcile.h, sys/external.h. Include them by name:
+ *    this header includes them only for programs of idem 0.1 (deprecated.h).
  */
 #ifndef IDEM_IDEM_H
 #define IDEM_IDEM_H
@@ -31,11 +31,8 @@
 #include "outbox.h"
 #include "intent.h"
 
-#ifndef IDEM_NO_DEPRECATED
-/* Until 0.1 this header included the administration calls too. */
-#include "sys/sweep.h"
-#include "sys/reconcile.h"
-#include "sys/external.h"
-#endif
+/* The administration calls this header included until 0.1: deprecated.h */
+#define IDEM__IDEM_H_DONE
+#include "deprecated.h"
 
 #endif

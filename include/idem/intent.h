@@ -323,17 +323,12 @@ IDEM_API const char *idem_intent_last_error(const idem_intent *intent);
 /** When the current lease lapses (microseconds, database clock); 0 when none is held. */
 IDEM_API int64_t idem_intent_lease_until(const idem_intent *intent);
 
-#ifndef IDEM_NO_DEPRECATED
-/** idem 0.1's name of idem_intent_current_state(). */
-IDEM_DEPRECATED("use idem_intent_current_state()")
-static inline idem_intent_state idem_intent_state_get(const idem_intent *intent)
-{
-    return idem_intent_current_state(intent);
-}
-#endif
-
 #ifdef __cplusplus
 }
 #endif
+
+/* idem_intent_state_get(), this header's name of 0.1: deprecated.h */
+#define IDEM__INTENT_H_DONE
+#include "deprecated.h"
 
 #endif

@@ -59,10 +59,6 @@
 #include "retry.h"
 #include "status.h"
 #include "validate.h"
-#ifndef IDEM_NO_DEPRECATED
-/* Until 0.1 this header included the sweeper's. */
-#include "sys/sweep.h"
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -510,5 +506,9 @@ IDEM_API int idem_store_stats_get(idem_store_stats *out, idem_store *store);
 #ifdef __cplusplus
 }
 #endif
+
+/* The sweeper's header, which this header included until 0.1: deprecated.h */
+#define IDEM__STORE_H_DONE
+#include "deprecated.h"
 
 #endif

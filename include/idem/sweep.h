@@ -1,7 +1,7 @@
 /**
  * @file sweep.h
  * @brief The retention sweeper: moved to sys/sweep.h (administration on your own connection). This
- *        name includes it, for applications written against idem 0.1.
+ *        name includes it (deprecated.h), for applications written against idem 0.1.
  */
 #ifndef IDEM_SWEEP_H
 #define IDEM_SWEEP_H
@@ -9,6 +9,7 @@
 #ifdef IDEM_NO_DEPRECATED
 #error "idem/sweep.h is idem/sys/sweep.h since idem 0.2"
 #endif
-#include "sys/sweep.h"
+#define IDEM__SWEEP_H_DONE
+#include "deprecated.h"
 
 #endif

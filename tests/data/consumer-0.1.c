@@ -2,7 +2,7 @@
  * header names of 0.1 (fingerprint.h for JSON and JCS; external.h for the outbox, the
  * history and the resolution; reconcile.h, sweep.h) and its names now deprecated
  * (idem_reconcile_resolve(), idem_intent_state_get()). Needs no server. lib/README.md,
- * "Compatibility". */
+ * "Release notes". */
 #include <idem/external.h>
 #include <idem/fingerprint.h>
 #include <idem/intent.h>

@@ -1,4 +1,4 @@
-/* A program of idem 0.1 against this library (lib/README.md, "Compatibility"): the header
+/* A program of idem 0.1 against this library (lib/README.md, "Release notes"): the header
  * names of 0.1 still declare what they did, and the names now deprecated do what they did,
  * through their successors. The rest of the tree builds with IDEM_NO_DEPRECATED. */
 #undef IDEM_NO_DEPRECATED

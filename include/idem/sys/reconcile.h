@@ -217,25 +217,12 @@ IDEM_API int idem_reconcile_resolve_items(unsigned int *out, PGconn *conn, const
                                           const idem_reconcile_resolution *resolution,
                                           idem_error *err);
 
-#ifndef IDEM_NO_DEPRECATED
-/** idem 0.1's form of idem_reconcile_resolve_items(), with the resolution's members as
- *  arguments; err->field names them as that call does ("resolution.note", ...). */
-IDEM_DEPRECATED("use idem_reconcile_resolve_items()")
-static inline int idem_reconcile_resolve(unsigned int *out, PGconn *conn, const char *tenant,
-                                         const char *operation_id, const char *kind,
-                                         const char *note, const char *by, idem_error *err)
-{
-    idem_reconcile_resolution r = IDEM_RECONCILE_RESOLUTION_INIT;
-
-    r.kind = kind;
-    r.note = note;
-    r.by = by;
-    return idem_reconcile_resolve_items(out, conn, tenant, operation_id, &r, err);
-}
-#endif
-
 #ifdef __cplusplus
 }
 #endif
+
+/* idem_reconcile_resolve(), this header's call of 0.1: deprecated.h */
+#define IDEM__SYS_RECONCILE_H_DONE
+#include "../deprecated.h"
 
 #endif
