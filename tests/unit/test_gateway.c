@@ -173,7 +173,7 @@ Test(gateway, every_outcome_of_a_call_is_answered_as_its_row_says_on_both_transp
 
 Test(gateway, a_template_fills_its_placeholders_and_fits_its_buffer)
 {
-    gw_answer_vars v = {"op-1", "acme", "why", "/a", "{}", 9};
+    gw_answer_vars v = {"op-1", "acme", "why", "/a", "{}", 9, "send it.", "_meta"};
     char text[2048], small[16];
 
     for (int o = 0; o < GW_OUTCOME_COUNT; o++) {
@@ -330,12 +330,97 @@ Test(gateway, every_refusal_of_the_configuration_names_its_place)
                    "/tools/note_with_id/operation_id_argument");
     assert_refused("\"port\": 0", "\"port\": 70000", "/http/port");
     assert_refused("\"retry_after_s\": 7", "\"retry_after_s\": -1", "/http/retry_after_s");
-    assert_refused("\"params\": [\"/text\"]}}}}", "\"params\": []}}}}",
-                   "/tools/note_with_id/sql");
+    assert_refused("\"params\": [\"/text\"]}}}}", "\"params\": []}}}}", "/tools/note_with_id/sql");
     assert_refused("\"http\": {", "\"surprise\": 1, \"http\": {", "/surprise: unknown member");
     assert_refused("\"tokens\": [\"" DIGEST "\"]", "\"tokens\": [\"short\"]",
                    "/tenants/acme/tokens/0");
     assert_refused("{\"type\": \"string\"}, \"n\"", "{\"type\": \"strung\"}, \"n\"",
                    "/tools/note/arguments/properties/text/type");
     assert_refused("\"dsn\": \"dbname=never_reached\"", "\"dsn\": 5", "/database/dsn");
+}
+
+/* The text of the result of @msg (parsed reply's first content). */
+static char *text_of(const char *msg)
+{
+    int refused;
+    json_t *reply = mcp(msg, &refused);
+    const char *t = json_string_value(json_object_get(
+        json_array_get(json_object_get(json_object_get(reply, "result"), "content"), 0), "text"));
+    char *copy = strdup(t != NULL ? t : "");
+
+    json_decref(reply);
+    return copy;
+}
+
+#define CALL_WITH_ID(args)                                                                         \
+    "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\": {\"name\": "        \
+    "\"note_with_id\", \"arguments\": " args "}}"
+
+Test(gateway, the_texts_a_model_reads_name_the_channel_the_tool_uses)
+{
+    char *meta = text_of(CALL("{\"text\": \"x\"}", "{}"));
+    char *arg = text_of(CALL_WITH_ID("{\"text\": \"x\"}"));
+    char *bad = text_of(CALL_WITH_ID("{\"op\": \"\", \"text\": \"x\"}"));
+    char *alloc =
+        text_of("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\": "
+                "{\"name\": \"note_with_id\", \"_meta\": {\"" GW_MCP_META_ALLOCATE "\": true}}}");
+
+    cr_assert_not_null(strstr(meta, "[operation_id_required] "), "%s", meta);
+    cr_assert_not_null(strstr(meta, "_meta[\"" GW_MCP_META_OPERATION_ID "\"]"), "%s", meta);
+    cr_assert_not_null(strstr(arg, "Generate a new UUID for each new action"), "%s", arg);
+    cr_assert_not_null(strstr(arg, "in \"op\" on every retry"), "%s", arg);
+    cr_assert_null(strstr(arg, "_meta"), "%s", arg);
+    cr_assert_not_null(strstr(bad, "[invalid] "), "%s", bad);
+    cr_assert_not_null(strstr(bad, "in \"op\""), "%s", bad);
+    cr_assert_null(strstr(bad, "_meta"), "%s", bad);
+    cr_assert_not_null(strstr(alloc, "send it as \"op\""), "%s", alloc);
+    free(meta);
+    free(arg);
+    free(bad);
+    free(alloc);
+}
+
+Test(gateway, an_operation_id_argument_sent_as_null_is_absent)
+{
+    assert_result(CALL_WITH_ID("{\"op\": null, \"text\": \"x\"}"), "operation_id_required", NULL,
+                  NULL);
+}
+
+Test(gateway, every_result_text_carries_the_status_and_the_operation_id)
+{
+    const gw_tenant *tenant = cfg->stdio_tenant;
+
+    for (int o = 0; o < GW_OUTCOME_COUNT; o++) {
+        const gw_answer *a = gw_answer_of((gw_outcome)o);
+        char want[64];
+        gw_run run;
+        json_t *result;
+        const char *t;
+
+        if (o == GW_OUTCOME_KEY_MISSING || o == GW_OUTCOME_ALLOCATED || o == GW_OUTCOME_INVALID_KEY)
+            continue; /* no operation ID to carry, or answered before any call */
+        run_of(&run, (gw_outcome)o);
+        result = gw_mcp_result(&run, cfg, tenant, "key-1");
+        t = json_string_value(
+            json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+        snprintf(want, sizeof(want), "[%s] ", a->status);
+        cr_assert_eq(strncmp(t, want, strlen(want)), 0, "%s: %s", a->name, t);
+        cr_assert_not_null(strstr(t, "key-1"), "%s: %s", a->name, t);
+        json_decref(result);
+        gw_run_clear(&run);
+    }
+}
+
+Test(gateway, initialize_tells_both_channels)
+{
+    int refused;
+    json_t *reply = mcp("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": "
+                        "{\"protocolVersion\": \"2025-06-18\"}}",
+                        &refused);
+    const char *t =
+        json_string_value(json_object_get(json_object_get(reply, "result"), "instructions"));
+
+    cr_assert_not_null(strstr(t, "generate a new UUID for each new action"), "%s", t);
+    cr_assert_not_null(strstr(t, "_meta[\"" GW_MCP_META_OPERATION_ID "\"]"), "%s", t);
+    json_decref(reply);
 }

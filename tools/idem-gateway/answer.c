@@ -5,8 +5,6 @@
 #include "answer.h"
 #include "mcp.h"
 
-#define SEND_ID   "_meta[\"" GW_MCP_META_OPERATION_ID "\"]"
-#define ALLOCATE  "_meta {\"" GW_MCP_META_ALLOCATE "\": true}"
 #define NEVER_NEW "never with a new one."
 #define RECONCILE                                                                                  \
     "Do not retry under a new operation ID; a person must reconcile it (idem-reconcile show "      \
@@ -21,18 +19,15 @@ static const gw_answer table[GW_OUTCOME_COUNT] = {
     [GW_OUTCOME_KEY_MISSING] = {"no key", "operation_id_required", 400, "idempotency-key-missing",
                                 "Idempotency-Key missing", 0, 0, 1, "send a key",
                                 "Refused: this tool needs an operation ID and none was sent; "
-                                "nothing ran. Allocate one (tools/call with " ALLOCATE
-                                "), store it with the approved action, and send it as " SEND_ID
-                                " on this call and on every retry of it."},
+                                "nothing ran. {how}"},
     [GW_OUTCOME_INVALID_KEY] = {"invalid key", "invalid", 400, "invalid-idempotency-key",
                                 "Invalid Idempotency-Key", 0, 0, 1, "fix the key",
-                                "Invalid operation ID: {detail}. Nothing ran. Send the operation "
-                                "ID stored with the approved action; allocate one with " ALLOCATE
-                                " if the action has none yet."},
+                                "Invalid operation ID: {detail}. Nothing ran. {how}"},
     [GW_OUTCOME_INVALID_ARGUMENTS] = {"invalid arguments", "invalid", 400, "invalid-arguments",
                                       "Invalid arguments", 0, 0, 1, "fix the arguments",
-                                      "Invalid request, nothing ran: {detail}. Fix the arguments "
-                                      "and call again with the same operation ID."},
+                                      "Invalid request, nothing ran under operation ID {key}: "
+                                      "{detail}. Fix the arguments and call again with the same "
+                                      "operation ID."},
     [GW_OUTCOME_CONFLICT] = {"conflict", "conflict", 422, "conflict",
                              "Key reused with a different request", 0, 0, 1,
                              "use a new key for a new request",
@@ -55,9 +50,9 @@ static const gw_answer table[GW_OUTCOME_COUNT] = {
     [GW_OUTCOME_EFFECT_FAILED] = {"effect_failed", "effect_failed", 500, "effect-failed",
                                   "The tool's effect failed; nothing was stored", 0, 0, 1,
                                   "report it; a retry runs it again",
-                                  "Failed, nothing was stored: {detail}. A retry with the same "
-                                  "operation ID runs it again; retry only once the cause is "
-                                  "fixed."},
+                                  "Failed, nothing was stored under operation ID {key}: {detail}. "
+                                  "A retry with the same operation ID runs it again; retry only "
+                                  "once the cause is fixed."},
     [GW_OUTCOME_OUTCOME_UNKNOWN] = {"outcome_unknown", "outcome_unknown", 502, "outcome-unknown",
                                     "Outcome unknown: do not retry under a new key; it is being "
                                     "reconciled",
@@ -68,20 +63,20 @@ static const gw_answer table[GW_OUTCOME_COUNT] = {
     [GW_OUTCOME_UNAVAILABLE] = {"unavailable", "unavailable", 503, "unavailable",
                                 "Service unavailable: retry later with the same key", 1, 0, 1,
                                 "retry later, same key",
-                                "Unavailable, nothing ran: {detail}. Retry in {retry} seconds "
-                                "with the same operation ID; " NEVER_NEW},
+                                "Unavailable, nothing ran under operation ID {key}: {detail}. "
+                                "Retry in {retry} seconds with the same operation ID; " NEVER_NEW},
     [GW_OUTCOME_MISCONFIGURED] = {"misconfigured", "misconfigured", 500, "misconfigured",
                                   "The gateway's deployment is misconfigured", 0, 0, 1,
                                   "an operator fixes the deployment",
-                                  "The gateway's deployment is misconfigured; nothing ran. An "
-                                  "operator must fix it (the gateway's log says what); retrying "
-                                  "now cannot help."},
+                                  "The gateway's deployment is misconfigured; nothing ran under "
+                                  "operation ID {key}. An operator must fix it (the gateway's "
+                                  "log says what); retrying now cannot help."},
     [GW_OUTCOME_ALLOCATED] = {"allocated", "allocated", 0, NULL, NULL, 0, 0, 0,
                               "store it with the action",
                               "Allocated operation ID {key}. Nothing ran. Store it with the "
-                              "approved action and send it as " SEND_ID
-                              " on every attempt of this action, retries included; never "
-                              "allocate another for the same action."},
+                              "approved action and send it as {channel} on every attempt of "
+                              "this action, retries included; never allocate another for the "
+                              "same action."},
 };
 
 const gw_answer *gw_answer_of(gw_outcome o)
@@ -105,8 +100,9 @@ static const char *value(char *buf, size_t size, const char *name, size_t n,
     static const struct {
         const char *name;
         size_t max;
-    } caps[] = {{"key", 0}, {"tenant", 0}, {"detail", 1000}, {"field", 0}, {"receipt", 1500}};
-    const char *values[] = {v->key, v->tenant, v->detail, v->field, v->receipt};
+    } caps[] = {{"key", 0},        {"tenant", 0}, {"detail", 1000}, {"field", 0},
+                {"receipt", 1500}, {"how", 0},    {"channel", 0}};
+    const char *values[] = {v->key, v->tenant, v->detail, v->field, v->receipt, v->how, v->channel};
 
     if (n == 5 && memcmp(name, "retry", 5) == 0) {
         *len = (size_t)snprintf(buf, size, "%u", v->retry);
@@ -129,6 +125,12 @@ void gw_answer_text(char *out, size_t size, const gw_answer *a, const gw_answer_
 {
     const char *p = a->text;
     size_t len = 0;
+
+    /* The status first, in the text itself: a host that turns an error result into an
+     * exception keeps the text alone. */
+    put(out, size, &len, "[", 1);
+    put(out, size, &len, a->status, strlen(a->status));
+    put(out, size, &len, "] ", 2);
 
     while (*p != '\0' && len < size - 1) {
         const char *close = *p == '{' ? strchr(p, '}') : NULL;

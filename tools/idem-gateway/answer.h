@@ -53,9 +53,12 @@ typedef struct gw_answer_vars {
     const char *field;   /* {field}: what changed in a conflict */
     const char *receipt; /* {receipt}: the stored receipt (1,500 bytes at most) */
     unsigned int retry;  /* {retry}: seconds before a retry */
+    const char *how;     /* {how}: how a model sends a tool's operation ID (mcp.h) */
+    const char *channel; /* {channel}: where it goes ("_meta[...]", "the argument ...") */
 } gw_answer_vars;
 
-/* @a's text for a model into @out (@size bytes, cut to fit). */
+/* @a's text for a model into @out (@size bytes, cut to fit): "[status] " then its template
+ * filled in. */
 void gw_answer_text(char *out, size_t size, const gw_answer *a, const gw_answer_vars *v);
 
 /* The whole table as JSON (for --answers): an array of objects, a new reference, or NULL

@@ -26,9 +26,9 @@ static json_t *input_schema(const gw_tool *t)
     if (json_object_set_new(props, t->operation_id_argument,
                             json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
                                       "maxLength", IDEM_OPERATION_ID_MAX, "description",
-                                      "The operation ID: allocate one per approved action, store "
-                                      "it with the action and send the same one on every "
-                                      "attempt")) != 0 ||
+                                      "The operation ID: generate a new UUID for each new "
+                                      "action and send the same one here on every retry of that "
+                                      "action; never a new one for a retry")) != 0 ||
         json_array_append_new(required, json_string(t->operation_id_argument)) != 0)
         goto fail;
     return schema;

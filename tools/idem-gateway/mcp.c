@@ -9,11 +9,13 @@
 #define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER)
 
 static const char instructions[] =
-    "Every call of these tools needs an operation ID. Allocate one per approved action "
-    "(tools/call with _meta {\"" GW_MCP_META_ALLOCATE "\": true}), store it with the action, "
-    "and send it as _meta[\"" GW_MCP_META_OPERATION_ID "\"] on every attempt, retries "
-    "included: the same ID never runs twice, and its retries get the first answer. Never "
-    "retry under a new operation ID.";
+    "Every call of these tools needs an operation ID: one per approved action, the same on "
+    "every attempt of that action, retries included. The same ID never runs twice, and its "
+    "retries get the first answer; never retry under a new operation ID. A tool whose input "
+    "schema has an operation ID argument takes it there: generate a new UUID for each new "
+    "action. Other tools take it as _meta[\"" GW_MCP_META_OPERATION_ID "\"]: allocate one "
+    "with tools/call and _meta {\"" GW_MCP_META_ALLOCATE "\": true}, and store it with the "
+    "action.";
 
 int gw_mcp_version_supported(const char *version)
 {

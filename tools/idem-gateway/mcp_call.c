@@ -39,14 +39,40 @@ json_t *gw_mcp_tools_list(const gw_config *cfg)
     return tools != NULL ? json_pack("{s:o}", "tools", tools) : NULL;
 }
 
-static json_t *allocate(void)
+/* How a model sends @tool's operation ID, for the texts ({how}, {channel}): in the tool's
+ * operation ID argument, a UUID it makes per action; else in _meta, allocated here. */
+static void channel(gw_answer_vars *v, const gw_tool *tool, char *how, size_t hsize, char *where,
+                    size_t wsize)
 {
-    char id[IDEM_UUID_STRING_SIZE], text[600];
+    const char *arg = tool->operation_id_argument;
+
+    if (arg != NULL) {
+        snprintf(where, wsize, "\"%s\"", arg);
+        snprintf(how, hsize,
+                 "Generate a new UUID for each new action and send the same one in \"%s\" on "
+                 "every retry of that action; never a new one for a retry.",
+                 arg);
+    } else {
+        snprintf(where, wsize, "_meta[\"" GW_MCP_META_OPERATION_ID "\"]");
+        snprintf(
+            how, hsize,
+            "Allocate one per approved action (tools/call with _meta {\"" GW_MCP_META_ALLOCATE
+            "\": true}), store it with the action, and send it as _meta[\"" GW_MCP_META_OPERATION_ID
+            "\"] on this call and on every retry of it; never a new one for a retry.");
+    }
+    v->how = how;
+    v->channel = where;
+}
+
+static json_t *allocate(const gw_tool *tool)
+{
+    char id[IDEM_UUID_STRING_SIZE], text[600], how[300], where[IDEM_OPERATION_ID_MAX + 64];
     gw_answer_vars v = {0};
     idem_error err = IDEM_ERROR_INIT;
 
     if (idem_uuid_v7(id, &err) != 0)
         return NULL;
+    channel(&v, tool, how, sizeof(how), where, sizeof(where));
     v.key = id;
     gw_answer_text(text, sizeof(text), gw_answer_of(GW_OUTCOME_ALLOCATED), &v);
     return json_pack("{s:[{s:s, s:s}], s:{s:s, s:s}, s:{s:s}}", "content", "type", "text", "text",
@@ -132,6 +158,9 @@ static int operation_id(char *key, size_t size, const call_parts *c, char *why, 
     gw_span v, whole;
     int n = arg != NULL ? gw_span_member(c->sent, arg, strlen(arg), &v, &whole) : 0;
 
+    if (n == 1 && v.len == 4 && memcmp(v.at, "null", 4) == 0)
+        n = 0; /* null is absent (a strict schema makes every member required but nullable) */
+
     why[0] = key[0] = '\0';
     if (n < 0 && meta == NULL)
         snprintf(why, wsize, "the arguments are not a JSON object, so /%s cannot be read", arg);
@@ -179,19 +208,23 @@ static int without_key_argument(call_parts *c)
     return 0;
 }
 
-static json_t *invalid_key(const char *why)
+static json_t *invalid_key(const gw_tool *tool, const char *why)
 {
+    char how[300], where[IDEM_OPERATION_ID_MAX + 64];
     gw_answer_vars v = {0};
 
+    channel(&v, tool, how, sizeof(how), where, sizeof(where));
     v.detail = why;
     return gw_mcp_refusal(GW_OUTCOME_INVALID_KEY, NULL, &v,
                           json_pack("{s:s}", "field", "operation_id"));
 }
 
-static json_t *missing_key(void)
+static json_t *missing_key(const gw_tool *tool)
 {
+    char how[300], where[IDEM_OPERATION_ID_MAX + 64];
     gw_answer_vars v = {0};
 
+    channel(&v, tool, how, sizeof(how), where, sizeof(where));
     return gw_mcp_refusal(GW_OUTCOME_KEY_MISSING, NULL, &v, NULL);
 }
 
@@ -213,15 +246,15 @@ static json_t *call(const gw_mcp *m, const gw_tenant *tenant, call_parts *c)
     char why[300], key[IDEM_OPERATION_ID_MAX + 2];
 
     if (json_is_true(json_object_get(c->meta, GW_MCP_META_ALLOCATE)))
-        return allocate();
+        return allocate(c->tool);
     int sent = operation_id(key, sizeof(key), c, why, sizeof(why));
 
     if (sent < 0)
-        return invalid_key(why);
+        return invalid_key(c->tool, why);
     if (sent == 0)
-        return missing_key();
+        return missing_key(c->tool);
     if (idem_validate_operation_id(key, &err) != 0)
-        return invalid_key(err.message);
+        return invalid_key(c->tool, err.message);
     if (without_key_argument(c) != 0)
         return NULL;
     return run(m, tenant, c, key);

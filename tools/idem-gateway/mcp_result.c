@@ -69,8 +69,9 @@ json_t *gw_mcp_result(const gw_run *run, const gw_config *cfg, const gw_tenant *
 {
     gw_outcome o = gw_run_outcome(run);
     const gw_answer *a = gw_answer_of(o);
-    gw_answer_vars v = {key,  tenant->name,     run->err.message,
-                        NULL, run->out.receipt, cfg->retry_after_s};
+    gw_answer_vars v = {
+        key,  tenant->name, run->err.message, NULL, run->out.receipt, cfg->retry_after_s,
+        NULL, NULL};
     char *text = malloc(TEXT_MAX);
     json_t *sc, *result = NULL;
 
