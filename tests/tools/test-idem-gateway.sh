@@ -191,6 +191,29 @@ q "$db" "CREATE SCHEMA app;
     GRANT USAGE ON SCHEMA app TO idem_test_gateway;
     GRANT SELECT, INSERT, UPDATE ON app.notes, app.counters TO idem_test_gateway;
     GRANT USAGE ON ALL SEQUENCES IN SCHEMA app TO idem_test_gateway" >/dev/null
+
+# No pool: the gateway says why once, in the library's words with the server's, and exits
+# as every tool does: 75 when the server is unreachable (a later try may work), 77 when it
+# refuses the login. Over stdio (before reading its input) and over HTTP alike.
+create_role idem_test_password "LOGIN PASSWORD 'idem-test-password'"
+once() { [ "$(grep -o 'cannot create the pool' <<<"$err" | wc -l)" = 1 ]; }
+# no_pool NAME DSN EXIT REASON: the gateway on DSN, both ways, exits EXIT saying REASON.
+no_pool() {
+    config "$scratch/$1.json" "$2" 10000
+    edited_config "$scratch/$1.json" "$scratch/$1.json" 'd["mcp"] = {"stdio_tenant": "acme"}'
+    check "stdio_$1_exit" "$3" timeout 120 "$gateway" --stdio --config "$scratch/$1.json" </dev/null
+    expect "stdio_$1_says_why" err_contains "$4"
+    expect "stdio_$1_says_it_once" once
+    check "http_$1_exit" "$3" timeout 120 "$gateway" --config "$scratch/$1.json" </dev/null
+    expect "http_$1_says_why" err_contains "$4"
+    expect "http_$1_says_it_once" once
+}
+no_pool unreachable "host=127.0.0.1 port=1 dbname=$db connect_timeout=60" 75 \
+    'cannot create the pool: cannot connect: connection to server at "127.0.0.1", port 1 failed'
+no_pool login_refused \
+    "host=127.0.0.1 port=$PGPORT dbname=$db user=idem_test_password passfile=/nonexistent password=wrong" \
+    77 'password authentication failed for user "idem_test_password"'
+
 cfg="$scratch/gateway.json"
 config "$cfg" "dbname=$db user=idem_test_gateway" 120000
 start main "$cfg"

@@ -155,11 +155,14 @@ static int store_exit(const idem_error *err)
 static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
 {
     idem_error err = IDEM_ERROR_INIT;
+    char why[1024];
 
     cfg->pool.log = log_line;
     cfg->store.log = log_line;
     if (idem_pool_new(pool, cfg->dsn, &cfg->pool, &err) != 0) {
-        cli_error_redacted(PROG, cfg->dsn, "cannot create the pool", err.message);
+        /* The library's message says "cannot create the pool" and why, in the server's words. */
+        cli_redact(why, sizeof(why), err.message, cfg->dsn);
+        cli_say(PROG, "%s", why);
         return store_exit(&err);
     }
     if (idem_store_new(store, *pool, &cfg->store, &err) != 0) {

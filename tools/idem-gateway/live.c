@@ -74,8 +74,9 @@ int gw_live_open(gw_live *live, const char *path, idem_log_fn log, char *why, si
         return rc;
     cfg->pool.log = log;
     if (idem_pool_new(&live->pool, cfg->dsn, &cfg->pool, &err) != 0) {
+        /* The library's message says "cannot create the pool" and why: said once. */
         idem_conninfo_redact(err.message, sizeof(err.message), cfg->dsn);
-        snprintf(why, size, "cannot create the pool: %s", err.message);
+        snprintf(why, size, "%s", err.message);
         gw_config_free(cfg);
         return settings_exit(&err);
     }
