@@ -72,6 +72,7 @@ static const char usage_text[] =
     "  75  calls were still running at the end of the grace period\n"
     "      (http.shutdown_grace_s; --stdio: mcp.stdio_grace_s): their callers retry with\n"
     "      the same key; or the database was unavailable at start\n"
+    "  77  the database refused the login (the role or its password) at start\n"
     "  78  the pool or the store refused the configuration's dsn or settings\n";
 
 #define usage_error(...) cli_usage_error(PROG, __VA_ARGS__)
