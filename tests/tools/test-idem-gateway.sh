@@ -224,6 +224,32 @@ stored() { q "$db" "SELECT convert_from(response, 'UTF8') FROM idem.operations W
 # receipts hold ASCII and integers only, which Python writes as RFC 8785 does.
 canonical() { python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1]), separators=(",", ":"), sort_keys=True))' "$1"; }
 
+# /mcp as the manual says ("MCP", "Over HTTP"): a missing or unknown token gets the HTTP
+# API's 401 (problem+json, the same bytes); Idempotency-Key is not read, so a call with
+# the header and no operation ID runs nothing; an Origin not listed gets 403.
+mcp() { # mcp JSON [CURL-ARGS...]: one message to /mcp
+    local json=$1
+    shift
+    http -X POST "http://127.0.0.1:$port/mcp" -H 'Content-Type: application/json' \
+        --data-binary "$json" "$@"
+}
+list='{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+mcp "$list"
+answer mcp_no_token 401 unauthorized
+no_token_body=$body
+expect mcp_no_token_www_authenticate test "$(hdr WWW-Authenticate)" = 'Bearer realm="idem-gateway"'
+mcp "$list" -H "Authorization: Bearer not-a-token"
+answer mcp_unknown_token 401 unauthorized
+expect mcp_unknown_token_same_bytes test "$body" = "$no_token_body"
+mcp '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_note", "arguments": {"text": "header only"}}}' \
+    -H "Authorization: Bearer $tok_acme" -H 'Idempotency-Key: mcp-header-1'
+answer mcp_header_only 200
+expect mcp_header_only_not_the_key field_is '["result"]["structuredContent"]["status"]' operation_id_required
+expect mcp_header_only_ran_nothing test "$(notes mcp-header-1)" = 0
+expect mcp_header_only_stored_nothing test -z "$(stored acme mcp-header-1)"
+mcp "$list" -H "Authorization: Bearer $tok_acme" -H 'Origin: http://localhost:6274'
+answer mcp_origin_not_listed 403
+
 # created: 201, the receipt as the body.
 call create_note $tok_acme note-1 '{"text": "hello"}'
 answer created 201
