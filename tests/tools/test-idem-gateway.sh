@@ -193,8 +193,8 @@ q "$db" "CREATE SCHEMA app;
     GRANT USAGE ON ALL SEQUENCES IN SCHEMA app TO idem_test_gateway" >/dev/null
 
 # No pool: the gateway says why once, in the library's words with the server's, and exits
-# as every tool does: 75 when the server is unreachable (a later try may work), 77 when it
-# refuses the login. Over stdio (before reading its input) and over HTTP alike.
+# as every tool does: 75 when the server is unreachable (a later try may work), 78 when it
+# refuses the login (the settings cannot work). Over stdio (before reading its input) and over HTTP alike.
 create_role idem_test_password "LOGIN PASSWORD 'idem-test-password'"
 once() { [ "$(grep -o 'cannot create the pool' <<<"$err" | wc -l)" = 1 ]; }
 # no_pool NAME DSN EXIT REASON: the gateway on DSN, both ways, exits EXIT saying REASON.
@@ -212,7 +212,7 @@ no_pool unreachable "host=127.0.0.1 port=1 dbname=$db connect_timeout=60" 75 \
     'cannot create the pool: cannot connect: connection to server at "127.0.0.1", port 1 failed'
 no_pool login_refused \
     "host=127.0.0.1 port=$PGPORT dbname=$db user=idem_test_password passfile=/nonexistent password=wrong" \
-    77 'password authentication failed for user "idem_test_password"'
+    78 'password authentication failed for user "idem_test_password"'
 
 cfg="$scratch/gateway.json"
 config "$cfg" "dbname=$db user=idem_test_gateway" 120000
