@@ -185,6 +185,13 @@ int cli_connect_exit(int transient)
     return transient ? EXIT_TEMPFAIL : EXIT_CONFIG;
 }
 
+int cli_pool_exit(const idem_error *err)
+{
+    if (err->code == IDEM_EINVAL || err->code == IDEM_EPERM)
+        return EXIT_CONFIG;
+    return cli_exit_for(err->code, err);
+}
+
 /* The check's query failed: a missing privilege (no USAGE on schema idem, as for a role
  * outside the group, or a NOINHERIT member that does not use the group's rights) is for
  * a GRANT; other failures go by their SQLSTATE (a lost connection or a timeout may

@@ -64,6 +64,12 @@ int cli_exit_for(int rc, const idem_error *err);
  * EXIT_CONFIG (the settings cannot work). */
 int cli_connect_exit(int transient);
 
+/* The exit status of a pool or a store that could not be made from a tool's settings
+ * (idem_pool_new(), idem_store_new()): EXIT_CONFIG when the settings were refused
+ * (IDEM_EINVAL) or the server refused the login (idem_pool_new()'s IDEM_EPERM: the role,
+ * its password, the database), as for a failed cli_connect(); else as cli_exit_for(). */
+int cli_pool_exit(const idem_error *err);
+
 /* Whether the connected role may see every tenant's rows of idem's tables, which row-level
  * security (migration 0007) shows only to a superuser, a BYPASSRLS role or a member of
  * @group_role (idem_sweeper, idem_operator) that inherits its rights. A tool that works

@@ -191,6 +191,29 @@ q "$db" "CREATE SCHEMA app;
     GRANT USAGE ON SCHEMA app TO idem_test_gateway;
     GRANT SELECT, INSERT, UPDATE ON app.notes, app.counters TO idem_test_gateway;
     GRANT USAGE ON ALL SEQUENCES IN SCHEMA app TO idem_test_gateway" >/dev/null
+
+# No pool: the gateway says why once, in the library's words with the server's, and exits
+# as every tool does: 75 when the server is unreachable (a later try may work), 78 when it
+# refuses the login (the settings cannot work). Over stdio (before reading its input) and over HTTP alike.
+create_role idem_test_password "LOGIN PASSWORD 'idem-test-password'"
+once() { [ "$(grep -o 'cannot create the pool' <<<"$err" | wc -l)" = 1 ]; }
+# no_pool NAME DSN EXIT REASON: the gateway on DSN, both ways, exits EXIT saying REASON.
+no_pool() {
+    config "$scratch/$1.json" "$2" 10000
+    edited_config "$scratch/$1.json" "$scratch/$1.json" 'd["mcp"] = {"stdio_tenant": "acme"}'
+    check "stdio_$1_exit" "$3" timeout 120 "$gateway" --stdio --config "$scratch/$1.json" </dev/null
+    expect "stdio_$1_says_why" err_contains "$4"
+    expect "stdio_$1_says_it_once" once
+    check "http_$1_exit" "$3" timeout 120 "$gateway" --config "$scratch/$1.json" </dev/null
+    expect "http_$1_says_why" err_contains "$4"
+    expect "http_$1_says_it_once" once
+}
+no_pool unreachable "host=127.0.0.1 port=1 dbname=$db connect_timeout=60" 75 \
+    'cannot create the pool: cannot connect: connection to server at "127.0.0.1", port 1 failed'
+no_pool login_refused \
+    "host=127.0.0.1 port=$PGPORT dbname=$db user=idem_test_password passfile=/nonexistent password=wrong" \
+    78 'password authentication failed for user "idem_test_password"'
+
 cfg="$scratch/gateway.json"
 config "$cfg" "dbname=$db user=idem_test_gateway" 120000
 start main "$cfg"
@@ -200,6 +223,32 @@ stored() { q "$db" "SELECT convert_from(response, 'UTF8') FROM idem.operations W
 # A declared receipt goes out canonical (the record keeps the server's text); these
 # receipts hold ASCII and integers only, which Python writes as RFC 8785 does.
 canonical() { python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1]), separators=(",", ":"), sort_keys=True))' "$1"; }
+
+# /mcp as the manual says ("MCP", "Over HTTP"): a missing or unknown token gets the HTTP
+# API's 401 (problem+json, the same bytes); Idempotency-Key is not read, so a call with
+# the header and no operation ID runs nothing; an Origin not listed gets 403.
+mcp() { # mcp JSON [CURL-ARGS...]: one message to /mcp
+    local json=$1
+    shift
+    http -X POST "http://127.0.0.1:$port/mcp" -H 'Content-Type: application/json' \
+        --data-binary "$json" "$@"
+}
+list='{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+mcp "$list"
+answer mcp_no_token 401 unauthorized
+no_token_body=$body
+expect mcp_no_token_www_authenticate test "$(hdr WWW-Authenticate)" = 'Bearer realm="idem-gateway"'
+mcp "$list" -H "Authorization: Bearer not-a-token"
+answer mcp_unknown_token 401 unauthorized
+expect mcp_unknown_token_same_bytes test "$body" = "$no_token_body"
+mcp '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_note", "arguments": {"text": "header only"}}}' \
+    -H "Authorization: Bearer $tok_acme" -H 'Idempotency-Key: mcp-header-1'
+answer mcp_header_only 200
+expect mcp_header_only_not_the_key field_is '["result"]["structuredContent"]["status"]' operation_id_required
+expect mcp_header_only_ran_nothing test "$(notes mcp-header-1)" = 0
+expect mcp_header_only_stored_nothing test -z "$(stored acme mcp-header-1)"
+mcp "$list" -H "Authorization: Bearer $tok_acme" -H 'Origin: http://localhost:6274'
+answer mcp_origin_not_listed 403
 
 # created: 201, the receipt as the body.
 call create_note $tok_acme note-1 '{"text": "hello"}'

@@ -54,6 +54,24 @@ while IFS= read -r line; do
 done <<<"$transcript"
 [ -z "$cmd" ] || run_one "$cmd" "$expected"
 expect three_commands test "$ran" = 3
+
+# A login the server refuses leaves no call and no outcome: the program says the error, its
+# code and the server's words, not a status read from an outcome nobody filled in. A role
+# that does not exist; a wrong password over TCP for the role tools/with-postgres makes
+# give one.
+refused() { # refused NAME REASON ENV...: the program, run with ENV, fails saying REASON
+    local name=$1 reason=$2
+    shift 2
+    check "refused_$name" 1 env PGDATABASE="$db" PGPASSFILE=/nonexistent "$@" \
+        "$scratch/create-note" note-0002 'call back'
+    expect "refused_${name}_says_why" err_contains "$reason"
+    expect "refused_${name}_gives_the_code" err_contains "(IDEM_EPERM): cannot create the pool"
+    expect "refused_${name}_no_status" lacks unavailable
+}
+refused role 'role "no_such_role_'"$$"'" does not exist' PGUSER="no_such_role_$$"
+create_role idem_test_password "LOGIN PASSWORD 'idem-test-password'"
+refused password 'password authentication failed for user "idem_test_password"' \
+    PGHOST=127.0.0.1 PGUSER=idem_test_password PGPASSWORD=wrong
 expect one_note test "$(q "$db" "SELECT count(*) FROM app.notes")" = 1
 expect one_record test "$(q "$db" "SELECT count(*) FROM idem.operations")" = 1
 q postgres "DROP DATABASE \"$db\"" >/dev/null

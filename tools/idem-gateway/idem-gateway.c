@@ -72,7 +72,8 @@ static const char usage_text[] =
     "  75  calls were still running at the end of the grace period\n"
     "      (http.shutdown_grace_s; --stdio: mcp.stdio_grace_s): their callers retry with\n"
     "      the same key; or the database was unavailable at start\n"
-    "  78  the pool or the store refused the configuration's dsn or settings\n";
+    "  78  the pool or the store refused the configuration's dsn or settings, or the\n"
+    "      database refused the login (the role, its password, the database's name)\n";
 
 #define usage_error(...) cli_usage_error(PROG, __VA_ARGS__)
 
@@ -144,28 +145,24 @@ static int open_upstreams(gw_config *cfg, idem_store *store)
     return 0;
 }
 
-/* What a failure to create the pool or the store means: the configuration's settings
- * refused, out of memory, or else as for every tool. */
-static int store_exit(const idem_error *err)
-{
-    return err->code == IDEM_EINVAL ? EXIT_CONFIG : cli_exit_for(err->code, err);
-}
-
 /* The pool and the store over it; 0, or the exit status having said why. */
 static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
 {
     idem_error err = IDEM_ERROR_INIT;
+    char why[1024];
 
     cfg->pool.log = log_line;
     cfg->store.log = log_line;
     if (idem_pool_new(pool, cfg->dsn, &cfg->pool, &err) != 0) {
-        cli_error_redacted(PROG, cfg->dsn, "cannot create the pool", err.message);
-        return store_exit(&err);
+        /* The library's message says "cannot create the pool" and why, in the server's words. */
+        cli_redact(why, sizeof(why), err.message, cfg->dsn);
+        cli_say(PROG, "%s", why);
+        return cli_pool_exit(&err);
     }
     if (idem_store_new(store, *pool, &cfg->store, &err) != 0) {
         cli_say(PROG, "cannot create the store: %s%s%s", err.field, err.field[0] ? ": " : "",
                 err.message);
-        return store_exit(&err);
+        return cli_pool_exit(&err);
     }
     return open_upstreams(cfg, *store);
 }

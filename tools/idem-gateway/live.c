@@ -17,13 +17,6 @@ static void gen_free(gw_gen *gen)
     free(gen);
 }
 
-/* The exit status for a pool or a store the configuration's settings cannot make: the
- * settings refused (78), or as every tool classes the library's error. */
-static int settings_exit(const idem_error *err)
-{
-    return err->code == IDEM_EINVAL ? EXIT_CONFIG : cli_exit_for(err->code, err);
-}
-
 /* A generation of @cfg (taken: freed on failure) over @pool: its store and its http tools'
  * clients. NULL with @why, and the exit status in @code, when one cannot be made. */
 static gw_gen *gen_new(gw_config *cfg, idem_pool *pool, idem_log_fn log, char *why, size_t size,
@@ -45,7 +38,7 @@ static gw_gen *gen_new(gw_config *cfg, idem_pool *pool, idem_log_fn log, char *w
     if (idem_store_new(&gen->store, pool, &cfg->store, &err) != 0) {
         snprintf(why, size, "cannot create the store: %s%s%s", err.field, err.field[0] ? ": " : "",
                  err.message);
-        *code = settings_exit(&err);
+        *code = cli_pool_exit(&err);
         gen_free(gen);
         return NULL;
     }
@@ -74,10 +67,11 @@ int gw_live_open(gw_live *live, const char *path, idem_log_fn log, char *why, si
         return rc;
     cfg->pool.log = log;
     if (idem_pool_new(&live->pool, cfg->dsn, &cfg->pool, &err) != 0) {
+        /* The library's message says "cannot create the pool" and why: said once. */
         idem_conninfo_redact(err.message, sizeof(err.message), cfg->dsn);
-        snprintf(why, size, "cannot create the pool: %s", err.message);
+        snprintf(why, size, "%s", err.message);
         gw_config_free(cfg);
-        return settings_exit(&err);
+        return cli_pool_exit(&err);
     }
     live->boot = *cfg;
     live->boot_address = strdup(cfg->address);

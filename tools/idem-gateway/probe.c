@@ -23,10 +23,12 @@ static int open_store(gw_probes *p, const char *dsn, const char *application, ch
 
     p->cfg->pool.application_name = application;
     p->cfg->pool.max_size = 2;
-    if ((rc = idem_pool_new(&p->pool, dsn, &p->cfg->pool, &err)) != 0 ||
-        (rc = idem_store_new(&p->store, p->pool, &p->cfg->store, &err)) != 0)
-        snprintf(why, size, "cannot create the %s: %s%s%s", p->pool == NULL ? "pool" : "store",
-                 err.field, err.field[0] != '\0' ? ": " : "", err.message);
+    /* The library's message for the pool says "cannot create the pool" itself. */
+    if ((rc = idem_pool_new(&p->pool, dsn, &p->cfg->pool, &err)) != 0)
+        snprintf(why, size, "%s", err.message);
+    else if ((rc = idem_store_new(&p->store, p->pool, &p->cfg->store, &err)) != 0)
+        snprintf(why, size, "cannot create the store: %s%s%s", err.field,
+                 err.field[0] != '\0' ? ": " : "", err.message);
     return rc;
 }
 
