@@ -75,7 +75,7 @@ config() {
 $(tool send_email /v1/messages 10000 11000 ', "reference": "/id"'),
 $(tool send_case '/v1/cases/{/case}/messages' 10000 11000),
 $(tool send_hang /v1/hang 1000 2000),
-$(tool send_held /v1/held 15000 16000),
+$(tool send_held /v1/held 30000 31000),
 $(tool send_closed /v1/closed 10000 11000),
 $(tool send_refused_port /v1/x 2000 3000 | sed "s|127.0.0.1:$up|127.0.0.1:1|"),
 $(tool send_409_final /v1/conflict 10000 11000 ', "statuses": {"409": "final", "503": "unknown"}')
@@ -342,7 +342,8 @@ answer refused_port_unavailable 503 unavailable
 expect refused_port_says grep -q "nothing was sent" "$scratch/body"
 
 # Killed with SIGKILL after dispatch, the upstream holding its answer: restarted, the call
-# is in progress until the lease lapses, then resumed with the same downstream key; the
+# is in progress until the lease lapses, then resumed with the same downstream key (its
+# timeout, 30 s, leaves a loaded machine time to see the dispatch and call again); the
 # upstream, honouring keys, acts once.
 script /v1/held '["hold"]'
 curl -sS -o /dev/null -X POST "http://127.0.0.1:$port/v1/tools/send_held" -H "Authorization: Bearer $tok" \
