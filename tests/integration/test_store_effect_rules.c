@@ -391,7 +391,7 @@ static void application_tables(void)
     "forty-eight characters')"
 
 /* A privilege the application's role lacks on its own table: misconfigured, not the
- * effect's failure, with the GRANT naming the table and the role, the server's words and
+ * effect's failure, with the GRANT naming the role, the server's words (naming the table) and
  * the statement whole; the same on a retry, where the connection runs the statement as
  * one it keeps (named by its first characters on the server). Nothing is stored. */
 Test(store_effect_rules, a_missing_privilege_on_the_applications_table_is_misconfigured)
@@ -414,9 +414,8 @@ Test(store_effect_rules, a_missing_privilege_on_the_applications_table_is_miscon
         cr_assert(
             strstr(err.message, DENIED_SQL ": permission denied for table private_notes") != NULL,
             "attempt %u: the statement whole, then the server's words: %s", attempt, err.message);
-        cr_assert(strstr(err.hint, "GRANT") != NULL && strstr(err.hint, "private_notes") != NULL &&
-                      strstr(err.hint, PGTEST_APP) != NULL,
-                  "%s", err.hint);
+        cr_assert(strstr(err.hint, "GRANT") != NULL && strstr(err.hint, PGTEST_APP) != NULL, "%s",
+                  err.hint);
         cr_assert(strstr(err.message, err.hint) != NULL, "the advice in the message: %s",
                   err.message);
     }
