@@ -246,6 +246,16 @@ static void set_lc_messages(PGconn *admin, const char *name)
     PQclear(pgtest_exec(admin, sql));
 }
 
+const char *pgtest_server_says(const char *english)
+{
+    const char *lang = getenv("IDEM_TEST_LC_MESSAGES");
+
+    if (lang == NULL || lang[0] == '\0' || strcmp(lang, "C") == 0 || strncmp(lang, "C.", 2) == 0 ||
+        strncmp(lang, "en", 2) == 0)
+        return english;
+    return "";
+}
+
 char *pgtest_new_database(const char *tag)
 {
     static unsigned counter;
