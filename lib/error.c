@@ -246,6 +246,40 @@ static void mark_cut(char *buf, size_t size)
     memcpy(buf + at, "...", 4);
 }
 
+/* The server functions that raise row-level security's refusals (42501, which a missing
+ * privilege raises too): a row a policy refuses, and a query a policy would affect while
+ * row_security is off. PostgreSQL names them in every error (PG_DIAG_SOURCE_FUNCTION), in
+ * every language; the policy's table it names only in the message's words. */
+static const struct {
+    const char *function;
+    const char *constraint;
+} row_security_sources[] = {
+    {"ExecWithCheckOptions", IDEM__ROW_SECURITY_POLICY},
+    {"check_enable_rls", IDEM__ROW_SECURITY_OFF},
+};
+
+/* A refusal of row-level security gets its name in err->constraint, where the server sets
+ * none, so that callers that see only @err tell it from a missing privilege. */
+static void mark_row_security(idem_error *err, const PGresult *res)
+{
+    const char *where = PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION);
+
+    if (where == NULL || strcmp(err->sqlstate, "42501") != 0 || err->constraint[0] != '\0')
+        return;
+    for (size_t i = 0; i < sizeof(row_security_sources) / sizeof(row_security_sources[0]); i++) {
+        if (strcmp(where, row_security_sources[i].function) == 0)
+            snprintf(err->constraint, sizeof(err->constraint), "%s",
+                     row_security_sources[i].constraint);
+    }
+}
+
+int idem__error_row_security(const idem_error *err)
+{
+    return err != NULL && strcmp(err->sqlstate, "42501") == 0 &&
+           (strcmp(err->constraint, IDEM__ROW_SECURITY_POLICY) == 0 ||
+            strcmp(err->constraint, IDEM__ROW_SECURITY_OFF) == 0);
+}
+
 int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, const char *fmt, ...)
 {
     char context[IDEM_ERROR_MESSAGE_MAX / 2];
@@ -271,6 +305,7 @@ int idem__error_pg(idem_error *err, const PGconn *conn, const PGresult *res, con
     copy_field(err->detail, sizeof(err->detail), res, PG_DIAG_MESSAGE_DETAIL);
     copy_field(err->hint, sizeof(err->hint), res, PG_DIAG_MESSAGE_HINT);
     copy_field(err->constraint, sizeof(err->constraint), res, PG_DIAG_CONSTRAINT_NAME);
+    mark_row_security(err, res);
     return code;
 }
 
@@ -308,69 +343,17 @@ int idem__error_misconfigured(idem_error *err, int rc)
     return idem__error_context(err, "misconfigured (%s)", advice);
 }
 
-/* What the server names in "permission denied for <kind> <name>", and the GRANT that
- * gives the privilege: on a relation it depends on the statement, which the server does
- * not say. */
-static const struct {
-    const char *kind;
-    const char *grant;
-} grants[] = {
-    {"table ", "{SELECT | INSERT | UPDATE | DELETE} ON TABLE"},
-    {"view ", "{SELECT | INSERT | UPDATE | DELETE} ON TABLE"},
-    {"materialized view ", "SELECT ON TABLE"},
-    {"foreign table ", "{SELECT | INSERT | UPDATE | DELETE} ON TABLE"},
-    {"sequence ", "USAGE ON SEQUENCE"},
-    {"schema ", "USAGE ON SCHEMA"},
-    {"function ", "EXECUTE ON FUNCTION"},
-    {"procedure ", "EXECUTE ON PROCEDURE"},
-};
-
-#define DENIED "permission denied"
-
-/* The last "permission denied" in @message: the server's words come after the context. */
-static const char *last_denied(const char *message)
-{
-    const char *found = NULL;
-
-    for (const char *p = message; (p = strstr(p, DENIED)) != NULL; p++)
-        found = p;
-    return found;
-}
-
-/* The GRANT for the object after "permission denied for " (@what), to @role. */
-static void grant_advice(char *out, size_t size, const char *what, const char *role)
-{
-    char name[IDEM_ERROR_FIELD_MAX * 2];
-
-    for (size_t i = 0; i < sizeof(grants) / sizeof(grants[0]); i++) {
-        size_t n = strlen(grants[i].kind);
-
-        if (strncmp(what, grants[i].kind, n) != 0 || what[n] == '\0')
-            continue;
-        idem__quote_ident(name, sizeof(name), what + n);
-        snprintf(out, size, "GRANT %s %s TO %s, as the statement needs", grants[i].grant, name,
-                 role);
-        return;
-    }
-    snprintf(out, size, "grant role %s the privilege the statement needs, on what the server names",
-             role);
-}
-
 int idem__error_privilege(idem_error *err, const char *role)
 {
     char who[IDEM_ERROR_FIELD_MAX * 2];
     char advice[IDEM_ERROR_DETAIL_MAX];
-    const char *denied;
 
     if (err == NULL || err->code != IDEM_EDB || strcmp(err->sqlstate, "42501") != 0 ||
-        (denied = last_denied(err->message)) == NULL)
+        idem__error_row_security(err))
         return err != NULL ? err->code : 0;
     idem__quote_ident(who, sizeof(who), role != NULL && role[0] != '\0' ? role : "<role>");
-    grant_advice(advice, sizeof(advice),
-                 strncmp(denied, DENIED " for ", strlen(DENIED " for ")) == 0
-                     ? denied + strlen(DENIED " for ")
-                     : "",
-                 who);
+    snprintf(advice, sizeof(advice),
+             "GRANT the privilege the statement needs, on the object the server names, TO %s", who);
     err->code = IDEM_EPERM;
     if (err->hint[0] == '\0')
         snprintf(err->hint, sizeof(err->hint), "%s", advice);

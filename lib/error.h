@@ -66,13 +66,21 @@ int idem__error_misconfigured(idem_error *err, int rc);
  * included, keeps @rc. Returns the code. */
 int idem__error_login_refused(idem_error *err, const PGconn *pg, int rc);
 
-/* A statement refused for want of a privilege: err->code IDEM_EDB, SQLSTATE 42501, and the
- * server's words "permission denied" (for table notes, schema app, ...). Then IDEM_EPERM,
- * with the GRANT that gives it to @role (the object the server names; for a relation the
- * privilege the statement needs, which the server does not say) in front of the message
- * and in err->hint. Row-level security's refusal (42501 too, "new row violates row-level
- * security policy") and a refusal in another language than English keep their code.
- * Returns the code. */
+/* A statement refused for want of a privilege: err->code IDEM_EDB and SQLSTATE 42501,
+ * not row-level security's (idem__error_row_security()). Then IDEM_EPERM, with the GRANT
+ * advice for @role in front of the message and in err->hint (the object is the one the
+ * server names in its message, which idem does not read; nor does the server say which
+ * privilege). Row-level security's refusal keeps its code. Returns the code. */
 int idem__error_privilege(idem_error *err, const char *role);
+
+/* Row-level security's refusals, as idem__error_pg() names them in err->constraint (the
+ * server sets none for them): a row a policy refuses (new row violates row-level security
+ * policy), and a statement a policy would affect while row_security is off. Told by the
+ * server function that raised them (PG_DIAG_SOURCE_FUNCTION), never by the message. */
+#define IDEM__ROW_SECURITY_POLICY "row_security_policy"
+#define IDEM__ROW_SECURITY_OFF    "row_security_off"
+
+/* Whether @err is row-level security's refusal (SQLSTATE 42501 and one of the two). */
+int idem__error_row_security(const idem_error *err);
 
 #endif

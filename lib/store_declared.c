@@ -59,11 +59,12 @@ static const char declared_sql[] =
     " FROM (SELECT (SELECT response FROM ins LIMIT 1) AS response,"
     " (SELECT count(*) FROM effect) AS n) AS r";
 
-/* idem.declared_outcome() (migration 0014) raises IDEM2 with a row count, or a negative one
- * for a receipt it refuses: -1 for SQL NULL and -N for N bytes over max_response_bytes
- * (N > the limit >= 1, so never -1); the count comes back in its message, after this. */
-#define REFUSED_NULL    (-1)
-#define ROWS_IN_MESSAGE "the declared statement returned "
+/* idem.declared_outcome() raises IDEM2 naming the rule the statement broke in the error's
+ * constraint name (migration 0016); for a receipt over max_response_bytes its DETAIL starts
+ * with the receipt's bytes. 0014's function names none: the three are then one failure. */
+#define RULE_ONE_ROW      "declared_one_row"
+#define RULE_RECEIPT_JSON "declared_receipt_json"
+#define RULE_RECEIPT_SIZE "declared_receipt_size"
 
 #define KEY_TAKEN "IDEM1"
 
@@ -287,92 +288,70 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     return k;
 }
 
-/* The count idem.declared_outcome() raised with (IDEM2), or 0. */
-static long long raised_count(const call *c)
-{
-    const char *at = strstr(c->err->message, ROWS_IN_MESSAGE);
-
-    if (strcmp(c->err->sqlstate, "IDEM2") != 0 || at == NULL)
-        return 0;
-    return strtoll(at + strlen(ROWS_IN_MESSAGE), NULL, 10);
-}
-
-/* The statement refused the receipt (REFUSED_NULL): say why in the words of the callback
- * path, instead of the row count that carried it. */
+/* The statement broke a rule of idem.declared_outcome() (IDEM2): say which in the words of
+ * the callback path, by the rule the function names (0016), or all three when it names none
+ * (0014's function). */
 static void refused_receipt(call *c)
 {
-    long long rows = raised_count(c);
+    const char *rule = c->err->constraint;
 
-    if (rows >= 0)
+    if (strcmp(c->err->sqlstate, "IDEM2") != 0 || strcmp(rule, RULE_ONE_ROW) == 0)
         return;
-    if (rows == REFUSED_NULL)
+    if (strcmp(rule, RULE_RECEIPT_JSON) == 0)
         snprintf(c->err->message, sizeof(c->err->message),
                  "the declared statement returned SQL NULL instead of JSON");
+    else if (strcmp(rule, RULE_RECEIPT_SIZE) == 0)
+        snprintf(c->err->message, sizeof(c->err->message),
+                 "receipt: %lld bytes exceed the limit of %zu (max_response_bytes)",
+                 strtoll(c->err->detail, NULL, 10), c->store->opts.max_response_bytes);
     else
         snprintf(c->err->message, sizeof(c->err->message),
-                 "receipt: %lld bytes exceed the limit of %zu (max_response_bytes)", -rows,
+                 "the declared statement did not return exactly one row, or returned SQL NULL "
+                 "or a receipt over max_response_bytes (%zu); migration 0016 tells which",
                  c->store->opts.max_response_bytes);
 }
 
-/* Row-level security refused the record the statement writes with the tool's: the tool's
- * SQL changed idem.tenant (or turned row_security off) on its way; say so, keeping the
- * server's words, field sql. */
+/* Row-level security refused a row the statement writes, the record or one of the tool's
+ * (error.h, idem__error_row_security(); the server names the table only in its message):
+ * the tool's SQL changed idem.tenant or turned row_security off on its way, or wrote a row
+ * its own table's policy refuses; say so, keeping the server's words, field sql. */
 static void record_refused(call *c)
 {
     char said[IDEM_ERROR_MESSAGE_MAX];
 
-    if (strcmp(c->err->sqlstate, "42501") != 0 ||
-        strstr(c->err->message, "row-level security policy for table \"operations\"") == NULL)
+    if (!idem__error_row_security(c->err))
         return;
     snprintf(said, sizeof(said), "%s", c->err->message);
     idem__error_field(c->err, IDEM_EEFFECT, "sql",
-                      "the declared statement changed idem.tenant or turned row_security off, so "
-                      "its record could not be written under the call's tenant; nothing of the "
-                      "call is kept (%s)",
+                      "row-level security refused a row of the declared statement: it changed "
+                      "idem.tenant or turned row_security off, so that its record could not be "
+                      "written under the call's tenant, or wrote a row its table's policy "
+                      "refuses; nothing of the call is kept (%s)",
                       said);
     snprintf(c->err->sqlstate, sizeof(c->err->sqlstate), "42501");
 }
 
-/* What the declared statement needs of idem's schema, by the names the server's message
- * gives when one is missing (names are never translated, the words around them may be):
- * migration 0014's function, the record's columns of 0012 and 0013, the table. */
-static const char *const schema_objects[] = {
-    "idem.declared_outcome",
-    "idem.operations",
-    "receipt_canonical",
-    "identity_digests",
-};
+/* Whether idem's schema lacks what the declared statement needs (an older schema than this
+ * library's: run idem-migrate up), asked of the server after a failure of the schema's
+ * class, since its message names the missing object only in words: migration 0014's
+ * function, the record's columns of 0012 and 0013, the table. The tool's own SQL naming a
+ * missing object of the application's stays the effect's failure. */
+static const char schema_behind_sql[] =
+    "SELECT to_regprocedure('idem.declared_outcome(bytea,bigint,timestamptz)') IS NULL"
+    " OR (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('idem.operations')"
+    " AND attname IN ('receipt_canonical', 'identity_digests') AND NOT attisdropped) < 2";
 
-static int identifier_char(char c)
+static int schema_behind(idem_conn *conn, const idem_error *err)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '$' || (unsigned char)c >= 0x80;
-}
+    PGresult *res = NULL;
+    int behind;
 
-/* Whether @name stands in @message as a name of its own, not inside a longer one. */
-static int names(const char *message, const char *name)
-{
-    size_t len = strlen(name);
-
-    for (const char *at = strstr(message, name); at != NULL; at = strstr(at + 1, name)) {
-        if ((at == message || !identifier_char(at[-1])) && !identifier_char(at[len]))
-            return 1;
-    }
-    return 0;
-}
-
-/* Whether @err is the server saying idem's schema lacks one of schema_objects (an older
- * schema than this library's: run idem-migrate up); the tool's own SQL naming a missing
- * object of the application's stays the effect's failure. */
-static int schema_behind(const idem_error *err)
-{
-    if (idem__sqlstate_classify(err->sqlstate) != IDEM__SQLSTATE_SCHEMA)
+    if (idem__sqlstate_classify(err->sqlstate) != IDEM__SQLSTATE_SCHEMA ||
+        idem__conn_exec(&res, conn, schema_behind_sql, NULL) != 0)
         return 0;
-    for (size_t i = 0; i < sizeof(schema_objects) / sizeof(schema_objects[0]); i++) {
-        if (names(err->message, schema_objects[i]))
-            return 1;
-    }
-    return 0;
+    behind = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return behind;
 }
 
 /* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
@@ -407,7 +386,7 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     /* idem's schema is behind this library (the server refused the statement before running
      * any of it): the call ends misconfigured, as in the callback path, where the call's end
      * classifies and counts it (store_run.c). */
-    if (schema_behind(c->err)) {
+    if (schema_behind(conn, c->err)) {
         c->err->code = IDEM_EDB;
         *out_rc = IDEM_EDB;
         return STEP_DONE;

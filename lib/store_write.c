@@ -281,14 +281,14 @@ int idem__store_commit_unknown(size_t failed_at, size_t commit_at, const char *s
 
 /* Whether the finishing statement's failure (c->err) is the effect's doing: it changed
  * idem.tenant (IDEM3) or the claimed row (IDEM4), which idem.finish_guard() refuses, or it
- * turned row-level security off, so that idem's table could not be written (42501, "query
- * would be affected by row-level security policy"; at the claim the same would be the
- * deployment's). The transaction rolled back, the effect's writes with it. */
+ * turned row-level security off, so that idem's table could not be written (42501 raised
+ * by row-level security with row_security off, error.h; at the claim the same would be
+ * the deployment's). The transaction rolled back, the effect's writes with it. */
 static int finish_refused(const idem_error *err)
 {
     return strcmp(err->sqlstate, "IDEM3") == 0 || strcmp(err->sqlstate, "IDEM4") == 0 ||
            (strcmp(err->sqlstate, "42501") == 0 &&
-            strstr(err->message, "would be affected by row-level security") != NULL);
+            strcmp(err->constraint, IDEM__ROW_SECURITY_OFF) == 0);
 }
 
 /* The effect left the transaction so that its record could not be finished: effect_failed,

@@ -110,7 +110,9 @@ typedef struct idem_error {
     char detail[IDEM_ERROR_DETAIL_MAX];
     /** The server's HINT, or idem's advice on what to fix (misconfiguration), else "". */
     char hint[IDEM_ERROR_DETAIL_MAX];
-    /** The constraint a PostgreSQL error names (a CHECK or unique violation), else "". */
+    /** The constraint a PostgreSQL error names (a CHECK or unique violation), the rule of
+     * idem's that refused (declared_one_row, ...), "row_security_policy" or
+     * "row_security_off" for row-level security's refusals (SQLSTATE 42501), else "". */
     char constraint[IDEM_ERROR_CONSTRAINT_MAX];
 } idem_error;
 

@@ -36,9 +36,14 @@ int idem__wait_socket(int fd, short events, long long deadline_ms)
 
 /* What a server, or a pooler in front of it, answers when it refuses a connection's
  * settings for good (the message holds both words; "" matches any), and what to fix.
- * libpq keeps a refused connection's SQLSTATE to itself: these are the words in English,
- * as libpq, PostgreSQL (with lc_messages in English) and PgBouncer write them. The first
- * entry that matches decides. */
+ * The one place idem reads a message's words, since nothing else tells these apart:
+ * libpq 15 keeps a refused connection's SQLSTATE to itself (the server sends 28P01, 28000,
+ * 3D000 or 42501 with its FATAL, but PQgetResult() of the failed connection carries no
+ * PG_DIAG_SQLSTATE), and PQconnectionNeedsPassword() tells only a missing password. These
+ * are the words in English, as libpq, PostgreSQL (its cluster's lc_messages in English: a
+ * login is refused before a database's or a role's settings apply) and PgBouncer write
+ * them; in another language the failure stays unavailable (IDEM_EUNAVAIL), without the
+ * advice. The first entry that matches decides. */
 static const struct {
     const char *says;
     const char *and_says;
@@ -105,14 +110,61 @@ const char *idem__pg_login_refusal(const PGconn *pg)
     return login_advice(PQerrorMessage(pg));
 }
 
+/* The options libpq reads as integers (parse_int_param()) only when it connects, failing
+ * that first try; port is a list, one per host. */
+static const char *const libpq_int_options[] = {
+    "port",
+    "connect_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+};
+
+/* Whether @value (of option @keyword) is one libpq refuses to read as an integer. */
+static int int_option_refused(const char *keyword, const char *value)
+{
+    char one[64];
+    int n;
+
+    if (value == NULL || value[0] == '\0')
+        return 0;
+    if (strcmp(keyword, "port") != 0)
+        return idem__parse_libpq_int(&n, value) != 0;
+    for (const char *p = value;; p++) {
+        size_t len = strcspn(p, ",");
+
+        if (len >= sizeof(one))
+            return 1;
+        memcpy(one, p, len);
+        one[len] = '\0';
+        if (len > 0 && idem__parse_libpq_int(&n, one) != 0)
+            return 1;
+        p += len;
+        if (*p == '\0')
+            return 0;
+    }
+}
+
 /* libpq refused the settings of a failed connection: without trying (sslmode=bogus, a
  * conninfo that does not parse), which PQpingParams() tells without connecting
- * (PQPING_NO_ATTEMPT), or on its first try, saying so (in English: `invalid integer value
- * "x" for connection option "port"`). */
+ * (PQPING_NO_ATTEMPT), or on its first try, for an integer option it cannot read (port=x),
+ * which the options themselves tell (libpq's message says so only in words, translated by
+ * the client's locale). */
 static int settings_refused(PGconn *failed, const char *const *keys, const char *const *values)
 {
-    return strstr(PQerrorMessage(failed), "for connection option") != NULL ||
-           PQpingParams(keys, values, 1) == PQPING_NO_ATTEMPT;
+    PQconninfoOption *opts = PQconninfo(failed);
+    int refused = 0;
+
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL && !refused; o++) {
+        for (size_t i = 0; i < sizeof(libpq_int_options) / sizeof(libpq_int_options[0]); i++) {
+            if (strcmp(o->keyword, libpq_int_options[i]) == 0)
+                refused = int_option_refused(o->keyword, o->val);
+        }
+    }
+    PQconninfoFree(opts);
+    return refused || PQpingParams(keys, values, 1) == PQPING_NO_ATTEMPT;
 }
 
 idem__connect_outcome idem__pg_connect_failure(PGconn *failed, const char *const *keys,

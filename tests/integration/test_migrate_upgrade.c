@@ -255,6 +255,41 @@ Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_
     storetest_fini();
 }
 
+/* A declared call on a schema before 0016 fails the same: idem.declared_outcome() of 0014
+ * names no rule, so the three it checks (one row, not SQL NULL, within max_response_bytes)
+ * are said as one, not read from the count in its message; effect_failed, nothing written.
+ * idem_migrate_check() names 0016 pending. Once upgraded, the message names the rule. */
+Test(migrate_upgrade, a_schema_before_0016_fails_declared_rules_the_same_saying_less,
+     .timeout = 300)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+    idem_request req = storetest_request("acme", "op-null", "{}");
+
+    open_schema_at("before16", 14, "0016_declared_outcome_fields.sql");
+    cr_assert_eq(idem_declared_new(&d, "SELECT NULL::json", NULL, 0, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), IDEM_EEFFECT, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+    cr_assert_str_eq(err.sqlstate, "IDEM2");
+    cr_assert_not_null(strstr(err.message, "did not return exactly one row, or returned SQL NULL"),
+                       "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "migration 0016"), "%s", err.message);
+    cr_assert_eq(storetest_operations(), 0);
+    upgrade_and_reopen();
+    idem_outcome_clear(&out);
+    req.operation_id = "op-null-2";
+    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), IDEM_EEFFECT, "%s",
+                 err.message);
+    cr_assert_str_eq(err.constraint, "declared_receipt_json");
+    cr_assert_not_null(strstr(err.message, "returned SQL NULL instead of JSON"), "%s", err.message);
+    cr_assert_eq(storetest_operations(), 0);
+    idem_declared_free(d);
+    idem_outcome_clear(&out);
+    storetest_fini();
+}
+
 static const char TABLE_SQL[] =
     "CREATE TABLE t (tenant text NOT NULL, n int, CONSTRAINT t_pkey PRIMARY KEY (tenant));\n";
 /* A syntax error on line 6, in the action that starts on line 5. */

@@ -391,7 +391,7 @@ static void application_tables(void)
     "forty-eight characters')"
 
 /* A privilege the application's role lacks on its own table: misconfigured, not the
- * effect's failure, with the GRANT naming the table and the role, the server's words and
+ * effect's failure, with the GRANT naming the role, the server's words (naming the table) and
  * the statement whole; the same on a retry, where the connection runs the statement as
  * one it keeps (named by its first characters on the server). Nothing is stored. */
 Test(store_effect_rules, a_missing_privilege_on_the_applications_table_is_misconfigured)
@@ -412,11 +412,12 @@ Test(store_effect_rules, a_missing_privilege_on_the_applications_table_is_miscon
         cr_assert_eq(out.status, IDEM_STATUS_MISCONFIGURED);
         cr_assert_str_eq(err.sqlstate, "42501");
         cr_assert(
-            strstr(err.message, DENIED_SQL ": permission denied for table private_notes") != NULL,
+            strstr(err.message, DENIED_SQL ": ") != NULL &&
+                strstr(err.message, pgtest_server_says("permission denied for table")) != NULL &&
+                strstr(err.message, "private_notes") != NULL,
             "attempt %u: the statement whole, then the server's words: %s", attempt, err.message);
-        cr_assert(strstr(err.hint, "GRANT") != NULL && strstr(err.hint, "private_notes") != NULL &&
-                      strstr(err.hint, PGTEST_APP) != NULL,
-                  "%s", err.hint);
+        cr_assert(strstr(err.hint, "GRANT") != NULL && strstr(err.hint, PGTEST_APP) != NULL, "%s",
+                  err.hint);
         cr_assert(strstr(err.message, err.hint) != NULL, "the advice in the message: %s",
                   err.message);
     }
@@ -443,7 +444,8 @@ Test(store_effect_rules, a_row_level_security_refusal_stays_the_effects_failure)
                  IDEM_EEFFECT, "%s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
     cr_assert_str_eq(err.sqlstate, "42501");
-    cr_assert(strstr(err.message, "violates row-level security policy") != NULL, "%s", err.message);
+    cr_assert(strstr(err.message, pgtest_server_says("violates row-level security policy")) != NULL,
+              "%s", err.message);
     cr_assert_eq(storetest_operations(), 0);
     cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.tenant_notes"), 0);
 }
@@ -467,7 +469,8 @@ Test(store_effect_rules, a_failed_statement_is_named_whole)
         cr_assert_eq(idem_store_execute(&out, fx.store, &req, run_all, (void *)statements, &err),
                      IDEM_EEFFECT, "attempt %u: %s", attempt, err.message);
         cr_assert_str_eq(err.sqlstate, "22012");
-        cr_assert(strstr(err.message, LONG_FAILING_SQL ": division by zero") != NULL,
+        cr_assert(strstr(err.message, LONG_FAILING_SQL ": ") != NULL &&
+                      strstr(err.message, pgtest_server_says("division by zero")) != NULL,
                   "attempt %u: %s", attempt, err.message);
     }
 }
@@ -486,7 +489,9 @@ Test(store_effect_rules, a_statement_too_long_for_the_message_is_cut_visibly)
     cr_assert_eq(idem_store_execute(&out, fx.store, &req, run_all, (void *)statements, &err),
                  IDEM_EEFFECT, "%s", err.message);
     cr_assert(strstr(err.message, "SELECT 1 / 0 AS \"0000") != NULL, "%s", err.message);
-    cr_assert(strstr(err.message, "...: division by zero") != NULL, "%s", err.message);
+    cr_assert(strstr(err.message, "...: ") != NULL &&
+                  strstr(err.message, pgtest_server_says("division by zero")) != NULL,
+              "%s", err.message);
 }
 
 /* A refused statement is named whole too. */

@@ -229,6 +229,33 @@ static void drop_at_exit(const char *name)
     }
 }
 
+/* IDEM_TEST_LC_MESSAGES: the language the server speaks in the new database @name (its
+ * lc_messages, which only a superuser sets), so that the suite's error paths run with the
+ * server's messages translated; unset or empty, the cluster's. */
+static void set_lc_messages(PGconn *admin, const char *name)
+{
+    const char *lang = getenv("IDEM_TEST_LC_MESSAGES");
+    char *literal, sql[256];
+
+    if (lang == NULL || lang[0] == '\0')
+        return;
+    literal = PQescapeLiteral(admin, lang, strlen(lang));
+    cr_assert_not_null(literal, "IDEM_TEST_LC_MESSAGES: %s", PQerrorMessage(admin));
+    snprintf(sql, sizeof(sql), "ALTER DATABASE \"%s\" SET lc_messages = %s", name, literal);
+    PQfreemem(literal);
+    PQclear(pgtest_exec(admin, sql));
+}
+
+const char *pgtest_server_says(const char *english)
+{
+    const char *lang = getenv("IDEM_TEST_LC_MESSAGES");
+
+    if (lang == NULL || lang[0] == '\0' || strcmp(lang, "C") == 0 || strncmp(lang, "C.", 2) == 0 ||
+        strncmp(lang, "en", 2) == 0)
+        return english;
+    return "";
+}
+
 char *pgtest_new_database(const char *tag)
 {
     static unsigned counter;
@@ -244,6 +271,7 @@ char *pgtest_new_database(const char *tag)
     snprintf(sql, sizeof(sql), "CREATE DATABASE \"%s\" TEMPLATE template0", name);
     res = pgtest_exec(admin, sql);
     PQclear(res);
+    set_lc_messages(admin, name);
     PQfinish(admin);
     if (pgtest_citus_workers() != NULL) {
         drop_at_exit(name);

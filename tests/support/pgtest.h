@@ -111,6 +111,11 @@ PGconn *pgtest_connect(const char *conninfo);
 /* Run SQL that must succeed (fails the test otherwise); returns the result, caller clears. */
 PGresult *pgtest_exec(PGconn *conn, const char *sql);
 
+/* @english, words of the server's a test looks for in a message, when the server speaks
+ * English in the test's databases; "" (found in any message) when IDEM_TEST_LC_MESSAGES
+ * makes it speak another language: then only codes, fields and idem's own words count. */
+const char *pgtest_server_says(const char *english);
+
 /* Run a query returning one integer in its first cell. */
 long pgtest_scalar(PGconn *conn, const char *sql);
 

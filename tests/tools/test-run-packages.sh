@@ -43,7 +43,7 @@ check build "${build[@]}"
 check demo "${build[@]}" postgresql-15
 check bench "${build[@]}" postgresql-15 pgbouncer wrk python3
 check test "${build[@]}" postgresql-15 libcriterion-dev clang-format binutils procps python3 \
-    pgbouncer curl mandoc prometheus wrk
+    pgbouncer curl mandoc prometheus wrk locales
 
 "$run" packages frobnicate >/dev/null 2>&1
 [ $? = 64 ] || fail "packages of an unknown command: not a usage error"
