@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "core/connect.h"
 #include "core/text.h"
 #include "error.h"
