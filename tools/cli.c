@@ -1,4 +1,3 @@
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,10 +76,9 @@ static idem__connect_outcome connect_within_timeout(PGconn **conn, const char *c
     if (PQstatus(*conn) != CONNECTION_BAD &&
         idem__pg_connect_timeout_ms(&limit, *conn, why, size) != 0)
         return IDEM__CONNECT_SETTINGS;
-    return idem__pg_connect_wait(
-        conn, keys, values,
-        limit > 0 ? (long long)idem__now_ms() + limit * idem__pg_hosts_left(*conn) : LLONG_MAX,
-        limit, notices, arg);
+    return idem__pg_connect_wait(conn, keys, values,
+                                 idem__deadline_in(limit * idem__pg_hosts_left(*conn)), limit,
+                                 notices, arg);
 }
 
 int cli_connect_timeout_option(unsigned int *seconds, const char *prog, const char *arg)

@@ -1,6 +1,7 @@
 /* The monotonic clock in milliseconds, deadlines and sleeping: for the library and the
  * tools alike. */
 #include <errno.h>
+#include <limits.h>
 #include <time.h>
 
 #include "clock.h"
@@ -19,6 +20,11 @@ long long idem__coarse_ms(void)
 
     clock_gettime(COARSE_CLOCK, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long idem__deadline_in(long long ms)
+{
+    return ms > 0 ? (long long)idem__now_ms() + ms : LLONG_MAX;
 }
 
 void idem__deadline_after(struct timespec *ts, unsigned int ms)

@@ -12,6 +12,9 @@ uint64_t idem__now_ms(void);
 /* The same clock, coarse (to within a few ms, where the system has one) and cheap: for
  * the pool's bookkeeping on every acquire. */
 long long idem__coarse_ms(void);
+/* The idem__now_ms() time @ms from now, as the waits of core/connect.h take a deadline:
+ * LLONG_MAX (no limit) when @ms is 0 or less. */
+long long idem__deadline_in(long long ms);
 /* CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on a monotonic condvar. */
 void idem__deadline_after(struct timespec *ts, unsigned int ms);
 /* Sleep for ms milliseconds (restarted on EINTR). */

@@ -7,7 +7,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "error.h"
 #include "migrate_internal.h"
 

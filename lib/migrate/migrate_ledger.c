@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "core/text.h"
 #include "log.h"
 #include "error.h"

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "idem/idem.h"
 #include "pgtest.h"
 #include "stalltest.h"

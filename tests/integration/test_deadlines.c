@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "checkout.h"
-#include "clock.h"
+#include "core/clock.h"
 #include "conn.h"
 #include "exec.h"
 #include "idem/idem.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "checkout.h"
-#include "clock.h"
+#include "core/clock.h"
 #include "exec.h"
 #include "pooltest.h"
 #include "tenant.h"

@@ -4,7 +4,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "core/clock.h"
+#include "random.h"
 #include "idem/migrate.h"
 #include "idem/uuid.h"
 #include "pgtest.h"

@@ -1,4 +1,4 @@
-/* What a connection has prepared (lib/exec_prepared.c): a statement is found by its
+/* What a connection has prepared (lib/exec/exec_prepared.c): a statement is found by its
  * address and its name together, so that a declared effect freed and another made at the
  * same address is never taken for the one the server holds. */
 #include <criterion/criterion.h>

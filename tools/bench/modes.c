@@ -85,7 +85,7 @@ static PGresult *read_row(PGconn *pg, const char *const *values)
 }
 
 /* The read that sets the tenant itself, as the library's lookup does on plain PostgreSQL
- * (lib/tenant.h, idem__tenant_exec_either()): with the bare read, what row-level
+ * (lib/tx/tenant.h, idem__tenant_exec_either()): with the bare read, what row-level
  * security's setting costs the least a lookup does. */
 static const char as_tenant_sql[] =
     "SELECT o.response FROM (SELECT set_config('idem.tenant', $1, true) AS tenant) AS one"
@@ -187,7 +187,7 @@ static int replay_at(bench_results *res, const bench_config *cfg, const char *co
     close_side(&c);
     bench_ratio_throughput(m, 0, 1, "idem (retry) / bare primary-key SELECT", 0.9);
     bench_ratio_throughput(m, 2, 1, "idem (marked first attempt) / bare primary-key SELECT", 0);
-    /* The tenant's setting for row-level security (lib/tenant.h), on the least a lookup does. */
+    /* The tenant's setting for row-level security (lib/tx/tenant.h), on the least a lookup does. */
     bench_ratio_throughput(m, 3, 1, "bare behind the tenant setting / bare", 0.95);
     return rc;
 }

@@ -4,18 +4,11 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "guard.h"
 #include "metrics.h"
 
 #define TICK_MS 1000U
-
-uint64_t gw_guard_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
-}
 
 static struct timespec at_ms(uint64_t ms)
 {
@@ -61,10 +54,10 @@ static void *watch(void *arg)
 
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
-        struct timespec until = at_ms(gw_guard_now_ms() + TICK_MS);
+        struct timespec until = at_ms(idem__now_ms() + TICK_MS);
 
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
-        sweep(g, gw_guard_now_ms());
+        sweep(g, idem__now_ms());
     }
     pthread_mutex_unlock(&g->lock);
     return NULL;
@@ -132,7 +125,7 @@ gw_conn *gw_guard_opened(gw_guard *g, int fd)
     if (c != NULL) {
         c->fd = fd;
         c->phase = GW_WAITING;
-        c->since_ms = gw_guard_now_ms();
+        c->since_ms = idem__now_ms();
         c->next = g->head;
         if (g->head != NULL)
             g->head->prev = c;
@@ -178,7 +171,7 @@ void gw_guard_phase(gw_guard *g, gw_conn *c, gw_phase phase)
     else if (c->phase == GW_WAITING)
         g->active++;
     c->phase = phase;
-    c->since_ms = gw_guard_now_ms();
+    c->since_ms = idem__now_ms();
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -187,7 +180,7 @@ unsigned int gw_guard_drain(gw_guard *g, uint64_t deadline_ms)
     unsigned int left;
 
     pthread_mutex_lock(&g->lock);
-    while (g->active > 0 && gw_guard_now_ms() < deadline_ms) {
+    while (g->active > 0 && idem__now_ms() < deadline_ms) {
         struct timespec until = at_ms(deadline_ms);
 
         pthread_cond_timedwait(&g->wake, &g->lock, &until);

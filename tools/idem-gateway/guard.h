@@ -23,7 +23,7 @@ typedef struct gw_conn {
     struct gw_conn *prev, *next;
     int fd;
     gw_phase phase;
-    uint64_t since_ms; /* when the phase began (CLOCK_MONOTONIC) */
+    uint64_t since_ms; /* when the phase began (idem__now_ms()) */
     int cut;           /* the watchdog shut it down */
 } gw_conn;
 
@@ -57,11 +57,8 @@ void gw_guard_closed(gw_guard *g, gw_conn *c);
 /* It entered @phase; NULL is accepted. */
 void gw_guard_phase(gw_guard *g, gw_conn *c, gw_phase phase);
 
-/* Wait until no request is under way or @deadline_ms (CLOCK_MONOTONIC) passes. Returns
+/* Wait until no request is under way or @deadline_ms (an idem__now_ms() time) passes. Returns
  * the requests still under way. */
 unsigned int gw_guard_drain(gw_guard *g, uint64_t deadline_ms);
-
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t gw_guard_now_ms(void);
 
 #endif

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "call.h"
+#include "core/clock.h"
 #include "metrics.h"
 #include "upstream.h"
 
@@ -14,14 +14,6 @@
  * after 200 ms, then 400 ms: the store's deadline bounds each. */
 #define REPORT_TRIES      3
 #define REPORT_BACKOFF_MS 100U
-
-static void sleep_ms(unsigned int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
 
 /* @out and @err as @run's outcome; @run takes @out's receipt (@out is left empty). */
 static void settle(gw_run *run, idem_outcome *out, const idem_error *err)
@@ -66,7 +58,7 @@ static int report(idem_outcome *out, idem_external_attempt *a, const gw_http *h,
         snprintf(what, sizeof(what), "%s", res->error);
     for (int i = 0; i < REPORT_TRIES && rc == IDEM_EUNAVAIL; i++) {
         if (i > 0)
-            sleep_ms(REPORT_BACKOFF_MS << i);
+            idem__sleep_ms(REPORT_BACKOFF_MS << i);
         idem_outcome_clear(out);
         if (res->cls == GW_CLASS_SUCCESS)
             rc = idem_external_complete(out, a, gw_upstream_reference(ref, h, doc), doc, err);
@@ -146,7 +138,7 @@ static void dispatch(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
             return;
         }
         gw_upstream_result_clear(&res);
-        sleep_ms(delay);
+        idem__sleep_ms(delay);
     }
     gw_upstream_result_clear(&res);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "reply.h"
 #include "guard.h"
 #include "metrics.h"
@@ -47,7 +48,7 @@ void gw_ops_readyz(gw_reply *r, idem_pool *pool)
     int ready;
 
     pthread_mutex_lock(&ready_lock);
-    now = gw_guard_now_ms();
+    now = idem__now_ms();
     if (ready_last >= 0 && now - ready_at_ms < READY_REUSE_MS) {
         ready = ready_last;
     } else {
@@ -56,7 +57,7 @@ void gw_ops_readyz(gw_reply *r, idem_pool *pool)
             fprintf(stderr, "idem-gateway: readiness: %s%s%s\n", ready ? "ready" : "not ready",
                     ready ? "" : ": ", ready ? "" : err.message);
         ready_last = ready;
-        ready_at_ms = gw_guard_now_ms();
+        ready_at_ms = idem__now_ms();
         gw_metrics_ready(ready);
     }
     pthread_mutex_unlock(&ready_lock);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "core/clock.h"
 #include "call.h"
 #include "framing.h"
 #include "http_api.h"
@@ -623,7 +624,7 @@ unsigned int gw_server_drain(gw_server *s, unsigned int grace_s)
 {
     atomic_store(&s->stopping, 1);
     s->listen_fd = (int)MHD_quiesce_daemon(s->daemon);
-    return gw_guard_drain(&s->guard, gw_guard_now_ms() + (uint64_t)grace_s * 1000U);
+    return gw_guard_drain(&s->guard, idem__now_ms() + (uint64_t)grace_s * 1000U);
 }
 
 void gw_server_stop(gw_server *s)

@@ -6,7 +6,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "clock.h"
+#include "core/clock.h"
+#include "random.h"
 #include "error.h"
 #include "idem/retry.h"
 

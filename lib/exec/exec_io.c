@@ -8,7 +8,7 @@
 #include <pthread.h>
 #endif
 
-#include "clock.h"
+#include "core/clock.h"
 #include "error.h"
 #include "exec_io.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "error.h"
 #include "external_internal.h"
 #include "intent_internal.h"

@@ -3,7 +3,7 @@
  * the call: another attempt, in progress, effect failed, or outcome unknown. */
 #include "idem/jcs.h"
 
-#include "clock.h"
+#include "core/clock.h"
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -37,7 +37,7 @@ int idem__check_window(const char *field, unsigned int s, idem_error *err);
 int idem__struct_init(void *dst, const void *defaults, size_t size, unsigned int version,
                       unsigned int current);
 
-/* Mask @conninfo's password in every text of @err (idem_conninfo_redact()). */
+/* Mask @conninfo's password in every text of @err (redact.c, idem_conninfo_redact()). */
 void idem__error_redact(idem_error *err, const char *conninfo);
 
 /* Add context in front of the message already recorded ("context: lower message").

@@ -1,14 +1,13 @@
 /* One pooled connection (conn.h): opening it within a deadline, waiting on its socket,
  * checking that it is alive and clean before it serves a call, detecting a pooler in front
  * of the server, closing it. */
-#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "core/connect.h"
 #include "core/text.h"
 #include "error.h"
@@ -31,7 +30,7 @@ int idem__pg_connect(PGconn **out, const char *const *keys, const char *const *v
                      void *notices_arg, idem_error *err)
 {
     PGconn *pg = PQconnectStartParams(keys, values, 1);
-    long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
+    long long deadline = idem__deadline_in(timeout_ms);
     int rc;
 
     if (pg == NULL)
@@ -94,7 +93,7 @@ int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms)
 static int bounded_command(PGconn *pg, const char *sql, ExecStatusType expect,
                            unsigned int timeout_ms)
 {
-    long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
+    long long deadline = idem__deadline_in(timeout_ms);
     PGresult *res;
     int ok = 1, ready;
 
@@ -154,7 +153,7 @@ enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms)
 static int bounded_ask(PGresult **res, PGconn *pg, const char *sql, unsigned int timeout_ms,
                        const char *what, idem_error *err)
 {
-    long long deadline = timeout_ms > 0 ? (long long)idem__now_ms() + timeout_ms : LLONG_MAX;
+    long long deadline = idem__deadline_in(timeout_ms);
     int was_nonblocking = PQisnonblocking(pg), ready = -1;
     PGresult *next;
 

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "core/connect.h"
-#include "core/redact.h"
 #include "core/text.h"
 #include "error.h"
 
@@ -180,15 +179,6 @@ int idem__struct_init(void *dst, const void *defaults, size_t size, unsigned int
     memcpy(dst, defaults, size);
     memcpy(dst, &version, sizeof(version));
     return 0;
-}
-
-void idem__error_redact(idem_error *err, const char *conninfo)
-{
-    if (err == NULL || conninfo == NULL)
-        return;
-    idem__conninfo_redact(err->message, sizeof(err->message), conninfo);
-    idem__conninfo_redact(err->detail, sizeof(err->detail), conninfo);
-    idem__conninfo_redact(err->hint, sizeof(err->hint), conninfo);
 }
 
 int idem__error_context(idem_error *err, const char *fmt, ...)

@@ -11,7 +11,8 @@
 #include <time.h>
 
 #include "checkout.h"
-#include "clock.h"
+#include "core/clock.h"
+#include "random.h"
 #include "conn.h"
 #include "error.h"
 #include "log.h"

@@ -8,7 +8,7 @@
 
 #include "idem/jcs.h"
 
-#include "clock.h"
+#include "core/clock.h"
 #include "error.h"
 #include "external_internal.h"
 #include "log.h"

@@ -7,7 +7,7 @@
 
 #include "idem/jcs.h"
 
-#include "clock.h"
+#include "core/clock.h"
 #include "error.h"
 #include "exec.h"
 #include "json_pointer.h"

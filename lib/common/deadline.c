@@ -1,7 +1,7 @@
 /* A call's deadline (deadline.h). */
 #include <limits.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "deadline.h"
 
 long long idem__deadline_wait_until(uint64_t deadline_ms)

@@ -2,7 +2,7 @@
  * request checked, then attempts within the call's deadline and attempt cap (a retry looks
  * its key up first, a first attempt claims at once), the backoff after a serialization
  * failure, the lookup that resolves a lost COMMIT reply, and the call's status. */
-#include "clock.h"
+#include "core/clock.h"
 #include "log.h"
 #include "idem/uuid.h"
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "deadline.h"
 #include "exec.h"
 #include "settings.h"

@@ -1,9 +1,9 @@
-/* Jitter for retries and the pool: a per-thread random generator. The clocks are the
- * core's (core/clock.c). */
+/* Jitter for retries and the pool: a per-thread random generator (random.h). The clock is
+ * the core's (core/clock.c). */
 #include <openssl/rand.h>
 #include <time.h>
 
-#include "clock.h"
+#include "random.h"
 
 static _Thread_local uint64_t rng_state;
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "core/clock.h"
 #include "error.h"
 #include "exec.h"
 #include "store_internal.h"
