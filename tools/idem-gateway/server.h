@@ -1,4 +1,5 @@
-/* The HTTP server: libmicrohttpd with a thread per connection, so that a call waiting on
+/* The HTTP server: the gateway's front (front.h), then libmicrohttpd with a thread per
+ * connection, so that a call waiting on
  * PostgreSQL holds only its own connection's thread and never the thread that accepts
  * and reads the others. Routes: GET /v1/tools, POST /v1/tools/{tool}, POST /mcp
  * (mcp_http.h), GET /healthz, /readyz, /metrics (ops.h). Each request runs with the
@@ -12,6 +13,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "front.h"
 #include "guard.h"
 #include "live.h"
 
@@ -22,11 +24,11 @@
 typedef struct gw_server {
     gw_live *live; /* borrowed; outlives the server */
     gw_guard guard;
-    struct MHD_Daemon *daemon;
+    gw_front front;            /* accepts, and answers a malformed first head itself */
+    struct MHD_Daemon *daemon; /* takes the connections the front hands over */
     unsigned int port;   /* the port it listens on (the configured one, or the one given for 0) */
     int log_format;      /* -1: the configuration's log.format; else 1 JSON, 0 plain */
     atomic_int stopping; /* answers say Connection: close */
-    int listen_fd;       /* once quiesced: the listening socket, closed by gw_server_stop() */
 } gw_server;
 
 /* Start serving on the address the first configuration of @live names. Returns 0, or -1
