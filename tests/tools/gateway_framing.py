@@ -22,13 +22,15 @@ def fail(msg):
     failures.append(msg)
 
 
-def exchange(port, data, timeout=20):
-    """Send bytes; return what the gateway sent and whether it then closed the connection
-    (within @timeout)."""
+def exchange(port, data, timeout=20, half_close=False):
+    """Send bytes (then, with @half_close, close the sending side); return what the gateway
+    sent and whether it then closed the connection (within @timeout)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     got = b""
     try:
         s.sendall(data)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
         while True:
             chunk = s.recv(65536)
             if not chunk:
@@ -55,10 +57,10 @@ def chunked(body=BODY):
     return b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
 
 
-def check(name, data, want_line, want_type=None, port=None):
+def check(name, data, want_line, want_type=None, port=None, half_close=False):
     """The answer to @data: its status line @want_line, a problem of @want_type (None: not
     checked), one head, nothing after its body, and the connection closed."""
-    got, closed = exchange(port, data)
+    got, closed = exchange(port, data, half_close=half_close)
     head, _, body = got.partition(b"\r\n\r\n")
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
     if line != want_line:
@@ -151,6 +153,9 @@ def main():
     ]
     for name, data, line, ptype in cases:
         check(name, data, line, ptype, port)
+    # A head the client ends by closing its side: judged as it is, at once.
+    check("a request line, then the client's close", b"GARBAGE\r\n", bad,
+          "invalid-request-line", port, half_close=True)
     # Sound framing: created, both ways.
     check("Content-Length", post(token, "good-cl", [(cl, "12"), ("Connection", "close")]),
           "HTTP/1.1 201 Created", None, port)

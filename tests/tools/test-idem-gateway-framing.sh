@@ -58,7 +58,7 @@ expect still_serving is $? 0
 
 # Each of the gateway's framing answers counted under no tool and logged, with its route.
 expect metric_framing_501 is "$(metric 'idem_gateway_requests_total{tool="(none)",code="501"}')" 4
-expect metric_framing_400 is "$(metric 'idem_gateway_requests_total{tool="(none)",code="400"}')" 18
+expect metric_framing_400 is "$(metric 'idem_gateway_requests_total{tool="(none)",code="400"}')" 19
 expect logged_framing python3 -c '
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
@@ -66,7 +66,7 @@ refused = [l for l in lines if l.get("msg") == "request" and l["code"] in (400, 
            and l["route"] == "other" and l["tool"] == "(none)" and l["tenant"] is None
            and l["key"] is None and l["id"]]
 assert sum(l["code"] == 501 for l in refused) == 4, refused
-assert sum(l["code"] == 400 for l in refused) == 18, refused
+assert sum(l["code"] == 400 for l in refused) == 19, refused
 ' "$log"
 
 # ---------------------------------------------------------------------------------------

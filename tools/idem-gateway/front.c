@@ -1,4 +1,5 @@
 /* The listening socket, the accept thread, and a sniffer thread per new connection. */
+#define _GNU_SOURCE /* POLLRDHUP: the client closed its side, its data still unread */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -37,8 +38,8 @@ static int poll_ms(uint64_t deadline_ms, uint64_t now)
     return deadline_ms - now > INT_MAX ? INT_MAX : (int)(deadline_ms - now);
 }
 
-/* Wait until @fd has @events, up to @deadline_ms. Returns 1, 0 at the deadline, -1 when
- * the front stops (and @stoppable). */
+/* Wait until @fd has @events, up to @deadline_ms. Returns the events it has (> 0), 0 at
+ * the deadline, -1 when the front stops (and @stoppable). */
 static int wait_for(const gw_front *f, int fd, short events, uint64_t deadline_ms, int stoppable)
 {
     for (;;) {
@@ -56,7 +57,7 @@ static int wait_for(const gw_front *f, int fd, short events, uint64_t deadline_m
         if (stoppable && p[1].revents != 0)
             return -1;
         if (n > 0)
-            return 1;
+            return p[0].revents;
     }
 }
 
@@ -94,12 +95,16 @@ static gw_head_verdict read_head(sniff *j, char *buf, gw_reply *r, char id[GW_RE
     int eof = 0;
 
     while (v == GW_HEAD_MORE) {
+        int events = wait_for(j->f, j->fd, POLLIN | POLLRDHUP, j->deadline_ms, 1);
         ssize_t n;
 
-        if (wait_for(j->f, j->fd, POLLIN, j->deadline_ms, 1) <= 0)
+        if (events <= 0)
             return GW_HEAD_CLOSE;
-        if ((n = peek(j->fd, buf, cap, &eof)) < 0 || (eof && have == 0))
+        if ((n = peek(j->fd, buf, cap, &eof)) < 0)
             return GW_HEAD_CLOSE;
+        eof = eof || (events & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+        if (eof && n == 0)
+            return GW_HEAD_CLOSE;        /* it closed without a byte */
         if (!eof && (size_t)n == have) { /* no news: the low water mark was not kept */
             struct timespec pause = {0, 10 * 1000000L};
 
