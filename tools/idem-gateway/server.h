@@ -1,7 +1,7 @@
-/* The HTTP server: the gateway's front (front.h), then libmicrohttpd with a thread per
- * connection, so that a call waiting on
- * PostgreSQL holds only its own connection's thread and never the thread that accepts
- * and reads the others. Routes: GET /v1/tools, POST /v1/tools/{tool}, POST /mcp
+/* The HTTP server: the gateway's front (front.h) accepts each connection and judges its
+ * first request head, then libmicrohttpd serves it with a thread per connection, so that a
+ * call waiting on PostgreSQL holds only its own connection's thread and never the thread
+ * that accepts and reads the others. Routes: GET /v1/tools, POST /v1/tools/{tool}, POST /mcp
  * (mcp_http.h), GET /healthz, /readyz, /metrics (ops.h). Each request runs with the
  * configuration generation current when it started (live.h), is logged in one line
  * (reqlog.h) and counted (metrics.h); the connections are watched (guard.h). */
@@ -35,8 +35,9 @@ typedef struct gw_server {
  * with @why (of @size bytes). */
 int gw_server_start(gw_server *s, gw_live *live, int log_format, char *why, size_t size);
 
-/* Stop accepting (the listening socket is closed), then wait at most @grace_s seconds for
- * the requests under way to be answered. Returns how many were still under way. */
+/* Stop accepting (the listening socket is closed, the front's sniffers end), then wait at
+ * most @grace_s seconds for the requests under way to be answered. Returns how many were
+ * still under way. */
 unsigned int gw_server_drain(gw_server *s, unsigned int grace_s);
 
 /* Close every connection and stop; waits for the connection threads. */
