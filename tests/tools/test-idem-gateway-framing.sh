@@ -93,9 +93,21 @@ for id, route in (("list-1", "list"), ("call-1", "call"), ("mcp-1", "mcp")):
 assert lines["list-anonymous"]["tenant"] is None and lines["list-anonymous"]["code"] == 401
 ' "$log"
 
+# SIGTERM with a silent connection held by the front (counted open, no head yet): it is
+# closed unanswered, and the gateway stops at once, not at the head's deadline (30 s).
+exec 7<>"/dev/tcp/127.0.0.1/$port"
+for _ in $(seq 1 300); do
+    [ "$(metric idem_gateway_connections_open)" -ge 2 ] && break # curl's and the silent one
+    sleep 0.1
+done
+expect silent_counted_open test "$(metric idem_gateway_connections_open)" -ge 2
+started=$SECONDS
 kill -TERM "$gw_pid"
 wait "$gw_pid"
 expect exit_0 is $? 0
+expect stopped_at_once test $((SECONDS - started)) -lt 20
+expect silent_closed_unanswered is "$(timeout 20 cat <&7 | wc -c)" 0
+exec 7<&-
 pids=()
 [ "$failures" = 0 ] || tail -n 40 "$log" >&2
 finish
