@@ -6,6 +6,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,23 +139,41 @@ static int write_all(sniff *j, const char *data, size_t len)
     return 0;
 }
 
+/* Append to the head being built in @head (@size bytes, @n used); past the end, *@n says
+ * so (>= @size) and nothing more is written. */
+static void put(char *head, size_t size, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void put(char *head, size_t size, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    int k;
+
+    if (*n >= size)
+        return;
+    va_start(ap, fmt);
+    k = vsnprintf(head + *n, size - *n, fmt, ap);
+    va_end(ap);
+    *n = k < 0 ? size : *n + (size_t)k;
+}
+
 /* @r as HTTP/1.1 on the wire: its head, then its body. */
 static int send_answer(sniff *j, const gw_reply *r, const char *id)
 {
-    const char *reason = MHD_get_reason_phrase_for(r->status);
-    char head[2048];
-    int n = snprintf(head, sizeof(head), "HTTP/1.1 %u %s\r\n", r->status, reason);
+    char head[2048], date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    size_t n = 0;
 
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
+    put(head, sizeof(head), &n, "HTTP/1.1 %u %s\r\nDate: %s\r\n", r->status,
+        MHD_get_reason_phrase_for(r->status), date);
     if (r->content_type != NULL)
-        n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Type: %s\r\n", r->content_type);
+        put(head, sizeof(head), &n, "Content-Type: %s\r\n", r->content_type);
     for (size_t i = 0; i < r->nheaders; i++)
-        n += snprintf(head + n, sizeof(head) - (size_t)n, "%s: %s\r\n", r->headers[i].name,
-                      r->headers[i].value);
-    n += snprintf(head + n, sizeof(head) - (size_t)n,
-                  "X-Request-Id: %s\r\nContent-Length: %zu\r\n\r\n", id, r->len);
-    if (n < 0 || (size_t)n >= sizeof(head))
-        return -1;
-    if (write_all(j, head, (size_t)n) != 0)
+        put(head, sizeof(head), &n, "%s: %s\r\n", r->headers[i].name, r->headers[i].value);
+    put(head, sizeof(head), &n, "X-Request-Id: %s\r\nContent-Length: %zu\r\n\r\n", id, r->len);
+    if (n >= sizeof(head) || write_all(j, head, n) != 0)
         return -1;
     return write_all(j, r->body != NULL ? r->body : "", r->len);
 }
@@ -180,9 +199,11 @@ static void linger(sniff *j)
 
 static void refuse(sniff *j, gw_reply *r, const char *id)
 {
-    if (send_answer(j, r, id) == 0)
-        linger(j);
+    int sent = send_answer(j, r, id) == 0;
+
     j->f->answered(j->f->cls, r, id, (double)(gw_guard_now_ms() - j->started_ms) / 1000.0);
+    if (sent)
+        linger(j);
     gw_reply_clear(r);
 }
 
