@@ -3,8 +3,8 @@
 # (RFC 9112 section 6) against the server of tools/with-postgres, over raw sockets
 # (gateway_framing.py): conflicting or invalid Content-Length, Transfer-Encoding other
 # than chunked, both at once, a request line that is not HTTP; each gets its exact status
-# line, nothing runs (no row of the tool's, no operation), and each answer is counted and
-# logged. Also: the request log names the tenant of every authenticated route.
+# line and problem in one well-formed answer, nothing runs (no row of the tool's, no
+# operation), and each answer is counted and logged. Also: the request log names the tenant of every authenticated route.
 # IDEM-GATEWAY is "" when it is not built (skip).
 set -uo pipefail
 gateway=$1 migrate=$2 prefix=gwf
@@ -58,7 +58,7 @@ expect still_serving is $? 0
 
 # Each of the gateway's framing answers counted under no tool and logged, with its route.
 expect metric_framing_501 is "$(metric 'idem_gateway_requests_total{tool="(none)",code="501"}')" 4
-expect metric_framing_400 test "$(metric 'idem_gateway_requests_total{tool="(none)",code="400"}')" -ge 10
+expect metric_framing_400 is "$(metric 'idem_gateway_requests_total{tool="(none)",code="400"}')" 19
 expect logged_framing python3 -c '
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
@@ -66,7 +66,7 @@ refused = [l for l in lines if l.get("msg") == "request" and l["code"] in (400, 
            and l["route"] == "other" and l["tool"] == "(none)" and l["tenant"] is None
            and l["key"] is None and l["id"]]
 assert sum(l["code"] == 501 for l in refused) == 4, refused
-assert sum(l["code"] == 400 for l in refused) >= 10, refused
+assert sum(l["code"] == 400 for l in refused) == 19, refused
 ' "$log"
 
 # ---------------------------------------------------------------------------------------
@@ -93,9 +93,21 @@ for id, route in (("list-1", "list"), ("call-1", "call"), ("mcp-1", "mcp")):
 assert lines["list-anonymous"]["tenant"] is None and lines["list-anonymous"]["code"] == 401
 ' "$log"
 
+# SIGTERM with a silent connection held by the front (counted open, no head yet): it is
+# closed unanswered, and the gateway stops at once, not at the head's deadline (30 s).
+exec 7<>"/dev/tcp/127.0.0.1/$port"
+for _ in $(seq 1 300); do
+    [ "$(metric idem_gateway_connections_open)" -ge 2 ] && break # curl's and the silent one
+    sleep 0.1
+done
+expect silent_counted_open test "$(metric idem_gateway_connections_open)" -ge 2
+started=$SECONDS
 kill -TERM "$gw_pid"
 wait "$gw_pid"
 expect exit_0 is $? 0
+expect stopped_at_once test $((SECONDS - started)) -lt 20
+expect silent_closed_unanswered is "$(timeout 20 cat <&7 | wc -c)" 0
+exec 7<&-
 pids=()
 [ "$failures" = 0 ] || tail -n 40 "$log" >&2
 finish

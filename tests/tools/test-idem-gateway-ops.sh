@@ -120,7 +120,9 @@ check log_format_option_bad 64 "$gateway" --config "$good" --log-format xml
 # ---------------------------------------------------------------------------------------
 # The endpoints, the log and the request ID, on gateway "main".
 cfg="$scratch/main.json"
-config "$cfg" ', "max_connections": 1100, "idle_timeout_s": 600' "$tok $tok2"
+# request_timeout_s: a new connection that sends nothing is closed after it (the front),
+# and the 1,000 idle connections below are held open for the whole of their part.
+config "$cfg" ', "max_connections": 1100, "idle_timeout_s": 600, "request_timeout_s": 600' "$tok $tok2"
 start main "$cfg"
 http "http://127.0.0.1:$port/healthz"
 expect healthz_200 is "$status" 200
@@ -221,7 +223,7 @@ curl -s -m 5 -X POST "http://127.0.0.1:$up/_release" >/dev/null
 
 # ---------------------------------------------------------------------------------------
 # SIGHUP: a removed token is refused; an invalid file keeps the configuration in use.
-config "$cfg" ', "max_connections": 1100, "idle_timeout_s": 601' "$tok"
+config "$cfg" ', "max_connections": 1100, "idle_timeout_s": 601, "request_timeout_s": 600' "$tok"
 kill -HUP "$gw_pid"
 for _ in $(seq 1 300); do grep -q 'SIGHUP: reloaded' "$log" && break; sleep 0.1; done
 expect reload_logged grep -q 'SIGHUP: reloaded tools, tenants and tokens; changed but in effect only after a restart: http.idle_timeout_s' "$log"

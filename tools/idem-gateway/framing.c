@@ -6,20 +6,8 @@
 #include "call.h"
 #include "framing.h"
 
-/* What a request's headers say about its body's framing: every value is libmicrohttpd's,
- * valid while the request is. */
-typedef struct framing {
-    unsigned int nlength, nencoding;
-    const char *length[2]; /* the first two Content-Length values */
-    const char *encoding;  /* the first Transfer-Encoding value */
-} framing;
-
-static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *name,
-                               const char *value)
+void gw_framing_add(gw_framing *f, const char *name, const char *value)
 {
-    framing *f = cls;
-
-    (void)kind;
     if (strcasecmp(name, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
         if (f->nlength < 2)
             f->length[f->nlength] = value != NULL ? value : "";
@@ -29,6 +17,13 @@ static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *n
             f->encoding = value != NULL ? value : "";
         f->nencoding++;
     }
+}
+
+static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *name,
+                               const char *value)
+{
+    (void)kind;
+    gw_framing_add(cls, name, value);
     return MHD_YES;
 }
 
@@ -48,12 +43,12 @@ static int refuse(gw_reply *r, unsigned int status, const char *type, const char
     return -1;
 }
 
-static int bad(gw_reply *r, const char *detail)
+int gw_framing_refuse(gw_reply *r, const char *detail)
 {
     return refuse(r, 400, "invalid-framing", "Invalid message framing", detail);
 }
 
-static int check_encoding(gw_reply *r, const framing *f)
+static int check_encoding(gw_reply *r, const gw_framing *f)
 {
     char detail[256], shown[41];
 
@@ -61,7 +56,7 @@ static int check_encoding(gw_reply *r, const framing *f)
         snprintf(detail, sizeof(detail),
                  "Transfer-Encoding: the header is sent %u times; send it once, as \"chunked\"",
                  f->nencoding);
-        return bad(r, detail);
+        return gw_framing_refuse(r, detail);
     }
     if (strcasecmp(f->encoding, "chunked") != 0) {
         snprintf(detail, sizeof(detail),
@@ -72,12 +67,13 @@ static int check_encoding(gw_reply *r, const framing *f)
                       "Transfer-Encoding not implemented", detail);
     }
     if (f->nlength > 0)
-        return bad(r, "Transfer-Encoding and Content-Length are both sent; a body is framed "
-                      "by one of them: send one");
+        return gw_framing_refuse(
+            r, "Transfer-Encoding and Content-Length are both sent; a body is framed "
+               "by one of them: send one");
     return 0;
 }
 
-static int check_length(gw_reply *r, const framing *f)
+static int check_length(gw_reply *r, const gw_framing *f)
 {
     char detail[256], first[41], second[41];
 
@@ -86,25 +82,30 @@ static int check_length(gw_reply *r, const framing *f)
                  "Content-Length: the header is sent %u times (\"%s\", \"%s\"); send it once",
                  f->nlength, gw_printable(first, sizeof(first), f->length[0]),
                  gw_printable(second, sizeof(second), f->length[1]));
-        return bad(r, detail);
+        return gw_framing_refuse(r, detail);
     }
     if (!is_length(f->length[0])) {
         snprintf(detail, sizeof(detail),
                  "Content-Length: \"%s\" is not a length; send 1 to %d digits, nothing else",
                  gw_printable(first, sizeof(first), f->length[0]), GW_CONTENT_LENGTH_DIGITS_MAX);
-        return bad(r, detail);
+        return gw_framing_refuse(r, detail);
     }
+    return 0;
+}
+
+int gw_framing_judge(gw_reply *r, const gw_framing *f)
+{
+    if (f->nencoding > 0)
+        return check_encoding(r, f);
+    if (f->nlength > 0)
+        return check_length(r, f);
     return 0;
 }
 
 int gw_framing_check(gw_reply *r, struct MHD_Connection *c)
 {
-    framing f = {0, 0, {NULL, NULL}, NULL};
+    gw_framing f = GW_FRAMING_INIT;
 
     MHD_get_connection_values(c, MHD_HEADER_KIND, collect, &f);
-    if (f.nencoding > 0)
-        return check_encoding(r, &f);
-    if (f.nlength > 0)
-        return check_length(r, &f);
-    return 0;
+    return gw_framing_judge(r, &f);
 }

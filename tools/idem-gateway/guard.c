@@ -68,7 +68,7 @@ int gw_guard_start(gw_guard *g, unsigned int max, unsigned int idle_s, unsigned 
     pthread_condattr_t attr;
 
     g->head = NULL;
-    g->open = g->active = 0;
+    g->open = g->active = g->handed = 0;
     g->max = max;
     g->idle_s = idle_s;
     g->request_s = request_s;
@@ -116,12 +116,18 @@ int gw_guard_admit(gw_guard *g)
     return ok;
 }
 
-gw_conn *gw_guard_opened(gw_guard *g, int fd)
+/* A record for @fd, listed, counted open unless it was handed; @c (NULL: out of memory)
+ * is the record. Returns @c. */
+static gw_conn *record(gw_guard *g, gw_conn *c, int fd, int was_handed)
 {
-    gw_conn *c = calloc(1, sizeof(*c));
+    int counted;
 
     pthread_mutex_lock(&g->lock);
-    g->open++;
+    counted = was_handed && g->handed > 0;
+    if (counted)
+        g->handed--;
+    else
+        g->open++;
     if (c != NULL) {
         c->fd = fd;
         c->phase = GW_WAITING;
@@ -132,8 +138,54 @@ gw_conn *gw_guard_opened(gw_guard *g, int fd)
         g->head = c;
     }
     pthread_mutex_unlock(&g->lock);
-    gw_metrics_connection(1);
+    if (!counted)
+        gw_metrics_connection(1);
     return c;
+}
+
+gw_conn *gw_guard_opened(gw_guard *g, int fd)
+{
+    return record(g, calloc(1, sizeof(gw_conn)), fd, 0);
+}
+
+gw_conn *gw_guard_taken(gw_guard *g, int fd)
+{
+    return record(g, calloc(1, sizeof(gw_conn)), fd, 1);
+}
+
+/* Take @c off the list. Lock held. */
+static void unlist(gw_guard *g, gw_conn *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        g->head = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+}
+
+void gw_guard_handed(gw_guard *g, gw_conn *c)
+{
+    pthread_mutex_lock(&g->lock);
+    g->handed++;
+    if (c != NULL)
+        unlist(g, c);
+    pthread_mutex_unlock(&g->lock);
+    free(c);
+}
+
+void gw_guard_lost(gw_guard *g)
+{
+    int counted;
+
+    pthread_mutex_lock(&g->lock);
+    if ((counted = g->handed > 0)) {
+        g->handed--;
+        g->open--;
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (counted)
+        gw_metrics_connection(-1);
 }
 
 /* Leave @c's phase: one request fewer under way when it was in one. Lock held. */
@@ -149,12 +201,7 @@ void gw_guard_closed(gw_guard *g, gw_conn *c)
     g->open--;
     if (c != NULL) {
         leave(g, c);
-        if (c->prev != NULL)
-            c->prev->next = c->next;
-        else
-            g->head = c->next;
-        if (c->next != NULL)
-            c->next->prev = c->prev;
+        unlist(g, c);
     }
     pthread_mutex_unlock(&g->lock);
     free(c);

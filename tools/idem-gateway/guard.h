@@ -33,6 +33,7 @@ typedef struct gw_guard {
     gw_conn *head;          /* the open connections */
     unsigned int open, max; /* open now; the limit */
     unsigned int active;    /* requests under way */
+    unsigned int handed;    /* counted open, handed to the server, not yet taken */
     unsigned int idle_s, request_s;
     int stop;
     int started;
@@ -50,6 +51,17 @@ int gw_guard_admit(gw_guard *g);
 
 /* A connection on socket @fd opened: its record (NULL when out of memory: not watched). */
 gw_conn *gw_guard_opened(gw_guard *g, int fd);
+
+/* The connection of @c (NULL is accepted) is handed to the server, which takes it with
+ * gw_guard_taken(), or gives it up with gw_guard_lost(); it stays counted open meanwhile.
+ * @c is freed. */
+void gw_guard_handed(gw_guard *g, gw_conn *c);
+
+/* The server took a connection on socket @fd: its record, as gw_guard_opened(). */
+gw_conn *gw_guard_taken(gw_guard *g, int fd);
+
+/* The server could not take a handed connection (it is closed). */
+void gw_guard_lost(gw_guard *g);
 
 /* It closed; NULL is accepted. */
 void gw_guard_closed(gw_guard *g, gw_conn *c);

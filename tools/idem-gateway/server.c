@@ -458,20 +458,39 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
 
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_context = gw_guard_opened(&s->guard, info != NULL ? info->connect_fd : -1);
+        *socket_context = gw_guard_taken(&s->guard, info != NULL ? info->connect_fd : -1);
     } else {
         gw_guard_closed(&s->guard, *socket_context);
         *socket_context = NULL;
     }
 }
 
-static enum MHD_Result admit(void *cls, const struct sockaddr *addr, socklen_t len)
+/* The front hands a connection over (front.h); libmicrohttpd owns @fd in every case. */
+static int take(void *cls, int fd, const struct sockaddr *addr, socklen_t len)
 {
     gw_server *s = cls;
 
-    (void)addr;
-    (void)len;
-    return gw_guard_admit(&s->guard) ? MHD_YES : MHD_NO;
+    return MHD_add_connection(s->daemon, fd, addr, len) == MHD_YES ? 0 : -1;
+}
+
+/* An answer made before any handler ran: logged and counted as the gateway's own are,
+ * under no tool and the route "other". @seconds < 0: no duration. */
+static void answered_early(gw_server *s, const char *id, unsigned int code, double seconds)
+{
+    gw_log_entry e = {id, "other", NULL, GW_METRICS_NO_TOOL, NULL, code, NULL, 0};
+    gw_gen *gen;
+
+    e.seconds = seconds >= 0 ? seconds : 0;
+    gw_metrics_request(GW_METRICS_NO_TOOL, code, seconds);
+    gen = gw_live_acquire(s->live);
+    gw_log_request(&e, log_json(s, gen));
+    gw_gen_release(gen);
+}
+
+/* The front answered a connection's first head itself (head.h). */
+static void answered_by_front(void *cls, const gw_reply *r, const char *id, double seconds)
+{
+    answered_early(cls, id, r->status, seconds);
 }
 
 /* An answer libmicrohttpd made itself, as its message says. Before any handler ran (a
@@ -482,10 +501,8 @@ static enum MHD_Result admit(void *cls, const struct sockaddr *addr, socklen_t l
 static void answered_by_mhd(gw_server *s, const char *line)
 {
     const char *at = strstr(line, "HTTP response code is ");
-    gw_log_entry e = {NULL, "other", NULL, GW_METRICS_NO_TOOL, NULL, 0, NULL, 0};
     char id[GW_REQUEST_ID_MAX + 1];
     unsigned int code;
-    gw_gen *gen;
 
     if (at == NULL || sscanf(at, "HTTP response code is %u", &code) != 1 || code < 100 ||
         code > 599)
@@ -495,12 +512,7 @@ static void answered_by_mhd(gw_server *s, const char *line)
         return;
     }
     gw_request_id(id, NULL);
-    e.id = id;
-    e.code = code;
-    gw_metrics_request(GW_METRICS_NO_TOOL, code, -1);
-    gen = gw_live_acquire(s->live);
-    gw_log_request(&e, log_json(s, gen));
-    gw_gen_release(gen);
+    answered_early(s, id, code, -1);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -517,13 +529,12 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* The configured address as a socket address; 0, or -1 when it is not an IP address. */
-static int socket_address(struct sockaddr_storage *ss, int *v6, const gw_config *cfg)
+static int socket_address(struct sockaddr_storage *ss, const gw_config *cfg)
 {
     struct sockaddr_in *in = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
 
     memset(ss, 0, sizeof(*ss));
-    *v6 = 0;
     if (inet_pton(AF_INET, cfg->address, &in->sin_addr) == 1) {
         in->sin_family = AF_INET;
         in->sin_port = htons((uint16_t)cfg->port);
@@ -532,7 +543,6 @@ static int socket_address(struct sockaddr_storage *ss, int *v6, const gw_config 
     if (inet_pton(AF_INET6, cfg->address, &in6->sin6_addr) == 1) {
         in6->sin6_family = AF_INET6;
         in6->sin6_port = htons((uint16_t)cfg->port);
-        *v6 = 1;
         return 0;
     }
     return -1;
@@ -569,19 +579,18 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *uri)
     return (size_t)(out - uri);
 }
 
-/* The daemon over @cfg's address, with the limits (README.md in this folder, "Limits").
- * libmicrohttpd's own connection limit is a margin above the configured one, which
- * admit() enforces and counts: a closed connection's thread may still be ending. */
-static struct MHD_Daemon *daemon_start(gw_server *s, const gw_config *cfg,
-                                       const struct sockaddr_storage *ss, int v6)
+/* The daemon, with the limits (README.md in this folder, "Limits"), without a listening
+ * socket: the front (front.h) accepts, admits and hands the connections over.
+ * libmicrohttpd's own connection limit is a margin above the configured one, which the
+ * front enforces and counts: a closed connection's thread may still be ending. */
+static struct MHD_Daemon *daemon_start(gw_server *s, const gw_config *cfg)
 {
     unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                         MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+                         MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
 
     /* The logger first, so that every message of libmicrohttpd's goes through it. */
     return MHD_start_daemon(
-        flags | (v6 ? MHD_USE_IPv6 : 0), (uint16_t)cfg->port, admit, s, handle, s,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
+        flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections + 64, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->max_header_bytes * 2,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)GW_THREAD_STACK_BYTES, MHD_OPTION_NOTIFY_COMPLETED,
@@ -589,18 +598,37 @@ static struct MHD_Daemon *daemon_start(gw_server *s, const gw_config *cfg,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
 }
 
+/* The front over @cfg's address @ss. Returns 0 or -1 with @why. */
+static int front_start(gw_server *s, const gw_config *cfg, const struct sockaddr_storage *ss,
+                       char *why, size_t size)
+{
+    gw_front *f = &s->front;
+    char reason[256];
+
+    f->max_head = cfg->max_header_bytes;
+    f->timeout_s = cfg->request_timeout_s;
+    f->guard = &s->guard;
+    f->hand = take;
+    f->answered = answered_by_front;
+    f->cls = s;
+    if (gw_front_start(f, (const struct sockaddr *)ss,
+                       ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                 : sizeof(struct sockaddr_in),
+                       &s->port, reason, sizeof(reason)) == 0)
+        return 0;
+    snprintf(why, size, "cannot listen on %s port %u: %s", cfg->address, cfg->port, reason);
+    return -1;
+}
+
 int gw_server_start(gw_server *s, gw_live *live, int log_format, char *why, size_t size)
 {
     const gw_config *cfg = &live->boot;
     struct sockaddr_storage ss;
-    const union MHD_DaemonInfo *info;
-    int v6;
 
     s->live = live;
     s->log_format = log_format;
-    s->listen_fd = -1;
     atomic_init(&s->stopping, 0);
-    if (socket_address(&ss, &v6, cfg) != 0) {
+    if (socket_address(&ss, cfg) != 0) {
         snprintf(why, size, "http.address: \"%s\" is not an IPv4 or IPv6 address", cfg->address);
         return -1;
     }
@@ -609,31 +637,30 @@ int gw_server_start(gw_server *s, gw_live *live, int log_format, char *why, size
         snprintf(why, size, "cannot start the connections' watchdog thread");
         return -1;
     }
-    if ((s->daemon = daemon_start(s, cfg, &ss, v6)) == NULL) {
-        gw_guard_stop(&s->guard);
-        snprintf(why, size, "cannot listen on %s port %u (see the line above)", cfg->address,
-                 cfg->port);
+    if ((s->daemon = daemon_start(s, cfg)) == NULL) {
+        snprintf(why, size, "cannot start the HTTP server (see the line above)");
+        gw_server_stop(s);
         return -1;
     }
-    info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info != NULL && info->port != 0 ? info->port : cfg->port;
+    if (front_start(s, cfg, &ss, why, size) != 0) {
+        gw_server_stop(s);
+        return -1;
+    }
     return 0;
 }
 
 unsigned int gw_server_drain(gw_server *s, unsigned int grace_s)
 {
     atomic_store(&s->stopping, 1);
-    s->listen_fd = (int)MHD_quiesce_daemon(s->daemon);
+    gw_front_stop(&s->front);
     return gw_guard_drain(&s->guard, idem__now_ms() + (uint64_t)grace_s * 1000U);
 }
 
 void gw_server_stop(gw_server *s)
 {
+    gw_front_stop(&s->front);
     if (s->daemon != NULL)
         MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
-    if (s->listen_fd >= 0)
-        close(s->listen_fd);
-    s->listen_fd = -1;
     gw_guard_stop(&s->guard);
 }
