@@ -21,6 +21,8 @@
 
 /* How long a refused client may take to stop sending after its answer, at most. */
 #define LINGER_MS 2000U
+/* Out of descriptors or memory, the accept loop pauses this long before it tries again. */
+#define ACCEPT_PAUSE_MS 100U
 
 /* One connection being sniffed. */
 typedef struct sniff {
@@ -275,7 +277,7 @@ static void start_sniffer(gw_front *f, int fd, const struct sockaddr_storage *ad
 static void accept_failed(gw_front *f)
 {
     if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-        wait_for(f, f->wake[0], POLLIN, idem__now_ms() + 100U, 1);
+        wait_for(f, f->wake[0], POLLIN, idem__now_ms() + ACCEPT_PAUSE_MS, 1);
 }
 
 static void *accepter(void *arg)
