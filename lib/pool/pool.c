@@ -243,39 +243,16 @@ static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, long l
     return rc;
 }
 
-/* Whether the server takes a connection without the startup option that carries
- * statement_timeout_ms, within what is left until @open_until (none: no). */
-static int opens_without_options(idem_pool *pool, long long open_until)
-{
-    const char *keys[MAX_KEYS], *values[MAX_KEYS];
-    long long left = open_until - (long long)idem__now_ms();
-    PGconn *pg = NULL;
-    size_t n = 0;
-    int rc;
-
-    if (left < 1)
-        return 0;
-    for (; pool->keys[n] != NULL && strcmp(pool->keys[n], "options") != 0; n++) {
-        keys[n] = pool->keys[n];
-        values[n] = pool->values[n];
-    }
-    keys[n] = values[n] = NULL;
-    rc = idem__pg_connect(&pg, keys, values, left > UINT_MAX ? UINT_MAX : (unsigned int)left,
-                          "connect_timeout_ms", route_notice, pool, NULL);
-    if (pg != NULL)
-        PQfinish(pg);
-    return rc == 0;
-}
-
 /* PgBouncer refuses the startup option that carries statement_timeout_ms (unless told to
  * ignore it, and then the timeout is lost): say which setting avoids sending it. Its
- * refusal carries no SQLSTATE libpq passes on, and its words are its own: the server
- * taking the same connection without the option tells it, asked once, only when a
- * connection with it failed, within the opening's limit. */
-static int explain_refused_options(idem_pool *pool, int rc, long long open_until, idem_error *err)
+ * refusal carries no SQLSTATE that libpq passes on, so it is told by PgBouncer's own words,
+ * which it never translates (the one message idem reads besides a refused login's,
+ * core/connect.c). Asking the server again without the option would not tell it: a server
+ * starting up refuses the first connection and takes the second. */
+static int explain_refused_options(const idem_pool *pool, int rc, idem_error *err)
 {
-    if (rc != IDEM_EUNAVAIL || err == NULL || pool->pg_options == NULL ||
-        !opens_without_options(pool, open_until))
+    if (rc == 0 || err == NULL || pool->pg_options == NULL ||
+        strstr(err->message, "unsupported startup parameter") == NULL)
         return rc;
     err->code = IDEM_EINVAL;
     snprintf(err->field, sizeof(err->field), "pooler");
@@ -299,7 +276,7 @@ static int open_conn(idem_conn *conn, idem_pool *pool, long long until, idem_err
     int rc = explain_refused_options(pool,
                                      idem__pg_connect(&conn->pg, pool->keys, pool->values, open.ms,
                                                       open.by, route_notice, pool, err),
-                                     open.ms == 0 ? LLONG_MAX : open_until, err);
+                                     err);
 
     if (rc == 0) {
         left = open_until - (long long)idem__now_ms();
