@@ -4,7 +4,10 @@
 # (@modelcontextprotocol/sdk, pinned by MCP-DIR's package-lock.json and installed with npm
 # ci into WORK-DIR) over Streamable HTTP (/mcp) and stdio (--stdio): MCP-DIR/client.mjs;
 # hostile JSON-RPC over both, the raw initialize of 2025-06-18 and the end of stdin:
-# MCP-DIR/raw.mjs; then calls per second through MCP and through the HTTP API, printed
+# MCP-DIR/raw.mjs; revision 2026-07-28 with the SDK's v2 client (@modelcontextprotocol/client,
+# server/discover first, no session, a call whose connection closes replayed once, trace
+# context in the log line): MCP-DIR/modern.mjs; then calls per second through MCP and
+# through the HTTP API, printed
 # (MCP-DIR/bench.mjs; measured, not asserted; IDEM_MCP_BENCH_CALLS calls each, 300 by
 # default). Skipped (77), saying so, when node or the SDK cannot be had, unless IDEM_CI=1
 # (.ci/run), where that fails the test; and when the gateway is not built.
@@ -35,7 +38,7 @@ if [ ! -f "$work/node_modules/@modelcontextprotocol/sdk/package.json" ] ||
     if ! (cd "$work" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund \
         >"$work/npm.log" 2>&1); then
         tail -3 "$work/npm.log" >&2
-        cannot "npm could not install @modelcontextprotocol/sdk (is the registry reachable?)"
+        cannot "npm could not install the MCP SDK's clients (is the registry reachable?)"
     fi
     cp "$src/package-lock.json" "$work/node_modules/.package-lock.json.installed"
 fi
@@ -172,6 +175,7 @@ url="http://127.0.0.1:$port/mcp"
 OU_KEY=http-unknown-1 TRANSCRIPT="$work/transcript.json" run_node client.mjs http "$url" "$token"
 OU_KEY=stdio-unknown-1 run_node client.mjs stdio "$gateway" "$cfg"
 run_node raw.mjs "$url" "$token" "$gateway" "$cfg"
+GATEWAY_LOG="$scratch/gateway.log" run_node modern.mjs "$url" "$token" "$gateway" "$cfg"
 expect gateway_still_serving kill -0 "$gw_pid"
 run_node bench.mjs "$port" "$token" "${IDEM_MCP_BENCH_CALLS:-300}"
 

@@ -323,6 +323,53 @@ mcp_call send_hang k-mcp-hang
 answer mcp_hang_again 200 && expect mcp_hang_still_unknown mcp_status outcome_unknown error
 expect mcp_hang_sent_once test "$(received /v1/hang)" = $((sent + 1))
 
+# W3C Trace Context: the caller's traceparent (header, or an MCP message's _meta) goes
+# upstream with the same trace-id and the gateway's span as the parent, which the log line
+# names; none, or an invalid one (ignored, no error): a new trace, the same in both.
+# log_field ID NAME: NAME's value in the log line of request ID (waited for: it is written
+# once the answer is sent).
+log_field() {
+    for _ in $(seq 1 100); do
+        grep -q "request id=$1 " "$scratch/main.log" && break
+        sleep 0.1
+    done
+    grep "request id=$1 " "$scratch/main.log" | tail -1 | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+sent_header() { upstream_log "d['requests'][-1]['headers'].get('$1', '')"; }
+tp=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+http -X POST "http://127.0.0.1:$port/v1/tools/send_email" -H "Authorization: Bearer $tok" \
+    -H "Idempotency-Key: k-trace-1" -H 'Content-Type: application/json' -H "traceparent: $tp" \
+    -H 'tracestate: rojo=00f067aa0ba902b7,congo=t61rcWkgMzE' -H 'X-Request-Id: trace-1' \
+    --data-binary "$to"
+answer trace_created 201
+up_tp=$(sent_header traceparent)
+expect trace_same_trace_id test "${up_tp:0:36}" = 00-4bf92f3577b34da6a3ce929d0e0e4736-
+expect trace_parent_is_the_gateways_span test "${up_tp:36}" = "$(log_field trace-1 span)-01"
+expect trace_span_is_new test "${up_tp:36:16}" != 00f067aa0ba902b7
+expect trace_logged test "$(log_field trace-1 trace)" = 4bf92f3577b34da6a3ce929d0e0e4736
+expect trace_state_passed test "$(sent_header tracestate)" = 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE'
+http -X POST "http://127.0.0.1:$port/v1/tools/send_email" -H "Authorization: Bearer $tok" \
+    -H "Idempotency-Key: k-trace-2" -H 'Content-Type: application/json' -H 'X-Request-Id: trace-2' \
+    --data-binary "$to"
+answer trace_none_created 201
+up_tp=$(sent_header traceparent)
+expect trace_none_new_trace test "$up_tp" = "00-$(log_field trace-2 trace)-$(log_field trace-2 span)-00"
+expect trace_none_no_state test -z "$(sent_header tracestate)"
+http -X POST "http://127.0.0.1:$port/v1/tools/send_email" -H "Authorization: Bearer $tok" \
+    -H "Idempotency-Key: k-trace-3" -H 'Content-Type: application/json' -H 'X-Request-Id: trace-3' \
+    -H 'traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01' --data-binary "$to"
+answer trace_invalid_ignored 201
+up_tp=$(sent_header traceparent)
+expect trace_invalid_new_trace test "$up_tp" = "00-$(log_field trace-3 trace)-$(log_field trace-3 span)-00"
+http -X POST "http://127.0.0.1:$port/mcp" -H "Authorization: Bearer $tok" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'X-Request-Id: trace-4' --data-binary "{\"jsonrpc\": \"2.0\", \"id\": 8,
+    \"method\": \"tools/call\", \"params\": {\"name\": \"send_email\", \"arguments\": $to,
+    \"_meta\": {\"dev.idem/operation_id\": \"k-trace-4\", \"traceparent\": \"$tp\"}}}"
+answer trace_mcp 200 && expect trace_mcp_created mcp_status created ok
+up_tp=$(sent_header traceparent)
+expect trace_mcp_meta_sent test "$up_tp" = "00-4bf92f3577b34da6a3ce929d0e0e4736-$(log_field trace-4 span)-01"
+
 # Done, then the connection dropped without an answer: outcome_unknown, not sent again
 # (libcurl's own resend on a fresh connection is refused).
 script /v1/closed '["ok", "drop"]' false

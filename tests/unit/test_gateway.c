@@ -4,6 +4,7 @@
  * place. Nothing here connects: a configuration's database is never reached, and every
  * call made here is refused before the store. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "http_api.h"
 #include "mcp.h"
 #include "run.h"
+#include "trace.h"
 
 #define DIGEST "0000000000000000000000000000000000000000000000000000000000000000"
 
@@ -194,7 +196,7 @@ Test(gateway, a_template_fills_its_placeholders_and_fits_its_buffer)
 /* @msg answered by the MCP adapter as the stdio tenant, with no store: the reply, parsed. */
 static json_t *mcp(const char *msg, int *refused)
 {
-    gw_mcp m = {cfg, NULL, NULL};
+    gw_mcp m = {cfg, NULL, NULL, NULL, NULL};
     char *out = NULL;
     json_t *reply;
 
@@ -422,5 +424,302 @@ Test(gateway, initialize_tells_both_channels)
 
     cr_assert_not_null(strstr(t, "generate a new UUID for each new action"), "%s", t);
     cr_assert_not_null(strstr(t, "_meta[\"" GW_MCP_META_OPERATION_ID "\"]"), "%s", t);
+    json_decref(reply);
+}
+
+/* W3C Trace Context: each traceparent as the specification reads it. Arrays, not
+ * pointers: Criterion copies the parameters into the test's process. */
+typedef struct traceparent_case {
+    char text[96];
+    int valid;
+} traceparent_case;
+
+ParameterizedTestParameters(trace, traceparent_is_read_as_the_w3c_specification_says)
+{
+    static traceparent_case cases[] = {
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 1},
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", 1},
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff", 1},
+        /* a later version: its first four fields, and more after a dash */
+        {"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 1},
+        {"cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-the-future-says", 1},
+        {"cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", 0},
+        /* version ff is forbidden; 00 is exactly 55 characters */
+        {"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 0},
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-", 0},
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1", 0},
+        /* all-zero IDs are invalid */
+        {"00-00000000000000000000000000000000-00f067aa0ba902b7-01", 0},
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", 0},
+        /* lowercase hex only, dashes where they belong */
+        {"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", 0},
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736-00F067AA0BA902B7-01", 0},
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g", 0},
+        {"0x-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 0},
+        {"00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 0},
+        {"00-4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7-01", 0},
+        {"00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01", 0},
+        {" 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 0},
+        {"", 0},
+    };
+
+    return cr_make_param_array(traceparent_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(traceparent_case *c, trace, traceparent_is_read_as_the_w3c_specification_says)
+{
+    gw_trace t;
+
+    memset(&t, 'x', sizeof(t));
+    cr_assert_eq(gw_trace_parse(&t, c->text) == 0, c->valid, "\"%s\"", c->text);
+    if (c->valid) {
+        cr_assert_eq(strncmp(t.trace_id, c->text + 3, 32), 0);
+        cr_assert_eq(strlen(t.trace_id), 32);
+        cr_assert_eq(strncmp(t.parent_id, c->text + 36, 16), 0);
+        cr_assert_eq(strncmp(t.flags, c->text + 53, 2), 0);
+    } else {
+        cr_assert_eq(t.trace_id[0], 'x', "an invalid traceparent left @out as it was");
+    }
+}
+
+Test(trace, an_absent_traceparent_is_invalid_and_an_invalid_one_starts_a_new_trace)
+{
+    gw_trace a, b;
+
+    cr_assert_eq(gw_trace_parse(&a, NULL), -1);
+    gw_trace_begin(&a, "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "k=v");
+    gw_trace_begin(&b, NULL, NULL);
+    for (const gw_trace *t = &a; t != NULL; t = t == &a ? &b : NULL) {
+        char header[GW_TRACEPARENT_LEN + 1];
+        gw_trace back;
+
+        cr_assert_eq(strlen(t->trace_id), 32);
+        cr_assert_eq(strlen(t->span_id), 16);
+        cr_assert_str_eq(t->parent_id, "");
+        cr_assert_str_eq(t->flags, "00");
+        cr_assert_str_eq(t->tracestate, "", "a tracestate without its traceparent is dropped");
+        cr_assert_eq(gw_trace_parse(&back, gw_trace_header(header, t)), 0, "%s", header);
+    }
+    cr_assert_str_neq(a.trace_id, b.trace_id, "each new trace has a random trace-id");
+}
+
+Test(trace, a_valid_traceparent_keeps_its_trace_and_the_gateway_adds_its_span)
+{
+    static const char parent[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    char header[GW_TRACEPARENT_LEN + 1];
+    gw_trace t, u;
+
+    gw_trace_begin(&t, parent, "congo=t61rcWkgMzE, rojo=00f067aa0ba902b7");
+    gw_trace_begin(&u, parent, NULL);
+    cr_assert_str_eq(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    cr_assert_str_eq(t.parent_id, "00f067aa0ba902b7");
+    cr_assert_str_neq(t.span_id, t.parent_id);
+    cr_assert_str_neq(t.span_id, u.span_id, "a new span for each request");
+    cr_assert_str_eq(t.tracestate, "congo=t61rcWkgMzE, rojo=00f067aa0ba902b7");
+    gw_trace_header(header, &t);
+    cr_assert_eq(strncmp(header, "00-4bf92f3577b34da6a3ce929d0e0e4736-", 36), 0, "%s", header);
+    cr_assert_eq(strncmp(header + 36, t.span_id, 16), 0, "%s", header);
+    cr_assert_str_eq(header + 52, "-01", "the caller's flags are passed on");
+}
+
+Test(trace, a_tracestate_is_passed_on_only_when_well_formed)
+{
+    char long_state[GW_TRACESTATE_MAX + 2];
+
+    cr_assert(gw_tracestate_ok("rojo=00f067aa0ba902b7"));
+    cr_assert(gw_tracestate_ok("a=1,,b=2"));
+    cr_assert_not(gw_tracestate_ok(NULL));
+    cr_assert_not(gw_tracestate_ok(""));
+    cr_assert_not(gw_tracestate_ok("novalue"));
+    cr_assert_not(gw_tracestate_ok("a=1,=2"));
+    cr_assert_not(gw_tracestate_ok("a=1\n"));
+    memset(long_state, 'a', sizeof(long_state) - 1);
+    long_state[1] = '=';
+    long_state[sizeof(long_state) - 1] = '\0';
+    cr_assert_not(gw_tracestate_ok(long_state), "longer than %d bytes", GW_TRACESTATE_MAX);
+    long_state[sizeof(long_state) - 2] = '\0';
+    cr_assert(gw_tracestate_ok(long_state), "%d bytes", GW_TRACESTATE_MAX);
+}
+
+/* @msg answered as over HTTP with the headers MCP-Protocol-Version @version and Mcp-Method
+ * @method (NULL: absent), in the request context @ctx (NULL: none). */
+static json_t *mcp_http(const char *msg, const char *version, const char *method, gw_call_ctx *ctx,
+                        int *refused)
+{
+    gw_mcp m = {cfg, NULL, ctx, version, method};
+    char *out = NULL;
+    json_t *reply;
+
+    cr_assert_eq(gw_mcp_handle(&out, refused, &m, cfg->stdio_tenant, msg, strlen(msg)), 0);
+    cr_assert_not_null(out, "no reply to %s", msg);
+    reply = json_loads(out, 0, NULL);
+    free(out);
+    cr_assert_not_null(reply);
+    return reply;
+}
+
+#define ENVELOPE(v)                                                                                \
+    "\"_meta\": {\"" GW_MCP_META_PROTOCOL_VERSION "\": \"" v "\", "                                \
+    "\"io.modelcontextprotocol/clientCapabilities\": {}}"
+#define MODERN(method, rest)                                                                       \
+    "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"" method                                      \
+    "\", \"params\": {" ENVELOPE("2026-07-28") rest "}}"
+
+static void assert_refused_rpc(json_t *reply, int refused, int code, const char *says)
+{
+    const json_t *error = json_object_get(reply, "error");
+    const char *message = json_string_value(json_object_get(error, "message"));
+
+    cr_assert_eq(refused, 1, "refused as a message (HTTP 400)");
+    cr_assert_eq(json_integer_value(json_object_get(error, "code")), code, "%s", message);
+    cr_assert_not_null(strstr(message, says), "%s", message);
+    cr_assert_eq(json_integer_value(json_object_get(reply, "id")), 7);
+}
+
+Test(gateway, server_discover_offers_both_eras_without_a_session)
+{
+    int refused;
+    json_t *reply =
+        mcp_http(MODERN("server/discover", ""), "2026-07-28", "server/discover", NULL, &refused);
+    const json_t *r = json_object_get(reply, "result");
+    const json_t *v = json_object_get(r, "supportedVersions");
+
+    cr_assert_eq(refused, 0);
+    cr_assert_str_eq(json_string_value(json_array_get(v, 0)), GW_MCP_VERSION_MODERN);
+    cr_assert_str_eq(json_string_value(json_array_get(v, 1)), GW_MCP_VERSION_LATEST);
+    cr_assert_eq(json_array_size(v), 3);
+    cr_assert(json_is_false(json_object_get(
+        json_object_get(json_object_get(r, "capabilities"), "tools"), "listChanged")));
+    cr_assert_str_eq(json_string_value(json_object_get(r, "resultType")), "complete");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(r, "_meta"), GW_MCP_META_SERVER_INFO), "name")),
+        "idem-gateway");
+    cr_assert_not_null(
+        strstr(json_string_value(json_object_get(r, "instructions")), GW_MCP_META_OPERATION_ID));
+    json_decref(reply);
+}
+
+Test(gateway, a_2026_request_answers_with_that_eras_members)
+{
+    int refused;
+    json_t *list = mcp_http(MODERN("tools/list", ""), "2026-07-28", "tools/list", NULL, &refused);
+    json_t *ping = mcp_http(MODERN("ping", ""), NULL, NULL, NULL, &refused);
+    json_t *old = mcp("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/list\"}", &refused);
+    const json_t *r = json_object_get(list, "result");
+
+    cr_assert_eq(json_integer_value(json_object_get(r, "ttlMs")), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cacheScope")), "private");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "resultType")), "complete");
+    cr_assert_eq(json_array_size(json_object_get(r, "tools")), 2);
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(ping, "result"), "resultType")),
+        "complete", "the envelope alone (stdio) makes the request 2026-07-28's");
+    r = json_object_get(old, "result");
+    cr_assert_null(json_object_get(r, "resultType"), "2025 answers are as they were");
+    cr_assert_null(json_object_get(r, "ttlMs"));
+    json_decref(list);
+    json_decref(ping);
+    json_decref(old);
+}
+
+Test(gateway, a_2026_request_that_contradicts_itself_is_refused_as_a_message)
+{
+    int refused;
+    json_t *reply;
+    const json_t *data;
+
+    reply = mcp_http("{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/list\"}", "2026-07-28",
+                     "tools/list", NULL, &refused);
+    assert_refused_rpc(reply, refused, GW_RPC_INVALID_PARAMS, "is missing");
+    json_decref(reply);
+    reply = mcp_http(MODERN("tools/list", ""), "2025-11-25", "tools/list", NULL, &refused);
+    assert_refused_rpc(reply, refused, GW_RPC_HEADER_MISMATCH, "MCP-Protocol-Version");
+    json_decref(reply);
+    reply = mcp_http(MODERN("tools/list", ""), "2026-07-28", "tools/call", NULL, &refused);
+    assert_refused_rpc(reply, refused, GW_RPC_HEADER_MISMATCH, "Mcp-Method");
+    json_decref(reply);
+    reply = mcp_http("{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/list\", \"params\": "
+                     "{" ENVELOPE("2027-01-01") "}}",
+                     NULL, NULL, NULL, &refused);
+    assert_refused_rpc(reply, refused, GW_RPC_UNSUPPORTED_REVISION, "\"2027-01-01\"");
+    data = json_object_get(json_object_get(reply, "error"), "data");
+    cr_assert_str_eq(json_string_value(json_object_get(data, "requested")), "2027-01-01");
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(data, "supported"), 0)),
+                     GW_MCP_VERSION_MODERN);
+    json_decref(reply);
+    reply = mcp_http(MODERN("initialize", ", \"protocolVersion\": \"2026-07-28\""), NULL, NULL,
+                     NULL, &refused);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(reply, "error"), "code")),
+                 GW_RPC_METHOD_NOT_FOUND);
+    json_decref(reply);
+}
+
+Test(gateway, initialize_never_answers_with_the_2026_revision)
+{
+    int refused;
+    json_t *reply = mcp("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": "
+                        "{\"protocolVersion\": \"2026-07-28\"}}",
+                        &refused);
+
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(reply, "result"), "protocolVersion")),
+        GW_MCP_VERSION_LATEST);
+    json_decref(reply);
+}
+
+Test(gateway, the_operation_id_is_read_under_both_spellings_of_its_meta_key)
+{
+    json_t *sc;
+
+    /* Both refused before the store the same way: the key is read under either name. */
+    assert_result(CALL("{\"text\": 5}", "{\"" GW_MCP_META_OPERATION_ID "\": \"k1\"}"), "invalid",
+                  "pointer", "/text");
+    assert_result(CALL("{\"text\": 5}", "{\"" GW_MCP_META_OPERATION_ID_OLD "\": \"k1\"}"),
+                  "invalid", "pointer", "/text");
+    assert_result(CALL("{\"text\": 5}",
+                       "{\"" GW_MCP_META_OPERATION_ID "\": \"k1\", \"" GW_MCP_META_OPERATION_ID_OLD
+                       "\": \"k1\"}"),
+                  "invalid", "pointer", "/text");
+    assert_rpc_error(CALL("{\"text\": \"x\"}",
+                          "{\"" GW_MCP_META_OPERATION_ID
+                          "\": \"k1\", \"" GW_MCP_META_OPERATION_ID_OLD "\": \"k2\"}"),
+                     GW_RPC_INVALID_PARAMS, "hold different values");
+    assert_rpc_error(
+        CALL("{}", "{\"" GW_MCP_META_ALLOCATE "\": true, \"" GW_MCP_META_ALLOCATE_OLD "\": false}"),
+        GW_RPC_INVALID_PARAMS, "hold different values");
+    assert_rpc_error(CALL("{}", "{\"" GW_MCP_META_OPERATION_ID_OLD "\": 5}"), GW_RPC_INVALID_PARAMS,
+                     "[\"" GW_MCP_META_OPERATION_ID_OLD "\"] must be a string");
+    sc = result_of(CALL("{}", "{\"" GW_MCP_META_ALLOCATE_OLD "\": true}"));
+    cr_assert_str_eq(json_string_value(json_object_get(sc, "status")), "allocated");
+    json_decref(sc);
+}
+
+Test(gateway, a_traceparent_in_meta_becomes_the_requests_trace_context)
+{
+    gw_call_ctx ctx;
+    int refused;
+    json_t *reply;
+    char before[33];
+
+    memset(&ctx, 0, sizeof(ctx));
+    gw_trace_begin(&ctx.trace, "00-11111111111111111111111111111111-2222222222222222-01", NULL);
+    reply =
+        mcp_http("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\", \"params\": {\"_meta\": "
+                 "{\"traceparent\": \"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\","
+                 " \"tracestate\": \"rojo=1\"}}}",
+                 NULL, NULL, &ctx, &refused);
+    cr_assert_str_eq(ctx.trace.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    cr_assert_str_eq(ctx.trace.parent_id, "00f067aa0ba902b7");
+    cr_assert_str_eq(ctx.trace.tracestate, "rojo=1");
+    json_decref(reply);
+    memcpy(before, ctx.trace.trace_id, sizeof(before));
+    reply =
+        mcp_http("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\", \"params\": {\"_meta\": "
+                 "{\"traceparent\": \"00-00000000000000000000000000000000-00f067aa0ba902b7-01\"}}}",
+                 NULL, NULL, &ctx, &refused);
+    cr_assert_str_eq(ctx.trace.trace_id, before, "an invalid traceparent is ignored");
+    cr_assert_eq(refused, 0);
+    cr_assert_not_null(json_object_get(reply, "result"), "and is no error");
     json_decref(reply);
 }

@@ -11,14 +11,15 @@
 
 static void execute(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
                     const gw_tool *tool, const char *key, const char *body, size_t len,
-                    const char *trace_id)
+                    const gw_call_ctx *ctx)
 {
     idem_request req = IDEM_REQUEST_INIT;
+    const char *trace_id = ctx != NULL ? ctx->trace_id : NULL;
 
     if (gw_check_arguments(run, cfg, tool, body, len) != 0)
         return;
     if (tool->http != NULL) {
-        gw_http_run(run, cfg, tenant, tool, key, body, len, trace_id);
+        gw_http_run(run, cfg, tenant, tool, key, body, len, ctx);
         return;
     }
     gw_request(&req, tenant, tool, key, body, len, trace_id);
@@ -39,7 +40,7 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
     run->out = out;
     run->err = err;
     gw_metrics_in_flight(1);
-    execute(run, cfg, store, tenant, tool, key, body, len, ctx != NULL ? ctx->trace_id : NULL);
+    execute(run, cfg, store, tenant, tool, key, body, len, ctx);
     gw_metrics_in_flight(-1);
     status = idem_status_name(run->out.status);
     gw_metrics_call(tool->name, status);

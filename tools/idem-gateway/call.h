@@ -26,8 +26,10 @@ int gw_check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *tool, c
 
 /* An http tool's call (http_call.c), its arguments valid against its schema: the upstream
  * call as an external effect, its outcome into @run (set up by gw_run_call()); a transient
- * answer retried until the tool's policy is spent ends unavailable. */
+ * answer retried until the tool's policy is spent ends unavailable. @ctx (NULL: none) gives
+ * the trace ID stored with the operation and the trace context sent upstream (traceparent
+ * with the gateway's span as the parent, and tracestate). */
 void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                 const char *key, const char *body, size_t len, const char *trace_id);
+                 const char *key, const char *body, size_t len, const gw_call_ctx *ctx);
 
 #endif

@@ -143,13 +143,25 @@ static void dispatch(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
     gw_upstream_result_clear(&res);
 }
 
+/* The trace context the upstream request carries: @ctx's trace with the gateway's span as
+ * the parent. 0, or -1 when out of memory. */
+static int trace_upstream(gw_upstream_request *up, const gw_call_ctx *ctx)
+{
+    char parent[GW_TRACEPARENT_LEN + 1];
+
+    if (ctx == NULL)
+        return 0;
+    return gw_upstream_trace(up, gw_trace_header(parent, &ctx->trace),
+                             ctx->trace.tracestate[0] != '\0' ? ctx->trace.tracestate : NULL);
+}
+
 void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                 const char *key, const char *body, size_t len, const char *trace_id)
+                 const char *key, const char *body, size_t len, const gw_call_ctx *ctx)
 {
     idem_request req = IDEM_REQUEST_INIT;
     idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
-    gw_upstream_request up = {NULL, NULL};
+    gw_upstream_request up = {NULL, NULL, NULL, NULL};
     json_t *args = NULL;
     gw_pointer at;
     char why[600];
@@ -163,7 +175,12 @@ void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, con
         return;
     }
     json_decref(args);
-    gw_request(&req, tenant, tool, key, body, len, trace_id);
+    if (trace_upstream(&up, ctx) != 0) {
+        run->out_of_memory = 1;
+        gw_upstream_request_clear(&up);
+        return;
+    }
+    gw_request(&req, tenant, tool, key, body, len, ctx != NULL ? ctx->trace_id : NULL);
     dispatch(run, tenant, tool, &req, &up);
     gw_upstream_request_clear(&up);
     if (run->out.status == IDEM_STATUS_OUTCOME_UNKNOWN)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "json_span.h"
 #include "mcp.h"
 
@@ -16,12 +17,6 @@ static const char instructions[] =
     "action. Other tools take it as _meta[\"" GW_MCP_META_OPERATION_ID "\"]: allocate one "
     "with tools/call and _meta {\"" GW_MCP_META_ALLOCATE "\": true}, and store it with the "
     "action.";
-
-int gw_mcp_version_supported(const char *version)
-{
-    return version != NULL && (strcmp(version, GW_MCP_VERSION_LATEST) == 0 ||
-                               strcmp(version, GW_MCP_VERSION_PREV) == 0);
-}
 
 /* The reply's text; steals @doc. */
 static char *dump(json_t *doc)
@@ -39,6 +34,13 @@ static char *error_reply(const json_t *id, int code, const char *message)
                           code, "message", message));
 }
 
+/* An error response with @data (stolen; NULL: none). */
+static char *error_reply_data(const json_t *id, int code, const char *message, json_t *data)
+{
+    return dump(json_pack("{s:s, s:O?, s:{s:i, s:s, s:o?}}", "jsonrpc", "2.0", "id", id, "error",
+                          "code", code, "message", message, "data", data));
+}
+
 char *gw_mcp_error_text(int code, const char *message)
 {
     return error_reply(NULL, code, message);
@@ -52,39 +54,85 @@ static char *result_reply(const json_t *id, json_t *result)
     return dump(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
 }
 
+/* initialize (the 2025 era): the revision asked for when it is one of that era's. */
 static json_t *initialize(const json_t *params)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+    int legacy = gw_mcp_version_supported(asked) && strcmp(asked, GW_MCP_VERSION_MODERN) != 0;
 
-    return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-                     gw_mcp_version_supported(asked) ? asked : GW_MCP_VERSION_LATEST,
-                     "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
-                     "idem-gateway", "title", "idem gateway", "version", idem_version(),
-                     "instructions", instructions);
+    return json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion",
+                     legacy ? asked : GW_MCP_VERSION_LATEST, "capabilities", "tools", "listChanged",
+                     0, "serverInfo", gw_mcp_server_info(), "instructions", instructions);
 }
 
-/* A request (it has an id): one method each. */
-static char *request(const gw_mcp *m, const gw_tenant *tenant, const json_t *id, const char *method,
-                     const json_t *params, const gw_span *arguments)
+/* A request's valid _meta["traceparent"] (with its tracestate) as the trace context of
+ * @m's request: the caller's trace closest to the call. An invalid one is ignored. */
+static void trace_from_meta(const gw_mcp *m, const json_t *params)
+{
+    const json_t *meta = json_object_get(params, "_meta");
+    const char *parent = json_string_value(json_object_get(meta, GW_MCP_META_TRACEPARENT));
+    gw_trace probe;
+
+    if (m->ctx != NULL && gw_trace_parse(&probe, parent) == 0)
+        gw_trace_begin(&m->ctx->trace, parent,
+                       json_string_value(json_object_get(meta, GW_MCP_META_TRACESTATE)));
+}
+
+/* One method each: the result (a new reference; NULL with @code 0: out of memory), or
+ * @code with @why. */
+static json_t *dispatch(int *code, const gw_mcp *m, const gw_tenant *tenant, const char *method,
+                        const json_t *params, const gw_span *arguments, int modern, char *why,
+                        size_t size)
+{
+    json_t *result = NULL;
+
+    *code = 0;
+    if (strcmp(method, "server/discover") == 0)
+        return gw_mcp_discover(instructions);
+    if (strcmp(method, "initialize") == 0 && !modern)
+        return initialize(params);
+    if (strcmp(method, "ping") == 0)
+        return json_object();
+    if (strcmp(method, "tools/list") == 0)
+        return gw_mcp_tools_list(m->cfg);
+    if (strcmp(method, "tools/call") == 0) {
+        *code = gw_mcp_tools_call(&result, m, tenant, params, arguments, why, size);
+        return result;
+    }
+    *code = GW_RPC_METHOD_NOT_FOUND;
+    if (strcmp(method, "initialize") == 0)
+        snprintf(why, size,
+                 "method not found: initialize belongs to " GW_MCP_VERSION_LATEST
+                 " and earlier; a " GW_MCP_VERSION_MODERN " client sends server/discover");
+    else
+        snprintf(why, size, "method not found: %.200s", method);
+    return NULL;
+}
+
+/* A request (it has an id): its revision, then its method. @refused: 1 when the revision's
+ * checks refuse it as a message. */
+static char *request(int *refused, const gw_mcp *m, const gw_tenant *tenant, const json_t *id,
+                     const char *method, const json_t *params, const gw_span *arguments)
 {
     char why[512];
-    json_t *result = NULL;
-    int code;
+    json_t *result, *data = NULL;
+    int code, modern;
 
     if (params != NULL && !json_is_object(params))
         return error_reply(id, GW_RPC_INVALID_PARAMS, "params must be an object");
-    if (strcmp(method, "initialize") == 0)
-        return result_reply(id, initialize(params));
-    if (strcmp(method, "ping") == 0)
-        return result_reply(id, json_object());
-    if (strcmp(method, "tools/list") == 0)
-        return result_reply(id, gw_mcp_tools_list(m->cfg));
-    if (strcmp(method, "tools/call") != 0) {
-        snprintf(why, sizeof(why), "method not found: %.200s", method);
-        return error_reply(id, GW_RPC_METHOD_NOT_FOUND, why);
+    if ((code = gw_mcp_revision(&modern, &data, m, method, params, why, sizeof(why))) != 0) {
+        *refused = 1;
+        return error_reply_data(id, code, why, data);
     }
-    code = gw_mcp_tools_call(&result, m, tenant, params, arguments, why, sizeof(why));
-    return code == 0 ? result_reply(id, result) : error_reply(id, code, why);
+    trace_from_meta(m, params);
+    result = dispatch(&code, m, tenant, method, params, arguments, modern, why, sizeof(why));
+    if (code != 0)
+        return error_reply(id, code, why);
+    if (result != NULL && modern && gw_mcp_modern_result(result, method) != 0) {
+        json_decref(result);
+        result = NULL;
+    }
+    return result_reply(id, result);
 }
 
 /* A valid id: a string or an integer (null, numbers with fractions, booleans, arrays and
@@ -122,8 +170,8 @@ static int envelope(char **out, int *refused, const gw_mcp *m, const gw_tenant *
     else if (id == NULL)
         return 0; /* a notification: nothing to answer */
     else
-        *out = request(m, tenant, id, json_string_value(method), json_object_get(msg, "params"),
-                       arguments);
+        *out = request(refused, m, tenant, id, json_string_value(method),
+                       json_object_get(msg, "params"), arguments);
     return *out != NULL ? 0 : -1;
 }
 

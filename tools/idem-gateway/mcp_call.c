@@ -75,10 +75,10 @@ static json_t *allocate(const gw_tool *tool)
     channel(&v, tool, how, sizeof(how), where, sizeof(where));
     v.key = id;
     gw_answer_text(text, sizeof(text), gw_answer_of(GW_OUTCOME_ALLOCATED), &v);
-    return json_pack("{s:[{s:s, s:s}], s:{s:s, s:s}, s:{s:s}}", "content", "type", "text", "text",
-                     text, "structuredContent", "status",
+    return json_pack("{s:[{s:s, s:s}], s:{s:s, s:s}, s:{s:s, s:s}}", "content", "type", "text",
+                     "text", text, "structuredContent", "status",
                      gw_answer_of(GW_OUTCOME_ALLOCATED)->status, "operation_id", id, "_meta",
-                     GW_MCP_META_OPERATION_ID, id);
+                     GW_MCP_META_OPERATION_ID, id, GW_MCP_META_OPERATION_ID_OLD, id);
 }
 
 /* The call's parts, taken apart from params. */
@@ -88,7 +88,51 @@ typedef struct call_parts {
     char *arguments; /* owned: those bytes without the operation ID argument */
     size_t arguments_len;
     const json_t *meta;
+    const json_t *key;   /* _meta's operation ID, under either spelling (borrowed; NULL: none) */
+    const char *key_at;  /* the spelling it was sent under */
+    const json_t *alloc; /* _meta's allocation flag, under either spelling (borrowed; NULL) */
 } call_parts;
+
+/* _meta's member @name, or its older spelling @old: @out (borrowed; NULL: neither) and
+ * @at (the spelling found). -1 with @why when both are sent with different values. */
+static int meta_member(const json_t **out, const char **at, const json_t *meta, const char *name,
+                       const char *old, char *why, size_t size)
+{
+    const json_t *now = json_object_get(meta, name), *before = json_object_get(meta, old);
+
+    if (now != NULL && before != NULL && !json_equal(now, before)) {
+        snprintf(why, size,
+                 "tools/call: params._meta[\"%s\"] and its older spelling params._meta[\"%s\"] "
+                 "hold different values; send one of them",
+                 name, old);
+        return -1;
+    }
+    *out = now != NULL ? now : before;
+    *at = now != NULL ? name : old;
+    return 0;
+}
+
+/* _meta's operation ID and allocation flag, each under either spelling: 0, or -1 with @why
+ * (two spellings that differ, a value of the wrong type). */
+static int meta_parts(call_parts *c, char *why, size_t size)
+{
+    const char *alloc_at;
+
+    if (meta_member(&c->key, &c->key_at, c->meta, GW_MCP_META_OPERATION_ID,
+                    GW_MCP_META_OPERATION_ID_OLD, why, size) != 0 ||
+        meta_member(&c->alloc, &alloc_at, c->meta, GW_MCP_META_ALLOCATE, GW_MCP_META_ALLOCATE_OLD,
+                    why, size) != 0)
+        return -1;
+    if (c->key != NULL && !json_is_string(c->key)) {
+        snprintf(why, size, "tools/call: params._meta[\"%s\"] must be a string", c->key_at);
+        return -1;
+    }
+    if (c->alloc != NULL && !json_is_boolean(c->alloc)) {
+        snprintf(why, size, "tools/call: params._meta[\"%s\"] must be true or false", alloc_at);
+        return -1;
+    }
+    return 0;
+}
 
 /* params' shape: -32602 when it is not a tools/call's. */
 static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, const gw_span *sent,
@@ -112,12 +156,8 @@ static int take_apart(call_parts *c, const gw_mcp *m, const json_t *params, cons
                  gw_printable(shown, sizeof(shown), json_string_value(name)));
         return GW_RPC_INVALID_PARAMS;
     }
-    if (json_object_get(c->meta, GW_MCP_META_OPERATION_ID) != NULL &&
-        !json_is_string(json_object_get(c->meta, GW_MCP_META_OPERATION_ID))) {
-        snprintf(why, size, "tools/call: params._meta[\"%s\"] must be a string",
-                 GW_MCP_META_OPERATION_ID);
+    if (meta_parts(c, why, size) != 0)
         return GW_RPC_INVALID_PARAMS;
-    }
     if ((args != NULL && !json_is_object(args)) || (c->meta != NULL && !json_is_object(c->meta))) {
         snprintf(why, size, "tools/call: params.%s must be an object",
                  args != NULL && !json_is_object(args) ? "arguments" : "_meta");
@@ -152,7 +192,7 @@ static void argument_key(char *key, size_t size, gw_span v, const char *arg, cha
  * when none was sent, or -1 with @why when one is malformed. */
 static int operation_id(char *key, size_t size, const call_parts *c, char *why, size_t wsize)
 {
-    const char *meta = json_string_value(json_object_get(c->meta, GW_MCP_META_OPERATION_ID));
+    const char *meta = json_string_value(c->key);
     const char *arg = c->tool->operation_id_argument;
     char sent[IDEM_OPERATION_ID_MAX + 2] = "";
     gw_span v, whole;
@@ -245,7 +285,7 @@ static json_t *call(const gw_mcp *m, const gw_tenant *tenant, call_parts *c)
     idem_error err = IDEM_ERROR_INIT;
     char why[300], key[IDEM_OPERATION_ID_MAX + 2];
 
-    if (json_is_true(json_object_get(c->meta, GW_MCP_META_ALLOCATE)))
+    if (json_is_true(c->alloc))
         return allocate(c->tool);
     int sent = operation_id(key, sizeof(key), c, why, sizeof(why));
 
@@ -264,7 +304,6 @@ int gw_mcp_tools_call(json_t **result, const gw_mcp *m, const gw_tenant *tenant,
                       const json_t *params, const gw_span *arguments, char *why, size_t size)
 {
     call_parts c = {0};
-    const json_t *alloc;
     int code;
 
     if (params == NULL) {
@@ -273,11 +312,7 @@ int gw_mcp_tools_call(json_t **result, const gw_mcp *m, const gw_tenant *tenant,
     }
     if ((code = take_apart(&c, m, params, arguments, why, size)) != 0)
         return code;
-    alloc = json_object_get(c.meta, GW_MCP_META_ALLOCATE);
-    if (alloc != NULL && !json_is_boolean(alloc)) {
-        snprintf(why, size, "_meta[\"%s\"] must be true or false", GW_MCP_META_ALLOCATE);
-        code = GW_RPC_INVALID_PARAMS;
-    } else if ((*result = call(m, tenant, &c)) == NULL) {
+    if ((*result = call(m, tenant, &c)) == NULL) {
         snprintf(why, size, "the gateway ran out of memory");
         code = GW_RPC_INTERNAL_ERROR;
     }

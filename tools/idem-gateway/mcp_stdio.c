@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "call.h"
 #include "mcp.h"
 #include "mcp_stdio.h"
 
@@ -97,10 +98,17 @@ static void *answer(void *arg)
 {
     message *msg = arg;
     stdio_server *s = msg->s;
+    gw_mcp m = s->mcp;
+    gw_call_ctx ctx;
     char *reply = NULL;
     int refused, threaded = msg->threaded;
 
-    if (gw_mcp_handle(&reply, &refused, &s->mcp, s->cfg->stdio_tenant, msg->text, msg->len) != 0)
+    /* Each message its own trace context: its _meta's traceparent, else a new trace, sent
+     * to the upstream of an http tool. */
+    memset(&ctx, 0, sizeof(ctx));
+    gw_trace_begin(&ctx.trace, NULL, NULL);
+    m.ctx = &ctx;
+    if (gw_mcp_handle(&reply, &refused, &m, s->cfg->stdio_tenant, msg->text, msg->len) != 0)
         fprintf(stderr, "idem-gateway: stdio: out of memory answering a message\n");
     if (reply != NULL)
         write_line(s, reply);
@@ -229,7 +237,7 @@ static unsigned int drain(stdio_server *s, unsigned int grace_s)
 
 int gw_mcp_stdio_serve(const gw_config *cfg, idem_store *store, FILE *in, FILE *out)
 {
-    stdio_server s = {{cfg, store, NULL},
+    stdio_server s = {{cfg, store, NULL, NULL, NULL},
                       cfg,
                       out,
                       PTHREAD_MUTEX_INITIALIZER,

@@ -45,10 +45,10 @@ static void log_json(const gw_log_entry *e)
     json_t *line;
 
     utc_now(when);
-    line =
-        json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:i, s:s?, s:f}", "time", when, "msg",
-                  "request", "id", e->id, "route", e->route, "tenant", e->tenant, "tool", e->tool,
-                  "key", e->key, "code", (int)e->code, "status", e->status, "seconds", e->seconds);
+    line = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:i, s:s?, s:f, s:s?, s:s?}", "time",
+                     when, "msg", "request", "id", e->id, "route", e->route, "tenant", e->tenant,
+                     "tool", e->tool, "key", e->key, "code", (int)e->code, "status", e->status,
+                     "seconds", e->seconds, "trace_id", e->trace_id, "span_id", e->span_id);
     text = line != NULL ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (text != NULL)
         fprintf(stderr, "%s\n", text);
@@ -64,8 +64,9 @@ void gw_log_request(const gw_log_entry *e, int json)
     }
     fprintf(stderr,
             "idem-gateway: request id=%s route=%s tenant=%s tool=%s key=%s code=%u status=%s "
-            "ms=%.1f\n",
+            "ms=%.1f trace=%s span=%s\n",
             e->id, e->route, e->tenant != NULL ? e->tenant : "-", e->tool,
             e->key != NULL ? e->key : "-", e->code, e->status != NULL ? e->status : "-",
-            e->seconds * 1000.0);
+            e->seconds * 1000.0, e->trace_id != NULL ? e->trace_id : "-",
+            e->span_id != NULL ? e->span_id : "-");
 }

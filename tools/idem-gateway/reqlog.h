@@ -23,10 +23,12 @@ typedef struct gw_log_entry {
     unsigned int code;  /* the HTTP status sent */
     const char *status; /* idem's status word of a call, or NULL */
     double seconds;
+    const char *trace_id; /* W3C trace-id (trace.h): the caller's or a new one */
+    const char *span_id;  /* the gateway's span in it */
 } gw_log_entry;
 
-/* Write @e as one line: "idem-gateway: request id=... route=..." or, with @json, one JSON
- * object {"time", "msg": "request", ...}. */
+/* Write @e as one line: "idem-gateway: request id=... route=... trace=... span=..." or,
+ * with @json, one JSON object {"time", "msg": "request", ..., "trace_id", "span_id"}. */
 void gw_log_request(const gw_log_entry *e, int json);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "answer.h"
 #include "config.h"
+#include "trace.h"
 
 /* What a request gives a call and learns from it, for its log line and the metrics. */
 typedef struct gw_call_ctx {
@@ -16,6 +17,7 @@ typedef struct gw_call_ctx {
     const char *tool;     /* out: the tool's metrics label once the request names one */
     const char *status;   /* out: idem's status word once a call ran */
     char key[IDEM_OPERATION_ID_MAX + 1]; /* out: the operation ID ("" until one is taken) */
+    gw_trace trace; /* the request's trace context (trace.h): the caller's, or a new trace */
 } gw_call_ctx;
 
 /* One tool call's outcome, whatever the transport (answered over HTTP by http_api.h, over MCP by

@@ -22,6 +22,7 @@
 #include "ops.h"
 #include "reqlog.h"
 #include "server.h"
+#include "trace.h"
 
 #define TOOLS_PATH "/v1/tools"
 
@@ -40,8 +41,10 @@ typedef struct request {
     char *body;
     size_t len, cap;
     int too_large;
-    int unread; /* answered from its headers alone: the body is not read */
-    int mcp;    /* a message to /mcp (mcp_http.h) */
+    int unread;              /* answered from its headers alone: the body is not read */
+    int mcp;                 /* a message to /mcp (mcp_http.h) */
+    const char *mcp_version; /* its MCP-Protocol-Version header (libmicrohttpd's); NULL: none */
+    const char *mcp_method;  /* its Mcp-Method header; NULL: none */
 } request;
 
 /* The same bytes for a missing and for an unknown token. */
@@ -192,6 +195,8 @@ static void route_mcp(const gw_config *cfg, struct MHD_Connection *c, request *q
     gw_reply *r = &q->reply;
 
     q->mcp = 1;
+    q->mcp_version = version;
+    q->mcp_method = header(c, "Mcp-Method");
     if (!gw_mcp_http_origin_allowed(cfg, header(c, "Origin")))
         gw_mcp_http_refuse(r, 403, GW_RPC_INVALID_REQUEST,
                            "Origin not allowed: list it in mcp.allowed_origins");
@@ -205,8 +210,8 @@ static void route_mcp(const gw_config *cfg, struct MHD_Connection *c, request *q
     else if (version != NULL && !gw_mcp_version_supported(version))
         gw_mcp_http_refuse(
             r, 400, GW_RPC_INVALID_REQUEST,
-            "unsupported MCP-Protocol-Version: the gateway speaks " GW_MCP_VERSION_LATEST
-            " and " GW_MCP_VERSION_PREV);
+            "unsupported MCP-Protocol-Version: the gateway speaks " GW_MCP_VERSION_MODERN
+            ", " GW_MCP_VERSION_LATEST " and " GW_MCP_VERSION_PREV);
     else if (!is_json(header(c, "Content-Type")))
         gw_mcp_http_refuse(r, 415, GW_RPC_INVALID_REQUEST,
                            "send the message as Content-Type: application/json");
@@ -360,6 +365,7 @@ static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, c
     gw_guard_phase(&s->guard, q->conn, GW_BODY);
     gw_request_id(q->id, header(c, "X-Request-Id"));
     q->ctx.trace_id = q->id;
+    gw_trace_begin(&q->ctx.trace, header(c, "traceparent"), header(c, "tracestate"));
     q->ctx.tool = GW_METRICS_NO_TOOL;
     q->route = "other";
     q->unread = gw_framing_check(&q->reply, c) != 0;
@@ -374,7 +380,7 @@ static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, c
 static void finish(request *q)
 {
     const gw_config *cfg = q->gen->cfg;
-    gw_mcp mcp = {cfg, q->gen->store, &q->ctx};
+    gw_mcp mcp = {cfg, q->gen->store, &q->ctx, q->mcp_version, q->mcp_method};
     const char *body = q->body != NULL ? q->body : "";
 
     if (q->reply.status == 0 && q->too_large && q->mcp)
@@ -421,8 +427,16 @@ static int log_json(const gw_server *s, const gw_gen *gen)
 /* The request's line in the log, and its metrics. */
 static void account(const gw_server *s, const request *q)
 {
-    gw_log_entry e = {q->id, q->route,        NULL,          q->ctx.tool,
-                      NULL,  q->reply.status, q->ctx.status, now_s() - q->started};
+    gw_log_entry e = {q->id,
+                      q->route,
+                      NULL,
+                      q->ctx.tool,
+                      NULL,
+                      q->reply.status,
+                      q->ctx.status,
+                      now_s() - q->started,
+                      q->ctx.trace.trace_id,
+                      q->ctx.trace.span_id};
 
     e.tenant = q->tenant != NULL ? q->tenant->name : NULL;
     e.key = q->ctx.key[0] != '\0' ? q->ctx.key : q->key[0] != '\0' ? q->key : NULL;
@@ -477,9 +491,13 @@ static int take(void *cls, int fd, const struct sockaddr *addr, socklen_t len)
  * under no tool and the route "other". @seconds < 0: no duration. */
 static void answered_early(gw_server *s, const char *id, unsigned int code, double seconds)
 {
-    gw_log_entry e = {id, "other", NULL, GW_METRICS_NO_TOOL, NULL, code, NULL, 0};
+    gw_log_entry e = {id, "other", NULL, GW_METRICS_NO_TOOL, NULL, code, NULL, 0, NULL, NULL};
+    gw_trace trace;
     gw_gen *gen;
 
+    gw_trace_begin(&trace, NULL, NULL); /* its head was not read: a trace of its own */
+    e.trace_id = trace.trace_id;
+    e.span_id = trace.span_id;
     e.seconds = seconds >= 0 ? seconds : 0;
     gw_metrics_request(GW_METRICS_NO_TOOL, code, seconds);
     gen = gw_live_acquire(s->live);

@@ -13,6 +13,9 @@
  * (unknown) since it cannot be resent (prereq() below). */
 #define REUSE_IDLE_MAX_S 4L
 
+/* A trace context header's line: the name and a tracestate of up to 512 bytes (trace.h). */
+#define TRACE_LINE_MAX 1024
+
 /* The longest upstream answer kept; a longer one ends the exchange (after sending: unknown). */
 #define RESPONSE_MAX_BYTES ((size_t)1 << 20)
 
@@ -92,12 +95,34 @@ static struct curl_slist *header_list(const gw_http *h, const char *key, int has
     return list;
 }
 
+/* @list with the trace context's lines of @req (NULL: none) appended; NULL on no memory
+ * (@list is then freed). */
+static struct curl_slist *trace_lines(struct curl_slist *list, const gw_upstream_request *req)
+{
+    const char *const names[] = {"traceparent", "tracestate"};
+    const char *values[] = {req != NULL ? req->traceparent : NULL,
+                            req != NULL ? req->tracestate : NULL};
+    struct curl_slist *next;
+    char line[TRACE_LINE_MAX];
+
+    for (size_t i = 0; list != NULL && i < 2; i++) {
+        if (values[i] == NULL)
+            continue;
+        snprintf(line, sizeof(line), "%s: %s", names[i], values[i]);
+        if ((next = curl_slist_append(list, line)) == NULL)
+            curl_slist_free_all(list);
+        list = next;
+    }
+    return list;
+}
+
 /* One request: @method to @url with @body (NULL: none). */
 typedef struct outgoing {
     const char *method;
     const char *url;
     const char *body;
     unsigned int timeout_ms;
+    const gw_upstream_request *trace; /* its trace context; NULL: none (a status request) */
 } outgoing;
 
 static void set_options(CURL *c, gw_http *h, const outgoing *req, struct curl_slist *headers,
@@ -163,7 +188,8 @@ static void exchange_once(gw_upstream_result *out, gw_http *h, const outgoing *r
     CURLcode rc;
 
     memset(out, 0, sizeof(*out));
-    if (c == NULL || (headers = header_list(h, key, req->body != NULL)) == NULL) {
+    if (c == NULL ||
+        (headers = trace_lines(header_list(h, key, req->body != NULL), req->trace)) == NULL) {
         out->cls = GW_CLASS_TRANSIENT;
         snprintf(out->error, sizeof(out->error), "out of memory before sending");
         curl_easy_cleanup(c);
@@ -179,14 +205,14 @@ static void exchange_once(gw_upstream_result *out, gw_http *h, const outgoing *r
 void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_request *req,
                       const char *key)
 {
-    outgoing o = {h->method, req->url, req->body, h->timeout_ms};
+    outgoing o = {h->method, req->url, req->body, h->timeout_ms, req};
 
     exchange_once(out, h, &o, key);
 }
 
 void gw_upstream_ask(gw_upstream_result *out, gw_http *h, const char *url, unsigned int timeout_ms)
 {
-    outgoing o = {"GET", url, NULL, timeout_ms};
+    outgoing o = {"GET", url, NULL, timeout_ms, NULL};
 
     exchange_once(out, h, &o, NULL);
 }

@@ -70,8 +70,10 @@ typedef struct gw_http {
 
 /* A request made from one call's arguments. */
 typedef struct gw_upstream_request {
-    char *url;  /* owned */
-    char *body; /* owned; NULL without a body */
+    char *url;         /* owned */
+    char *body;        /* owned; NULL without a body */
+    char *traceparent; /* owned; NULL: none (W3C Trace Context, sent as a header) */
+    char *tracestate;  /* owned; NULL: none */
 } gw_upstream_request;
 
 /* What came back. */
@@ -102,9 +104,12 @@ int gw_upstream_check_body(const json_t *body, gw_pointer *at, char *why, size_t
 int gw_upstream_prepare(gw_upstream_request *out, const gw_http *h, const json_t *args,
                         gw_pointer *at, char *why, size_t size);
 void gw_upstream_request_clear(gw_upstream_request *req);
+/* The trace context @req carries (copies of @traceparent and @tracestate, each NULL for
+ * none; checked by the caller). Returns 0, or -1 when out of memory. */
+int gw_upstream_trace(gw_upstream_request *req, const char *traceparent, const char *tracestate);
 
-/* Send @req with @key as the key header, at most once: libcurl's own resend of a request
- * on a reused connection that died is refused (the request counts as sent). Fills @out
+/* Send @req with @key as the key header (and its trace context), at most once: libcurl's own resend
+ * of a request on a reused connection that died is refused (the request counts as sent). Fills @out
  * (clear it with gw_upstream_result_clear()). */
 void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_request *req,
                       const char *key);

@@ -282,7 +282,7 @@ static json_t *fill(const json_t *tmpl, const json_t *args)
 int gw_upstream_prepare(gw_upstream_request *out, const gw_http *h, const json_t *args,
                         gw_pointer *at, char *why, size_t size)
 {
-    gw_upstream_request req = {NULL, NULL};
+    gw_upstream_request req = {NULL, NULL, NULL, NULL};
     json_t *body = NULL;
 
     if (build_url(&req.url, h->url, args, at, why, size) != 0)
@@ -306,7 +306,26 @@ void gw_upstream_request_clear(gw_upstream_request *req)
 {
     free(req->url);
     free(req->body);
-    req->url = req->body = NULL;
+    free(req->traceparent);
+    free(req->tracestate);
+    req->url = req->body = req->traceparent = req->tracestate = NULL;
+}
+
+int gw_upstream_trace(gw_upstream_request *req, const char *traceparent, const char *tracestate)
+{
+    char *parent = traceparent != NULL ? strdup(traceparent) : NULL;
+    char *state = tracestate != NULL ? strdup(tracestate) : NULL;
+
+    if ((traceparent != NULL && parent == NULL) || (tracestate != NULL && state == NULL)) {
+        free(parent);
+        free(state);
+        return -1;
+    }
+    free(req->traceparent);
+    free(req->tracestate);
+    req->traceparent = parent;
+    req->tracestate = state;
+    return 0;
 }
 
 int gw_upstream_key_url(char **out, const char *tmpl, const char *key)
