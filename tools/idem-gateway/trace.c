@@ -49,14 +49,15 @@ int gw_trace_parse(gw_trace *out, const char *traceparent)
 /* One member of a tracestate list, @n bytes at @s: empty (allowed), or key=value. */
 static int member_ok(const char *s, size_t n)
 {
+    const char *eq;
+
     while (n > 0 && (*s == ' ' || *s == '\t'))
         s++, n--;
     while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
         n--;
     if (n == 0)
         return 1;
-    const char *eq = memchr(s, '=', n);
-
+    eq = memchr(s, '=', n);
     return eq != NULL && eq != s && eq != s + n - 1;
 }
 
