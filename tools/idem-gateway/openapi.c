@@ -68,18 +68,22 @@ static int header(json_t *r, const char *name)
 static json_t *problem_types(json_t *content)
 {
     json_t *schema = json_object_get(json_object_get(content, PROBLEM_JSON), "schema");
+    json_t *narrowed = json_array_get(json_object_get(schema, "allOf"), 1);
 
-    return json_object_get(json_object_get(json_object_get(schema, "properties"), "type"), "enum");
+    return json_object_get(json_object_get(json_object_get(narrowed, "properties"), "type"),
+                           "enum");
 }
 
-/* The problem type @name among those @r's problem document may carry; 0 or -1. */
+/* The problem type @name among those @r's problem document may carry (allOf, rather than
+ * members beside the $ref, which tools that replace a $ref by its target would drop); 0 or
+ * -1. */
 static int problem(json_t *r, const char *name)
 {
     json_t *content = json_object_get(r, "content");
 
     if (problem_types(content) == NULL &&
         json_object_set_new(content, PROBLEM_JSON,
-                            json_pack("{s:{s:s, s:{s:{s:[]}}}}", "schema", "$ref",
+                            json_pack("{s:{s:[{s:s}, {s:{s:{s:[]}}}]}}", "schema", "allOf", "$ref",
                                       "#/components/schemas/Problem", "properties", "type",
                                       "enum")) != 0)
         return -1;

@@ -4,11 +4,20 @@
  * (README.md in this folder: "The HTTP contract", "MCP", "Operations"). */
 #include "openapi.h"
 
-#define PROBLEM_REF  "{\"$ref\": \"#/components/schemas/Problem\"}"
-#define STRING       "{\"type\": \"string\"}"
-#define STRINGS      "{\"type\": \"array\", \"items\": " STRING "}"
-#define SECONDS      "{\"type\": \"integer\", \"minimum\": 1}"
-#define HEADER(name) "{\"$ref\": \"#/components/headers/" name "\"}"
+#define PROBLEM_REF      "{\"$ref\": \"#/components/schemas/Problem\"}"
+#define STRING           "{\"type\": \"string\"}"
+#define STRINGS          "{\"type\": \"array\", \"items\": " STRING "}"
+#define SECONDS          "{\"type\": \"integer\", \"minimum\": 1}"
+#define HEADER(name)     "{\"$ref\": \"#/components/headers/" name "\"}"
+#define ALLOW            HEADER("Allow")
+#define WWW_AUTHENTICATE HEADER("WWW-Authenticate")
+/* A problem of one type: the Problem schema, its type narrowed (allOf, not members beside
+ * the $ref, which tools that replace a $ref by its target would drop). */
+#define PROBLEM_OF(type)                                                                           \
+    "{\"allOf\": [" PROBLEM_REF                                                                    \
+    ", {\"properties\": {\"type\": {\"const\": \"" GW_OPENAPI_PROBLEM(type) "\"}}}]}"
+#define UNAUTHORIZED       PROBLEM_OF("unauthorized")
+#define METHOD_NOT_ALLOWED PROBLEM_OF("method-not-allowed")
 
 /* The document's "components", member by member: components[group][name] = text. */
 static const struct part {
@@ -96,19 +105,12 @@ static const struct part {
      " {\"const\": \"2.0\"}}}"},
     /* The answers several paths share. */
     {"responses", "Unauthorized",
-     "{\"description\": \"A missing or unknown token (the same bytes either way)\", \"headers\":"
-     " {\"WWW-Authenticate\": " HEADER(
-         "WWW-Authenticate") "}, \"content\":"
-                             " {\"application/problem+json\": {\"schema\": {\"$ref\": "
-                             "\"#/components/schemas/Problem\","
-                             " \"properties\": {\"type\": {\"const\": \"" GW_OPENAPI_PROBLEM(
-                                 "unauthorized") "\"}}}}}}"},
+     "{\"description\": \"A missing or unknown token (the same bytes either way)\","
+     " \"headers\": {\"WWW-Authenticate\": " WWW_AUTHENTICATE "},"
+     " \"content\": {\"application/problem+json\": {\"schema\": " UNAUTHORIZED "}}}"},
     {"responses", "MethodNotAllowed",
-     "{\"description\": \"Another method\", \"headers\": {\"Allow\": " HEADER(
-         "Allow") "},"
-                  " \"content\": {\"application/problem+json\": {\"schema\": {\"$ref\":"
-                  " \"#/components/schemas/Problem\", \"properties\": {\"type\": {\"const\":"
-                  " \"" GW_OPENAPI_PROBLEM("method-not-allowed") "\"}}}}}}"},
+     "{\"description\": \"Another method\", \"headers\": {\"Allow\": " ALLOW "},"
+     " \"content\": {\"application/problem+json\": {\"schema\": " METHOD_NOT_ALLOWED "}}}"},
     {"responses", "JsonRpcRefusal",
      "{\"description\": \"Refused before the message (an Origin not allowed 403, an unsupported"
      " MCP-Protocol-Version or a message refused whole 400, too large 413, not JSON 415): a"
@@ -146,32 +148,24 @@ static const char fixed_paths[] =
     "   \"401\": {\"$ref\": \"#/components/responses/Unauthorized\"},"
     "   \"403\": {\"$ref\": \"#/components/responses/JsonRpcRefusal\"},"
     "   \"405\": {\"description\": \"GET, DELETE: no stream, no session\", \"headers\": {\"Allow\":"
-    "    " HEADER(
-        "Allow") "}, \"content\": {\"application/json\": {\"schema\":"
-                 "    {\"$ref\": \"#/components/schemas/JsonRpcMessage\"}}}},"
-                 "   \"413\": {\"$ref\": \"#/components/responses/JsonRpcRefusal\"},"
-                 "   \"415\": {\"$ref\": \"#/components/responses/JsonRpcRefusal\"}}}},"
-                 " \"/healthz\": {\"get\": {\"operationId\": \"healthz\", \"summary\": "
-                 "\"Liveness\","
-                 "  \"security\": [], \"responses\": {\"200\": {\"description\": \"ok\", "
-                 "\"content\":"
-                 "   {\"text/plain\": {\"schema\": {\"const\": \"ok\"}}}}}}},"
-                 " \"/readyz\": {\"get\": {\"operationId\": \"readyz\", \"summary\": \"Readiness: "
-                 "the pool"
-                 " answers and the schema is idem's\", \"security\": [], \"responses\": {"
-                 "  \"200\": {\"description\": \"ready\", \"content\": {\"text/plain\": "
-                 "{\"schema\":"
-                 "   {\"const\": \"ready\"}}}},"
-                 "  \"503\": {\"description\": \"not ready, or stopping\", \"content\": "
-                 "{\"text/plain\":"
-                 "   {\"schema\": " STRING
-                 "}, \"application/problem+json\": {\"schema\": " PROBLEM_REF "}}}}}},"
-                 " \"/metrics\": {\"get\": {\"operationId\": \"metrics\", \"summary\": "
-                 "\"Prometheus text"
-                 " format 0.0.4\", \"security\": [], \"responses\": {\"200\": {\"description\": "
-                 "\"The"
-                 " metrics\", \"content\": {\"text/plain; version=0.0.4\": {\"schema\": " STRING
-                 "}}}}}}}";
+    "    " ALLOW "}, \"content\": {\"application/json\": {\"schema\":"
+    "    {\"$ref\": \"#/components/schemas/JsonRpcMessage\"}}}},"
+    "   \"413\": {\"$ref\": \"#/components/responses/JsonRpcRefusal\"},"
+    "   \"415\": {\"$ref\": \"#/components/responses/JsonRpcRefusal\"}}}},"
+    " \"/healthz\": {\"get\": {\"operationId\": \"healthz\", \"summary\": \"Liveness\","
+    "  \"security\": [], \"responses\": {\"200\": {\"description\": \"ok\","
+    "   \"content\": {\"text/plain\": {\"schema\": {\"const\": \"ok\"}}}}}}},"
+    " \"/readyz\": {\"get\": {\"operationId\": \"readyz\", \"summary\": \"Readiness:"
+    " the pool answers and the schema is idem's\", \"security\": [], \"responses\": {"
+    "  \"200\": {\"description\": \"ready\","
+    "   \"content\": {\"text/plain\": {\"schema\": {\"const\": \"ready\"}}}},"
+    "  \"503\": {\"description\": \"not ready, or stopping\","
+    "   \"content\": {\"text/plain\": {\"schema\": " STRING "},"
+    "    \"application/problem+json\": {\"schema\": " PROBLEM_REF "}}}}}},"
+    " \"/metrics\": {\"get\": {\"operationId\": \"metrics\", \"summary\": \"Prometheus"
+    " text format 0.0.4\", \"security\": [], \"responses\": {\"200\": {\"description\":"
+    " \"The metrics\","
+    "  \"content\": {\"text/plain; version=0.0.4\": {\"schema\": " STRING "}}}}}}}";
 
 /* @text parsed; a new reference, or NULL (out of memory: the text is the gateway's own). */
 static json_t *parsed(const char *text)
