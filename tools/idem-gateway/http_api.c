@@ -1,13 +1,15 @@
 /* The HTTP API's answers: a tool call's outcome (POST /v1/tools/{tool}) as the answer
  * table says (answer.h), a stored refusal of an http tool as the upstream gave it, and the
- * tool list (GET /v1/tools). */
+ * tool list (GET /v1/tools), and the OpenAPI document (GET /v1/openapi.json). */
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "call.h"
+#include "contract.h"
 #include "http_api.h"
+#include "openapi.h"
 
 static void problem(gw_reply *r, unsigned int status, const char *type, const char *title,
                     const char *detail, json_t *extra)
@@ -126,42 +128,51 @@ void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tena
     gw_run_clear(&run);
 }
 
-/* A tool's entry: its name, payload version and schema, and the policy the store applies
- * to it (idem_store_tool_policy(): windows, stored failures, identity). */
-static json_t *tool_entry(const gw_tool *t, const idem_store *store)
+/* A tool's entry: its name, payload version and schema, the policy the store applies to it
+ * (idem_store_tool_policy(): windows, stored failures, identity), and its contract as MCP's
+ * tools/list publishes it (contract.h). */
+static json_t *tool_entry(const gw_config *cfg, const gw_tool *t, const idem_store *store)
 {
     json_t *policy = NULL, *entry;
 
     if (idem_store_tool_policy(&policy, store, t->name, NULL) != 0)
         return NULL;
-    entry = json_pack("{s:s, s:i, s:O, s:O, s:O, s:b, s:O, s:O, s:O}", "name", t->name,
+    entry = json_pack("{s:s, s:i, s:O, s:O, s:O, s:b, s:O, s:O, s:O, s:o}", "name", t->name,
                       "payload_version", t->payload_version, "arguments", t->schema, "retention_s",
                       json_object_get(policy, "retention_s"), "key_memory_s",
                       json_object_get(policy, "key_memory_s"), "key_required", 1, "stored_failures",
                       json_object_get(policy, "stored_failures"), "unstored_failures",
                       json_object_get(policy, "unstored_failures"), "identity",
-                      json_object_get(policy, "identity"));
+                      json_object_get(policy, "identity"), "contract", gw_contract(cfg, t));
     json_decref(policy);
     return entry;
 }
 
-void gw_list_tools(gw_reply *r, const gw_config *cfg, const idem_store *store)
+/* @doc (stolen) as a 200 application/json answer, or a 500 when it is NULL or out of memory. */
+static void json_answer(gw_reply *r, json_t *doc)
 {
-    json_t *tools = json_array(), *doc = NULL;
-    char *text = NULL;
+    char *text = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
-    for (size_t i = 0; tools != NULL && i < cfg->ntools; i++) {
-        if (json_array_append_new(tools, tool_entry(&cfg->tools[i], store)) != 0) {
-            json_decref(tools);
-            tools = NULL;
-        }
-    }
-    if (tools != NULL)
-        doc = json_pack("{s:o}", "tools", tools);
-    if (doc != NULL)
-        text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (text == NULL || gw_reply_body(r, 200, "application/json", text, strlen(text)) != 0)
         gw_internal_error(r);
     free(text);
     json_decref(doc);
+}
+
+void gw_list_tools(gw_reply *r, const gw_config *cfg, const idem_store *store)
+{
+    json_t *tools = json_array();
+
+    for (size_t i = 0; tools != NULL && i < cfg->ntools; i++) {
+        if (json_array_append_new(tools, tool_entry(cfg, &cfg->tools[i], store)) != 0) {
+            json_decref(tools);
+            tools = NULL;
+        }
+    }
+    json_answer(r, tools != NULL ? json_pack("{s:o}", "tools", tools) : NULL);
+}
+
+void gw_list_openapi(gw_reply *r, const gw_config *cfg)
+{
+    json_answer(r, gw_openapi(cfg));
 }

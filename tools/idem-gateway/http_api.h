@@ -1,6 +1,7 @@
 /* The HTTP API's answers (http_api.c): a tool call (POST /v1/tools/{tool}) answered with
  * one HTTP answer per outcome, as the answer table says (README.md in this folder,
- * "Statuses"), and the tool list (GET /v1/tools). */
+ * "Statuses"), the tool list (GET /v1/tools) and the OpenAPI document (GET
+ * /v1/openapi.json). */
 #ifndef IDEM_GATEWAY_HTTP_API_H
 #define IDEM_GATEWAY_HTTP_API_H
 
@@ -24,5 +25,8 @@ void gw_http_answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, 
 
 /* Fill @r with GET /v1/tools's document: each tool with the policy @store applies to it. */
 void gw_list_tools(gw_reply *r, const gw_config *cfg, const idem_store *store);
+
+/* Fill @r with GET /v1/openapi.json's document, generated from @cfg (openapi.h). */
+void gw_list_openapi(gw_reply *r, const gw_config *cfg);
 
 #endif

@@ -5,12 +5,13 @@
 #include <string.h>
 
 #include "call.h"
+#include "contract.h"
 #include "json_span.h"
 #include "mcp.h"
 #include "metrics.h"
 #include "reply.h"
 
-static json_t *tool_entry(const gw_tool *t)
+static json_t *tool_entry(const gw_config *cfg, const gw_tool *t)
 {
     json_t *entry =
         json_pack("{s:s, s:O, s:{s:b, s:b, s:b, s:b}}", "name", t->name, "inputSchema",
@@ -23,6 +24,10 @@ static json_t *tool_entry(const gw_tool *t)
     }
     if (entry != NULL && t->description != NULL)
         json_object_set_new(entry, "description", json_string(t->description));
+    if (entry != NULL && json_object_set_new(entry, "_meta", gw_contract_meta(cfg, t)) != 0) {
+        json_decref(entry); /* out of memory */
+        return NULL;
+    }
     return entry;
 }
 
@@ -31,7 +36,7 @@ json_t *gw_mcp_tools_list(const gw_config *cfg)
     json_t *tools = json_array();
 
     for (size_t i = 0; tools != NULL && i < cfg->ntools; i++) {
-        if (json_array_append_new(tools, tool_entry(&cfg->tools[i])) != 0) {
+        if (json_array_append_new(tools, tool_entry(cfg, &cfg->tools[i])) != 0) {
             json_decref(tools);
             return NULL;
         }

@@ -19,6 +19,7 @@
 #include "key.h"
 #include "mcp_http.h"
 #include "metrics.h"
+#include "openapi.h"
 #include "ops.h"
 #include "reqlog.h"
 #include "server.h"
@@ -254,6 +255,21 @@ static void route_tool(const gw_config *cfg, struct MHD_Connection *c, request *
     route_call(cfg, c, q, name, method);
 }
 
+/* GET /v1/tools (@tools 1) or GET /v1/openapi.json: with a token, like a call. */
+static void route_list(const gw_config *cfg, struct MHD_Connection *c, request *q,
+                       const char *method, int tools)
+{
+    q->route = "list";
+    if (strcmp(method, "GET") != 0)
+        method_not_allowed(&q->reply, "GET", method);
+    else if ((q->tenant = gw_auth_tenant(cfg, header(c, "Authorization"))) == NULL)
+        unauthorized(&q->reply);
+    else if (tools)
+        gw_list_tools(&q->reply, cfg, q->gen->store);
+    else
+        gw_list_openapi(&q->reply, cfg);
+}
+
 static void route(gw_server *s, struct MHD_Connection *c, request *q, const char *url,
                   const char *method)
 {
@@ -265,20 +281,14 @@ static void route(gw_server *s, struct MHD_Connection *c, request *q, const char
     if (strcmp(url, GW_MCP_PATH) == 0) {
         q->route = "mcp";
         route_mcp(cfg, c, q, method);
-    } else if (strcmp(url, TOOLS_PATH) == 0) {
-        q->route = "list";
-        if (strcmp(method, "GET") != 0)
-            method_not_allowed(&q->reply, "GET", method);
-        else if ((q->tenant = gw_auth_tenant(cfg, header(c, "Authorization"))) == NULL)
-            unauthorized(&q->reply);
-        else
-            gw_list_tools(&q->reply, cfg, q->gen->store);
+    } else if (strcmp(url, TOOLS_PATH) == 0 || strcmp(url, GW_OPENAPI_PATH) == 0) {
+        route_list(cfg, c, q, method, strcmp(url, TOOLS_PATH) == 0);
     } else if (strncmp(url, TOOLS_PATH "/", sizeof(TOOLS_PATH)) == 0 &&
                strchr(url + sizeof(TOOLS_PATH), '/') == NULL)
         route_tool(cfg, c, q, url + sizeof(TOOLS_PATH), method);
     else
         refuse(&q->reply, 404, "not-found", "Not found",
-               "the gateway serves GET " TOOLS_PATH ", POST " TOOLS_PATH
+               "the gateway serves GET " TOOLS_PATH ", GET " GW_OPENAPI_PATH ", POST " TOOLS_PATH
                "/{tool}, POST " GW_MCP_PATH ", and GET " GW_HEALTHZ_PATH ", " GW_READYZ_PATH
                " and " GW_METRICS_PATH);
 }
