@@ -104,6 +104,11 @@ static void run_of(gw_run *run, gw_outcome o)
     }
     if (o == GW_OUTCOME_EFFECT_FAILED)
         snprintf(run->err.sqlstate, sizeof(run->err.sqlstate), "22012");
+    if (o == GW_OUTCOME_RATE_LIMITED) { /* the answer's Retry-After is the budget's */
+        run->budgeted[GW_BUDGET_CALLS] = 1;
+        run->budget[GW_BUDGET_CALLS] = (gw_budget_view){10, 60, 0, 60, 7};
+        run->over_budget = &run->budget[GW_BUDGET_CALLS];
+    }
     if (o == GW_OUTCOME_CREATED || o == GW_OUTCOME_REPLAYED || o == GW_OUTCOME_REJECTED) {
         run->out.receipt = strdup("{\"t\":\"x\"}");
         run->out.receipt_len = strlen(run->out.receipt);

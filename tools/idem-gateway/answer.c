@@ -77,6 +77,11 @@ static const gw_answer table[GW_OUTCOME_COUNT] = {
                               "approved action and send it as {channel} on every attempt of "
                               "this action, retries included; never allocate another for the "
                               "same action."},
+    [GW_OUTCOME_RATE_LIMITED] = {"rate_limited", "rate_limited", 429, "rate-limited",
+                                 "Too many requests: the tenant's budget is spent", 1, 0, 1,
+                                 "retry later, same key",
+                                 "Over budget, nothing ran under operation ID {key}: {detail}. "
+                                 "Retry in {retry} seconds with the same operation ID; " NEVER_NEW},
 };
 
 const gw_answer *gw_answer_of(gw_outcome o)

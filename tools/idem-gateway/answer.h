@@ -24,7 +24,8 @@ typedef enum gw_outcome {
     GW_OUTCOME_OUTCOME_UNKNOWN,
     GW_OUTCOME_UNAVAILABLE,
     GW_OUTCOME_MISCONFIGURED,
-    GW_OUTCOME_ALLOCATED, /* MCP: an operation ID allocated, nothing ran */
+    GW_OUTCOME_ALLOCATED,    /* MCP: an operation ID allocated, nothing ran */
+    GW_OUTCOME_RATE_LIMITED, /* the tenant's budget is spent (budget.h), nothing ran */
     GW_OUTCOME_COUNT
 } gw_outcome;
 

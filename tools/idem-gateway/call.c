@@ -9,6 +9,56 @@
 #include "call.h"
 #include "metrics.h"
 
+/* Take a token of @tenant's @kind budget for @run: 1 taken (or no such budget), 0 spent. */
+static int take(gw_run *run, const gw_tenant *tenant, gw_budget_kind kind, const gw_rate *rate)
+{
+    if (rate->per_minute == 0)
+        return 1;
+    run->budgeted[kind] = 1;
+    return gw_budget_take(tenant->name, kind, rate, &run->budget[kind]) == 1;
+}
+
+/* Whether @key names an operation @tenant already has: a call of it creates nothing. */
+static int known(idem_store *store, const gw_tenant *tenant, const char *key)
+{
+    idem_operation *op = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+
+    if (idem_store_get(&op, store, tenant->name, key, &err) != 0)
+        return 0; /* not there, or not known now: counted as new */
+    idem_operation_free(op);
+    return 1;
+}
+
+/* The tenant's budgets (budget.h) before a call: every call takes a token of its calls
+ * budget; one that may create an operation a token of its new operations budget, or, when
+ * that is spent, runs only if its key is known. 0, or -1 with @run over budget. */
+static int within_budgets(gw_run *run, idem_store *store, const gw_tenant *tenant, const char *key)
+{
+    gw_budget_kind over = GW_BUDGET_CALLS;
+
+    if (take(run, tenant, GW_BUDGET_CALLS, &tenant->calls)) {
+        if (take(run, tenant, GW_BUDGET_NEW, &tenant->new_operations)) {
+            run->new_token = tenant->new_operations.per_minute > 0;
+            return 0;
+        }
+        if (known(store, tenant, key))
+            return 0;
+        over = GW_BUDGET_NEW;
+        if (tenant->calls.per_minute > 0) /* the call did not run: its token is not spent */
+            gw_budget_give_back(tenant->name, GW_BUDGET_CALLS, &tenant->calls);
+    }
+    gw_budget_refused(tenant->name, over);
+    run->over_budget = &run->budget[over];
+    snprintf(run->err.message, sizeof(run->err.message),
+             "tenant %s has spent its budget of %s (%u a minute, %u at once); a token comes "
+             "back in %u s",
+             tenant->name, gw_budget_name(over),
+             over == GW_BUDGET_NEW ? tenant->new_operations.per_minute : tenant->calls.per_minute,
+             run->budget[over].quota, run->budget[over].retry_s);
+    return -1;
+}
+
 static void execute(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
                     const gw_tool *tool, const char *key, const char *body, size_t len,
                     const gw_call_ctx *ctx)
@@ -39,10 +89,14 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
     memset(run, 0, sizeof(*run));
     run->out = out;
     run->err = err;
-    gw_metrics_in_flight(1);
-    execute(run, cfg, store, tenant, tool, key, body, len, ctx);
-    gw_metrics_in_flight(-1);
-    status = idem_status_name(run->out.status);
+    if (within_budgets(run, store, tenant, key) == 0) {
+        gw_metrics_in_flight(1);
+        execute(run, cfg, store, tenant, tool, key, body, len, ctx);
+        gw_metrics_in_flight(-1);
+        if (run->new_token && run->out.status != IDEM_STATUS_CREATED)
+            gw_budget_give_back(tenant->name, GW_BUDGET_NEW, &tenant->new_operations);
+    }
+    status = gw_run_status(run);
     gw_metrics_call(tool->name, status);
     if (ctx != NULL) {
         ctx->tool = tool->name;

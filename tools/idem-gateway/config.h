@@ -17,10 +17,19 @@
 
 #define GW_DIGEST_SIZE 32 /* SHA-256 */
 
+/* A budget's rate (README.md in this folder, "Budgets"): @per_minute tokens come back each
+ * minute, up to @burst. per_minute 0: no budget. */
+typedef struct gw_rate {
+    unsigned int per_minute;
+    unsigned int burst;
+} gw_rate;
+
 typedef struct gw_tenant {
     const char *name;                         /* borrowed from the document */
     unsigned char (*digests)[GW_DIGEST_SIZE]; /* its tokens' SHA-256 digests; owned */
     size_t ndigests;
+    gw_rate calls;          /* its budget of tool calls, replays included */
+    gw_rate new_operations; /* its budget of calls that create an operation */
 } gw_tenant;
 
 struct gw_http; /* upstream.h */

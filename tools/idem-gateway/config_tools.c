@@ -9,7 +9,12 @@
 #include "config_read.h"
 #include "schema.h"
 
-static const char *const tenant_members[] = {"tokens", NULL};
+/* The fastest budget: a million tokens a second. */
+#define RATE_MAX 60000000ULL
+
+static const char *const tenant_members[] = {"tokens", "budget", NULL};
+static const char *const budget_members[] = {"calls", "new_operations", NULL};
+static const char *const rate_members[] = {"per_minute", "burst", NULL};
 static const char *const tool_members[] = {
     "payload_version", "retention_s", "key_memory_s",          "arguments",   "sql",      "http",
     "title",           "description", "operation_id_argument", "destructive", "identity", NULL};
@@ -72,6 +77,48 @@ static int read_tokens(cfg_reader *r, gw_config *cfg, gw_tenant *t, const json_t
     return 0;
 }
 
+/* One bucket's rate: per_minute required, burst its per_minute by default (a minute's
+ * worth at once). */
+static int read_rate(cfg_reader *r, gw_rate *rate, const char *member, const json_t *obj)
+{
+    unsigned long long per_minute = 0, burst = 0;
+    size_t mark;
+    int rc;
+
+    if (obj == NULL)
+        return 0;
+    mark = gw_pointer_push(&r->at, member);
+    if ((rc = cfg_object(r, obj, rate_members)) != 0 ||
+        (rc = cfg_uint(r, obj, "per_minute", 1, RATE_MAX, &per_minute)) != 0)
+        return rc;
+    if (json_object_get(obj, "per_minute") == NULL)
+        return cfg_refuse(r, "per_minute", "is required: the tokens that come back each minute");
+    burst = per_minute;
+    if ((rc = cfg_uint(r, obj, "burst", 1, RATE_MAX, &burst)) != 0)
+        return rc;
+    gw_pointer_pop(&r->at, mark);
+    rate->per_minute = (unsigned int)per_minute;
+    rate->burst = (unsigned int)burst;
+    return 0;
+}
+
+static int read_budget(cfg_reader *r, gw_tenant *t, const json_t *budget)
+{
+    size_t mark;
+    int rc;
+
+    if (budget == NULL)
+        return 0;
+    mark = gw_pointer_push(&r->at, "budget");
+    if ((rc = cfg_object(r, budget, budget_members)) != 0 ||
+        (rc = read_rate(r, &t->calls, "calls", json_object_get(budget, "calls"))) != 0 ||
+        (rc = read_rate(r, &t->new_operations, "new_operations",
+                        json_object_get(budget, "new_operations"))) != 0)
+        return rc;
+    gw_pointer_pop(&r->at, mark);
+    return 0;
+}
+
 static int read_tenant(cfg_reader *r, gw_config *cfg, const char *name, const json_t *tenant)
 {
     gw_tenant *t = &cfg->tenants[cfg->ntenants++]; /* freed with the config from now on */
@@ -82,7 +129,8 @@ static int read_tenant(cfg_reader *r, gw_config *cfg, const char *name, const js
     if (idem_validate_tenant(name, &err) != 0)
         return cfg_refuse(r, NULL, "not a tenant name: %s", err.message);
     if ((rc = cfg_object(r, tenant, tenant_members)) != 0 ||
-        (rc = read_tokens(r, cfg, t, json_object_get(tenant, "tokens"))) != 0)
+        (rc = read_tokens(r, cfg, t, json_object_get(tenant, "tokens"))) != 0 ||
+        (rc = read_budget(r, t, json_object_get(tenant, "budget"))) != 0)
         return rc;
     return 0;
 }

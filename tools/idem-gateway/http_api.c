@@ -82,9 +82,36 @@ static json_t *members(gw_outcome o, const gw_run *run, const gw_tenant *tenant,
                          tenant->name, "operation_id", key, "show", show);
     case GW_OUTCOME_EFFECT_FAILED:
         return json_pack("{s:s}", "sqlstate", run->err.sqlstate);
+    case GW_OUTCOME_RATE_LIMITED:
+        return json_pack("{s:s}", "budget", gw_run_budget(run));
     default:
         return NULL;
     }
+}
+
+/* RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers) for the tenant's
+ * budgets the call consulted: quota q and window w of each, and what remains r and when
+ * it is whole again t. */
+static void rate_limit_fields(gw_reply *r, const gw_run *run)
+{
+    char policy[160] = "", state[160] = "";
+    size_t p = 0, n = 0;
+
+    for (int k = 0; k < GW_BUDGET_KINDS; k++) {
+        const gw_budget_view *v = &run->budget[k];
+        const char *name = gw_budget_name((gw_budget_kind)k);
+
+        if (!run->budgeted[k])
+            continue;
+        p += (size_t)snprintf(policy + p, sizeof(policy) - p, "%s\"%s\";q=%u;w=%u",
+                              p > 0 ? ", " : "", name, v->quota, v->window_s);
+        n += (size_t)snprintf(state + n, sizeof(state) - n, "%s\"%s\";r=%u;t=%u", n > 0 ? ", " : "",
+                              name, v->remaining, v->reset_s);
+    }
+    if (p == 0)
+        return;
+    gw_reply_header(r, "RateLimit-Policy", "%s", policy);
+    gw_reply_header(r, "RateLimit", "%s", state);
 }
 
 void gw_http_answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
@@ -95,13 +122,14 @@ void gw_http_answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, 
     const char *detail = run->err.message;
 
     gw_reply_header(r, "Idem-Operation-Id", "%s", key);
-    gw_reply_header(r, "Idem-Status", "%s", idem_status_name(run->out.status));
+    gw_reply_header(r, "Idem-Status", "%s", gw_run_status(run));
     if (run->out_of_memory) {
         gw_internal_error(r);
         return;
     }
+    rate_limit_fields(r, run);
     if (a->retry_after)
-        gw_reply_header(r, "Retry-After", "%u", cfg->retry_after_s);
+        gw_reply_header(r, "Retry-After", "%u", gw_run_retry_after(run, cfg));
     if (o == GW_OUTCOME_REJECTED && tool->http != NULL && gw_http_unwrap(r, &run->out) == 0) {
         gw_reply_header(r, "Idempotent-Replayed", "true");
         return;

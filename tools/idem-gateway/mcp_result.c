@@ -36,7 +36,7 @@ static int details(json_t *sc, gw_outcome o, const gw_run *run, const gw_config 
     int rc = 0;
 
     if (a->retry_after)
-        rc |= json_object_set_new(sc, "retry_after", json_integer(cfg->retry_after_s));
+        rc |= json_object_set_new(sc, "retry_after", json_integer(gw_run_retry_after(run, cfg)));
     if (o == GW_OUTCOME_EXPIRED || o == GW_OUTCOME_OUTCOME_UNKNOWN) {
         snprintf(show, sizeof(show), "idem-reconcile show %s %s", tenant->name, key);
         rc |= json_object_set_new(sc, "reconciliation",
@@ -49,6 +49,8 @@ static int details(json_t *sc, gw_outcome o, const gw_run *run, const gw_config 
         rc |= json_object_set_new(sc, "field", json_string(run->err.field));
     if (o == GW_OUTCOME_EFFECT_FAILED)
         rc |= json_object_set_new(sc, "sqlstate", json_string(run->err.sqlstate));
+    if (o == GW_OUTCOME_RATE_LIMITED)
+        rc |= json_object_set_new(sc, "budget", json_string(gw_run_budget(run)));
     if (a->is_error && o != GW_OUTCOME_REJECTED && o != GW_OUTCOME_MISCONFIGURED)
         rc |= json_object_set_new(sc, "detail", json_string(run->err.message));
     return rc;
@@ -70,7 +72,7 @@ json_t *gw_mcp_result(const gw_run *run, const gw_config *cfg, const gw_tenant *
     gw_outcome o = gw_run_outcome(run);
     const gw_answer *a = gw_answer_of(o);
     gw_answer_vars v = {
-        key,  tenant->name, run->err.message, NULL, run->out.receipt, cfg->retry_after_s,
+        key,  tenant->name, run->err.message, NULL, run->out.receipt, gw_run_retry_after(run, cfg),
         NULL, NULL};
     char *text = malloc(TEXT_MAX);
     json_t *sc, *result = NULL;
@@ -78,8 +80,8 @@ json_t *gw_mcp_result(const gw_run *run, const gw_config *cfg, const gw_tenant *
     v.field = run->err.field[0] != '\0' ? run->err.field : "the request";
     if (o == GW_OUTCOME_MISCONFIGURED)
         gw_log_misconfigured(&run->err);
-    sc = json_pack("{s:s, s:s, s:b, s:o}", "status", idem_status_name(run->out.status),
-                   "operation_id", key, "replayed", a->replayed, "receipt", receipt(run));
+    sc = json_pack("{s:s, s:s, s:b, s:o}", "status", gw_run_status(run), "operation_id", key,
+                   "replayed", a->replayed, "receipt", receipt(run));
     if (text != NULL && sc != NULL && details(sc, o, run, cfg, tenant, key) == 0) {
         gw_answer_text(text, TEXT_MAX, a, &v);
         result = json_pack("{s:[{s:s, s:s}], s:O, s:b}", "content", "type", "text", "text", text,

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "budget.h"
 #include "metrics.h"
 
 static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -238,6 +239,33 @@ static void reloads(FILE *f)
           "When the configuration was last loaded or a reload last tried.", last_reload_time);
 }
 
+/* One budget's series (budget.h), per tenant. */
+static void budget_series(void *arg, const char *tenant, gw_budget_kind kind,
+                          unsigned long long taken, unsigned long long over)
+{
+    FILE *f = arg;
+    const char *names[] = {"idem_gateway_budget_taken_total", "idem_gateway_budget_refused_total"};
+    unsigned long long values[] = {taken, over};
+
+    for (int i = 0; i < 2; i++) {
+        fprintf(f, "%s{tenant=\"", names[i]);
+        label(f, tenant);
+        fprintf(f, "\",budget=\"%s\"} %llu\n", gw_budget_name(kind), values[i]);
+    }
+}
+
+static void budgets(FILE *f)
+{
+    fputs("# HELP idem_gateway_budget_taken_total Tokens taken from tenants' budgets, by tenant "
+          "and budget (calls, new_operations).\n"
+          "# TYPE idem_gateway_budget_taken_total counter\n"
+          "# HELP idem_gateway_budget_refused_total Calls refused over a tenant's budget (429), "
+          "by tenant and budget.\n"
+          "# TYPE idem_gateway_budget_refused_total counter\n",
+          f);
+    gw_budget_each(budget_series, f);
+}
+
 static void gauges(FILE *f, const idem_pool_stats *stats, unsigned int pool_size)
 {
     gauge(f, "idem_gateway_calls_in_flight", "gauge", "Tool calls under way.", (double)in_flight);
@@ -267,6 +295,7 @@ char *gw_metrics_render(const idem_pool_stats *stats, unsigned int pool_size)
     pthread_mutex_lock(&lock);
     labelled(f);
     pthread_mutex_unlock(&lock);
+    budgets(f);
     gauges(f, stats, pool_size);
     if (fclose(f) != 0) {
         free(text);

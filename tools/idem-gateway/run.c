@@ -24,6 +24,25 @@ void gw_run_clear(gw_run *run)
         idem_outcome_clear(&run->out);
 }
 
+const char *gw_run_status(const gw_run *run)
+{
+    return run->over_budget != NULL ? gw_answer_of(GW_OUTCOME_RATE_LIMITED)->status
+                                    : idem_status_name(run->out.status);
+}
+
+const char *gw_run_budget(const gw_run *run)
+{
+    if (run->over_budget == NULL)
+        return NULL;
+    return gw_budget_name(run->over_budget == &run->budget[GW_BUDGET_NEW] ? GW_BUDGET_NEW
+                                                                          : GW_BUDGET_CALLS);
+}
+
+unsigned int gw_run_retry_after(const gw_run *run, const gw_config *cfg)
+{
+    return run->over_budget != NULL ? run->over_budget->retry_s : cfg->retry_after_s;
+}
+
 gw_outcome gw_run_outcome(const gw_run *run)
 {
     static const gw_outcome of[] = {
@@ -41,6 +60,8 @@ gw_outcome gw_run_outcome(const gw_run *run)
     };
     unsigned int st = (unsigned int)run->out.status;
 
+    if (run->over_budget != NULL)
+        return GW_OUTCOME_RATE_LIMITED;
     if (run->out.status == IDEM_STATUS_INVALID && !run->arguments_invalid &&
         strcmp(run->err.field, "operation_id") == 0)
         return GW_OUTCOME_INVALID_KEY;

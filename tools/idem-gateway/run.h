@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "answer.h"
+#include "budget.h"
 #include "config.h"
 #include "trace.h"
 
@@ -28,6 +29,12 @@ typedef struct gw_run {
     int arguments_invalid; /* status invalid for the arguments (not JSON, the schema, a value) */
     char pointer[512];     /* then: the field as a JSON Pointer into the arguments ("" the whole) */
     int out_of_memory;     /* the gateway's own failure: answered as such, whatever the status */
+    /* The tenant's budgets (budget.h): what each bucket holds after this call, for the
+     * RateLimit fields; over_budget is the one that refused the call (nothing ran). */
+    gw_budget_view budget[GW_BUDGET_KINDS];
+    unsigned char budgeted[GW_BUDGET_KINDS]; /* 1: the tenant has this budget */
+    const gw_budget_view *over_budget;       /* NULL: within its budgets */
+    int new_token; /* a new operation's token was taken: given back unless it created */
 } gw_run;
 
 /* NULL is accepted. */
@@ -37,6 +44,16 @@ void gw_run_clear(gw_run *run);
  * library's, already in run->err). */
 void gw_run_invalid(gw_run *run, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The status word of @run: Idem-Status, structuredContent.status and the metrics' label
+ * ("rate_limited" over a budget, else idem's). */
+const char *gw_run_status(const gw_run *run);
+
+/* The budget that refused @run ("calls", "new_operations"), or NULL. */
+const char *gw_run_budget(const gw_run *run);
+
+/* The Retry-After of @run's answer in seconds: a budget's, else the configuration's. */
+unsigned int gw_run_retry_after(const gw_run *run, const gw_config *cfg);
 
 /* @run's row of the answer table (answer.h): its status, invalid told apart into the
  * operation ID's and the arguments'. */
