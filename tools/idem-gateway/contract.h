@@ -17,7 +17,7 @@
 #define GW_CONTRACT_VERSION 1
 
 /* The _meta key of a tool in tools/list, beside the gateway's "idem/operation_id". */
-#define GW_CONTRACT_META "idem/contract"
+#define GW_CONTRACT_META "dev.idem/contract"
 
 /* The header that carries the key over the HTTP API. */
 #define GW_KEY_HEADER "Idempotency-Key"

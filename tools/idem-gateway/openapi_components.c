@@ -133,7 +133,7 @@ static const char fixed_paths[] =
     "  \"401\": {\"$ref\": \"#/components/responses/Unauthorized\"},"
     "  \"405\": {\"$ref\": \"#/components/responses/MethodNotAllowed\"}}}},"
     " \"/mcp\": {\"post\": {\"operationId\": \"mcp\", \"summary\": \"MCP, Streamable HTTP,"
-    " stateless: one JSON-RPC message; the operation ID is _meta[\\\"idem/operation_id\\\"] or"
+    " stateless: one JSON-RPC message; the operation ID is _meta[\\\"dev.idem/operation_id\\\"] or"
     " the tool's operation ID argument, never Idempotency-Key\", \"parameters\": ["
     "   {\"name\": \"MCP-Protocol-Version\", \"in\": \"header\", \"schema\": " STRING "},"
     "   {\"name\": \"Origin\", \"in\": \"header\", \"description\": \"Checked against"

@@ -6,7 +6,7 @@
 // compiles as JSON Schema 2020-12), the Idempotency-Key header as its contract requires it,
 // and a response for every status of the answer table and of the answers before a call,
 // each problem type named; that each tool's contract is the same in the document, in GET
-// /v1/tools and in MCP's tools/list _meta["idem/contract"], holds the configured windows,
+// /v1/tools and in MCP's tools/list _meta["dev.idem/contract"], holds the configured windows,
 // the store's identity policy and the tool's operation ID argument, and validates against
 // the document's own schemas; and that live answers carry the problem types the document
 // names. Prints what it checked; exits 1 at the first failure.
@@ -145,7 +145,7 @@ for (const name of names) {
 
     const contract = op["x-idem-contract"];
     const listed = list.tools.find((t) => t.name === name);
-    const meta = mcpTools.find((t) => t.name === name)._meta?.["idem/contract"];
+    const meta = mcpTools.find((t) => t.name === name)._meta?.["dev.idem/contract"];
     check(isDeepStrictEqual(contract, listed.contract), `${name}: the document's contract is /v1/tools's`, [contract, listed.contract]);
     check(isDeepStrictEqual(contract, meta), `${name}: the document's contract is tools/list's _meta`, [contract, meta]);
     check(schema("Contract")(contract), `${name}: the contract matches the Contract schema`, schema("Contract").errors);
