@@ -6,7 +6,7 @@
  *                   gateway|all] [--threads 1,4,16]
  *                   [--duration SECONDS] [--round SECONDS] [--large] [--json]
  *                   [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO] [--existing]
- *                   [--statements]
+ *                   [--statements] [--durability on|as-is]
  *
  * It creates a fresh database (idem_bench_<pid>, plus one per table size for growth) on
  * the server that --dsn or the PG* environment names, applies idem's migrations there,
@@ -28,7 +28,7 @@ static const char usage[] =
     "                  gateway|all] [--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
     "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO] [--existing]\n"
-    "                  [--statements]\n"
+    "                  [--statements] [--durability on|as-is]\n"
     "  --mode      which measurements (default all); not in all: sweep (retention's\n"
     "              sweeper on a backlog of 1 M expired records, beside replays),\n"
     "              external (begin + complete of an external effect beside the local path)\n"
@@ -50,12 +50,17 @@ static const char usage[] =
     "              hold idem's schema at this version and idem_example.support_tasks; it\n"
     "              is neither migrated nor dropped. Rows of the tenants bench-* are the\n"
     "              bench's: it refuses to start when some exist, and deletes them at the\n"
-    "              end (its table bench_hand_ops too, if it made it). Modes create,\n"
+    "              end (its table bench_article_ops too, if it made it). Modes create,\n"
     "              replay, contention, external, gateway (its rows, tenant gateway-bench,\n"
     "              stay); on Citus, against the coordinator\n"
     "  --statements  also print each side's statements: executions and the server's\n"
     "              execution time per operation, from pg_stat_statements (the server must\n"
     "              load it; tools/run bench --statements starts one that does)\n"
+    "  --durability  on (default): the run flushes every commit as production does (fsync,\n"
+    "              synchronous_commit, full_page_writes on); where the server has one off\n"
+    "              (tools/with-postgres does), idem-bench turns them on with ALTER SYSTEM\n"
+    "              for its run (a superuser's) and resets them at the end; as-is: the\n"
+    "              server's settings (always so with --existing); the report says which\n"
     "  -h, --help  print this help\n"
     "  -V, --version\n"
     "              print the version\n";
@@ -139,14 +144,21 @@ static int parse_seconds(double *out, const char *text, double min)
 /* 0, 1 for --help, 2 for --version, -1 for a bad command line. */
 static int parse_options(bench_config *cfg, int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"mode", required_argument, NULL, 'm'},      {"threads", required_argument, NULL, 't'},
-        {"duration", required_argument, NULL, 'd'},  {"round", required_argument, NULL, 'r'},
-        {"large", no_argument, NULL, 'L'},           {"json", no_argument, NULL, 'j'},
-        {"dsn", required_argument, NULL, 'D'},       {"pool", required_argument, NULL, 'p'},
-        {"pgbouncer", required_argument, NULL, 'B'}, {"help", no_argument, NULL, 'h'},
-        {"existing", no_argument, NULL, 'E'},        {"statements", no_argument, NULL, 'S'},
-        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"mode", required_argument, NULL, 'm'},
+                                          {"threads", required_argument, NULL, 't'},
+                                          {"duration", required_argument, NULL, 'd'},
+                                          {"round", required_argument, NULL, 'r'},
+                                          {"large", no_argument, NULL, 'L'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"dsn", required_argument, NULL, 'D'},
+                                          {"pool", required_argument, NULL, 'p'},
+                                          {"pgbouncer", required_argument, NULL, 'B'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {"existing", no_argument, NULL, 'E'},
+                                          {"statements", no_argument, NULL, 'S'},
+                                          {"version", no_argument, NULL, 'V'},
+                                          {"durability", required_argument, NULL, 'U'},
+                                          {NULL, 0, NULL, 0}};
     int c, at = 0, rc = 0;
 
     while (rc == 0 && (c = getopt_long(argc, argv, "hV", longs, &at)) != -1) {
@@ -184,6 +196,10 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             break;
         case 'E':
             cfg->existing = 1;
+            break;
+        case 'U':
+            cfg->keep_durability = strcmp(optarg, "as-is") == 0;
+            rc = cfg->keep_durability || strcmp(optarg, "on") == 0 ? 0 : -1;
             break;
         case 'h':
             return 1;
@@ -227,6 +243,7 @@ int main(int argc, char **argv)
                         0,
                         default_pool_cap(),
                         getenv("IDEM_PGBOUNCER"),
+                        0,
                         0,
                         0};
     int rc = parse_options(&cfg, argc, argv);

@@ -39,6 +39,15 @@ for l in rows:
     assert m, l
     assert all(int(x) > 0 for x in m.groups()[:3]) and 0 < float(m.group(4)) <= 1, l
 ' "$out"
+# idem-gateway's own CPU per call beside the minimal libmicrohttpd server's, both counted.
+expect "the gateway's CPU per call beside the minimal server's" python3 -c '
+import re, sys
+rows = [l for l in sys.argv[1].splitlines() if re.match(r"cpu 2 +(new keys|replays) ", l)]
+assert len(rows) == 2, rows
+for l in rows:
+    m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) (met|MISSED) ", l)
+    assert m and all(float(x) > 0 for x in m.groups()[:3]), l
+' "$out"
 expect "no targets without a run at 16 connections" lacks "target at"
 expect "the server's durability said" contains "fsync "
 leftover=$(q postgres "SELECT datname FROM pg_database WHERE datname LIKE 'idem_gwbench_%'")

@@ -42,7 +42,7 @@ if ! psql -Atqc 'SELECT 1' dbname=postgres >/dev/null 2>&1; then
     exit 77
 fi
 
-out=$("$bench" --mode contention --duration 1 --round 0.1 --pool 3 --json 2>/dev/null)
+out=$("$bench" --durability as-is --mode contention --duration 1 --round 0.1 --pool 3 --json 2>/dev/null)
 status=$?
 [ "$status" = 0 ] || fail "a short contention run: exit $status"
 python3 -c '
@@ -52,11 +52,11 @@ assert d["settings"]["pool_cap"] == 3, d["settings"]
 (m,) = d["results"]
 assert m["mode"] == "contention" and m["invariant"]["pass"], m
 ' "$out" || fail "the report of a short run: $out"
-out=$("$bench" --mode contention --duration 1 --round 0.1 --pool 3 2>/dev/null)
+out=$("$bench" --durability as-is --mode contention --duration 1 --round 0.1 --pool 3 2>/dev/null)
 grep -q "pools of min(threads, 3) connections" <<<"$out" || fail "the table's header: $out"
 
 # The external mode: begin + complete beside the local path, without errors.
-out=$("$bench" --mode external --threads 2 --duration 1 --round 0.1 --json 2>/dev/null)
+out=$("$bench" --durability as-is --mode external --threads 2 --duration 1 --round 0.1 --json 2>/dev/null)
 status=$?
 [ "$status" = 0 ] || fail "a short external run: exit $status"
 python3 -c '
@@ -72,7 +72,7 @@ assert all(s["server_cpu_us_per_op"] > 0 for s in m["sides"]), m
 # through PgBouncer when tools/with-postgres --pgbouncer started one.
 sides=2
 [ -n "${IDEM_PGBOUNCER:-}" ] && sides=3
-out=$("$bench" --mode pooler --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
+out=$("$bench" --durability as-is --mode pooler --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
 status=$?
 [ "$status" = 0 ] || fail "a short pooler run: exit $status"
 python3 -c '
@@ -88,7 +88,7 @@ assert "pooler-safe" in new["ratios"][0]["ratio"], new["ratios"]
 ' "$out" "$sides" || fail "the report of a short pooler run: $out"
 
 # The rls mode: as the application's role, row-level security on against off.
-out=$("$bench" --mode rls --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
+out=$("$bench" --durability as-is --mode rls --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
 status=$?
 [ "$status" = 0 ] || fail "a short rls run: exit $status"
 python3 -c '
@@ -105,9 +105,24 @@ for m in (new, replay):
 # tenant's setting (what row-level security's setting costs a lookup), in the run's
 # database and in a fresh one; every ratio with its two sides' numbers; the report says
 # the server's durability and the data directory's file system.
+# By default the run flushes every commit: on this server (durability off, as the tests
+# run it) idem-bench turns fsync, synchronous_commit and full_page_writes on for its run,
+# says so, and gives the server its own settings back at the end.
+before=$(psql -Atqc "SELECT current_setting('fsync') || current_setting('synchronous_commit')" dbname=postgres)
+"$bench" --durability sometimes >/dev/null 2>&1
+[ $? = 64 ] || fail "--durability sometimes: not a usage error"
 out=$("$bench" --mode replay --threads 1 --duration 1 --round 0.1 --json 2>/dev/null)
 status=$?
 [ "$status" = 0 ] || fail "a short replay run: exit $status"
+after=$(psql -Atqc "SELECT current_setting('fsync') || current_setting('synchronous_commit')" dbname=postgres)
+[ "$before" = "$after" ] || fail "the server's durability after the run: $after, before it: $before"
+python3 -c '
+import json, sys
+machine = json.loads(sys.argv[1])["machine"]
+assert machine["durability"] == "fsync on, synchronous_commit on, full_page_writes on", machine
+if sys.argv[2] != "onon":
+    assert machine["durability_note"].startswith("turned on for this run"), machine
+' "$out" "$before" || fail "the durability of a short replay run: $out"
 python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
@@ -125,7 +140,7 @@ assert machine["data_directory"] and " on /" in machine["data_file_system"], mac
 
 # The gateway mode (the in-process side of tools/bench/gateway.py): new keys created and
 # replays replayed through the declared path, marked attempt 0, without errors.
-out=$("$bench" --mode gateway --threads 2 --duration 1 --round 0.1 --json 2>/dev/null)
+out=$("$bench" --durability as-is --mode gateway --threads 2 --duration 1 --round 0.1 --json 2>/dev/null)
 status=$?
 [ "$status" = 0 ] || fail "a short gateway run: exit $status"
 python3 -c '
@@ -140,7 +155,7 @@ assert all(s["errors"] == 0 and s["ops"] > 0 for s in m["sides"]), m
 # pg_stat_statements is not loaded; on a server that loads it (a throwaway one, as
 # tools/run bench --statements starts), each side's statements per operation, the declared
 # effect's one statement run once per call and the floor's writes its own.
-err=$("$bench" --mode create --threads 1 --duration 1 --round 0.1 --statements 2>&1 >/dev/null)
+err=$("$bench" --durability as-is --mode create --threads 1 --duration 1 --round 0.1 --statements 2>&1 >/dev/null)
 status=$?
 if psql -Atqc 'SHOW shared_preload_libraries' dbname=postgres | grep -q pg_stat_statements; then
     :
@@ -161,8 +176,15 @@ for s in sides.values():
     assert all(q["calls_per_op"] > 0 and q["us_per_call"] >= 0 for q in s["statements"]), s
 declared = [q for q in sides["idem declared SQL"]["statements"] if "idem.declared_outcome" in q["query"]]
 assert len(declared) == 1 and 0.9 < declared[0]["calls_per_op"] < 1.1, sides["idem declared SQL"]
-assert any("bench_hand_ops" in q["query"] for q in sides["floor"]["statements"]), sides["floor"]
-assert not any("bench_hand_ops" in q["query"] for q in sides["idem callback"]["statements"]), sides
+assert any("bench_article_ops" in q["query"] for q in sides["floor"]["statements"]), sides["floor"]
+# The baselines are what a user writes: the floor one round trip of BEGIN, one statement
+# writing the effect and its record, COMMIT; the hand-written side the article statements.
+floor = [q for q in sides["floor"]["statements"] if "bench_article_ops" in q["query"]]
+assert len(floor) == 1 and "support_tasks" in floor[0]["query"], floor
+hand = " ".join(q["query"] for q in sides["hand-written"]["statements"])
+assert "SELECT digest, response FROM public.bench_article_ops" in hand, hand
+assert "INSERT INTO public.bench_article_ops VALUES" in hand, hand
+assert not any("bench_article_ops" in q["query"] for q in sides["idem callback"]["statements"]), sides
 ' "$out" || fail "the statement profile of a short create run: $out"
 
 if [ "$failures" -ne 0 ]; then

@@ -112,6 +112,7 @@ typedef struct bench_measure {
     int nratios;
     bench_ratio ratio[BENCH_MAX_RATIOS];
     bench_invariant invariant;
+    double load_start, load_end; /* the machine's 1-minute load average around it */
 } bench_measure;
 
 /* How to run a measurement. */
@@ -154,9 +155,10 @@ typedef struct bench_results {
     int nmeasures;
     bench_measure measure[BENCH_MAX_MEASURES];
     char server_version[64];
-    char durability[128]; /* "fsync on, synchronous_commit on, full_page_writes on" */
-    char data_dir[256];   /* the server's data directory ... */
-    char data_fs[512];    /* ... and the file system it is on: "/dev/vda (ext4) on /" */
+    char durability[128];      /* "fsync on, synchronous_commit on, full_page_writes on" */
+    char durability_note[160]; /* whose settings those are (durability.c) */
+    char data_dir[256];        /* the server's data directory ... */
+    char data_fs[512];         /* ... and the file system it is on: "/dev/vda (ext4) on /" */
     char cpu_model[128];
     long cpus;
     double total_s;
@@ -193,7 +195,24 @@ typedef struct bench_config {
                               NULL/"" for its direct sides only (--pgbouncer) */
     int existing;          /* --existing: measure in the database dsn names (existing.c) */
     int statements;        /* --statements: the statement profile (statements.c) */
+    int keep_durability;   /* --durability as-is: measure with the server's settings */
 } bench_config;
+
+/* ---- durability (durability.c) ------------------------------------------------------- */
+
+/* Make sure the server flushes every commit (fsync, synchronous_commit, full_page_writes
+ * on): unless @keep, turn them on with ALTER SYSTEM and wait until @admin's session reads
+ * them. Says in @note whose settings the run has. Returns 1 when it changed them (then
+ * call bench_durability_reset() at the end), 0 when not, -1 when it could not (said). */
+int bench_durability_ensure(PGconn *admin, int keep, char *note, size_t size);
+void bench_durability_reset(PGconn *admin);
+
+/* ---- the ratios side by side (summary.c) --------------------------------------------- */
+
+/* The create and replay modes' headline ratios, a column per thread count, each with the
+ * two sides' ops/s and the load average around its measurement; nothing when neither
+ * mode ran. */
+void bench_print_summary(const bench_results *res);
 
 enum {
     BENCH_MODE_CREATE = 1,
@@ -223,20 +242,18 @@ void bench_db_drop(PGconn *admin, const char *name);
 
 /* --existing (existing.c): check that the database @admin is connected to holds idem's
  * schema at this version and, unless @modes is the gateway mode alone, the example's
- * table; and no rows of the bench's tenants; make bench_hand_ops if missing (distributed
+ * table; and no rows of the bench's tenants; make bench_article_ops if missing (distributed
  * by tenant on Citus; *made set). Returns 0 or -1 (said on stderr). */
 int bench_existing_check(PGconn *admin, int modes, int *made);
 /* After a check that passed (@checked): delete the rows of the bench's tenants (bench-*),
- * and bench_hand_ops if it was made; nothing when @modes is the gateway mode alone. */
+ * and bench_article_ops if it was made; nothing when @modes is the gateway mode alone. */
 void bench_existing_clean(PGconn *admin, int modes, int made, int checked);
-/* The lean table of the create mode's sides without idem (create.c), the user's own: 8
- * columns, the key its primary key, no other index. */
+/* The lean table of the create mode's sides without idem (create.c), the user's own: the
+ * article's operations table, its four columns (tenant, operation ID, the arguments'
+ * digest in hex, the response) and its key, the primary key; no other column or index. */
 #define BENCH_HAND_TABLE                                                                           \
-    "public.bench_hand_ops (tenant text NOT NULL, operation_id text NOT NULL,"                     \
-    " fingerprint bytea NOT NULL, state text NOT NULL, response text,"                             \
-    " created_at timestamptz NOT NULL DEFAULT now(), completed_at timestamptz,"                    \
-    " expires_at timestamptz NOT NULL DEFAULT now() + interval '1 day',"                           \
-    " PRIMARY KEY (tenant, operation_id))"
+    "public.bench_article_ops (tenant text NOT NULL, operation_id text NOT NULL,"                  \
+    " digest text NOT NULL, response text NOT NULL, PRIMARY KEY (tenant, operation_id))"
 
 /* The application role: idem_bench_app, a login in idem_app (row-level security applies),
  * created when missing (the --dsn role must be a superuser or have CREATEROLE; it stays in

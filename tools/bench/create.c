@@ -4,27 +4,31 @@
  *
  * idem callback   idem_store_execute() with the example effect, marked a first attempt
  * idem declared   idem_store_execute_declared() with the same INSERT declared as SQL
- * hand-written    what a user writes in libpq on their own lean table (public.bench_hand_ops:
- *                 8 columns, the key its primary key, no other index; bench.h) beside the
- *                 task table, one prepared statement per round trip, retried on 40001/40P01:
+ * hand-written    the article's transaction (seed: "Remember the result in the same
+ *                 transaction"), as a user writes it in libpq on their own lean tables: the
+ *                 article's operations table (public.bench_article_ops: tenant, operation ID,
+ *                 digest, response, the key its primary key, nothing else; bench.h) beside
+ *                 the task table, one prepared statement per round trip, retried on
+ *                 40001/40P01:
  *                   BEGIN ISOLATION LEVEL SERIALIZABLE
- *                   INSERT INTO public.bench_hand_ops (tenant, operation_id, fingerprint, state)
- *                     VALUES ($1, $2, decode($3, 'hex'), 'pending')
- *                     ON CONFLICT DO NOTHING RETURNING 1              (one row: a new key)
+ *                   SELECT digest, response FROM public.bench_article_ops
+ *                     WHERE tenant = $1 AND operation_id = $2         (no row: a new key)
  *                   INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)
  *                     VALUES ($1, $2, $3) RETURNING task_id
- *                   UPDATE public.bench_hand_ops SET state = 'completed', response = $3,
- *                     completed_at = now() WHERE tenant = $1 AND operation_id = $2
+ *                   INSERT INTO public.bench_article_ops VALUES ($1, $2, $3, $4)
+ *                                                    ($4: the response, built by the client)
  *                   COMMIT
- * floor           the least any correct design does: the effect and a finished record (key,
- *                 fingerprint, receipt) on the same lean table, in one pipelined SERIALIZABLE
- *                 transaction, one round trip:
+ * floor           the least any correct design does: the effect and its finished record
+ *                 (key, digest, the receipt with the task's ID) on the same lean table, in
+ *                 one pipelined SERIALIZABLE transaction, one round trip (libpq's pipeline
+ *                 mode); the record's INSERT takes the task's ID from the effect's in the
+ *                 same statement, since the receipt needs it and the round trip is one:
  *                   BEGIN ISOLATION LEVEL SERIALIZABLE
- *                   INSERT INTO public.bench_hand_ops (tenant, operation_id, fingerprint, state,
- *                     response, completed_at) VALUES ($1, $2, decode($3, 'hex'), 'completed',
- *                     '{"status":"created"}', now()) ON CONFLICT DO NOTHING
- *                   INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)
- *                     VALUES ($1, $2, $3) RETURNING task_id
+ *                   WITH task AS (INSERT INTO idem_example.support_tasks (tenant, subject,
+ *                     operation_id) VALUES ($1, $2, $3) RETURNING task_id)
+ *                     INSERT INTO public.bench_article_ops SELECT $1, $3, $4,
+ *                     '{"status":"created","task_id":' || task_id || '}' FROM task
+ *                     RETURNING response
  *                   COMMIT
  * floor, idem's record  the floor with its record a row of idem.operations (floor_idem_op
  *                 below), for information
@@ -58,23 +62,20 @@ typedef struct own_stmt {
     int nparams;
 } own_stmt;
 
-static const own_stmt hand_claim = {
-    "bench_hand_claim",
-    "INSERT INTO public.bench_hand_ops (tenant, operation_id, fingerprint, state)"
-    " VALUES ($1, $2, decode($3, 'hex'), 'pending') ON CONFLICT DO NOTHING RETURNING 1",
-    3};
+static const own_stmt hand_lookup = {
+    "bench_hand_lookup",
+    "SELECT digest, response FROM public.bench_article_ops WHERE tenant = $1 AND operation_id = $2",
+    2};
 static const own_stmt hand_task = {"bench_hand_task", task_sql, 3};
-static const own_stmt hand_finish = {
-    "bench_hand_finish",
-    "UPDATE public.bench_hand_ops SET state = 'completed', response = $3, completed_at = now()"
-    " WHERE tenant = $1 AND operation_id = $2",
-    3};
+static const own_stmt hand_record = {
+    "bench_hand_record", "INSERT INTO public.bench_article_ops VALUES ($1, $2, $3, $4)", 4};
 static const own_stmt floor_op = {
     "bench_floor_op",
-    "INSERT INTO public.bench_hand_ops (tenant, operation_id, fingerprint, state, response,"
-    " completed_at) VALUES ($1, $2, decode($3, 'hex'), 'completed', '{\"status\":\"created\"}',"
-    " now()) ON CONFLICT DO NOTHING",
-    3};
+    "WITH task AS (INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+    " VALUES ($1, $2, $3) RETURNING task_id)"
+    " INSERT INTO public.bench_article_ops SELECT $1, $3, $4,"
+    " '{\"status\":\"created\",\"task_id\":' || task_id || '}' FROM task RETURNING response",
+    4};
 
 /* The floor again, with the record idem keeps (a row of idem.operations: its windows, its
  * claim token, its CHECK constraint and the expires_at index the sweeper reads): how
@@ -82,13 +83,15 @@ static const own_stmt floor_op = {
  * no target. */
 static const own_stmt floor_idem_op = {
     "bench_floor_idem_op",
-    "INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
+    "WITH task AS (INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+    " VALUES ($1, $2, $3) RETURNING task_id)"
+    " INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
     " state, response, claim_token, expires_at, completed_at, forget_at)"
-    " VALUES ($1, $2, 'bench', 1, decode($3, 'hex'), 'completed',"
-    " convert_to('{\"status\":\"created\"}', 'UTF8'), gen_random_uuid(),"
-    " now() + interval '1 day', now(), now() + interval '2 days')"
-    " ON CONFLICT DO NOTHING",
-    3};
+    " SELECT $1, $3, 'bench', 1, decode($4, 'hex'), 'completed',"
+    " convert_to('{\"status\":\"created\",\"task_id\":' || task_id || '}', 'UTF8'),"
+    " gen_random_uuid(), now() + interval '1 day', now(), now() + interval '2 days' FROM task"
+    " RETURNING 1",
+    4};
 
 /* Make sure @s is prepared on @pg: PREPARE, and "already exists" is fine. */
 static int ensure_prepared(PGconn *pg, const own_stmt *s)
@@ -119,8 +122,8 @@ static int unprepared(const PGresult *res)
 /* Prepare every statement of the sides without idem on @pg. */
 static int prepare_own(PGconn *pg)
 {
-    return ensure_prepared(pg, &hand_claim) || ensure_prepared(pg, &hand_task) ||
-                   ensure_prepared(pg, &hand_finish) || ensure_prepared(pg, &floor_op) ||
+    return ensure_prepared(pg, &hand_lookup) || ensure_prepared(pg, &hand_task) ||
+                   ensure_prepared(pg, &hand_record) || ensure_prepared(pg, &floor_op) ||
                    ensure_prepared(pg, &floor_idem_op)
                ? -1
                : 0;
@@ -240,36 +243,48 @@ static int simple(PGconn *pg, const char *sql)
     return rc;
 }
 
-/* One try of the hand-written transaction: 0 done, 1 retry, -1 failure. */
+/* The article's receipt, built on the client as its json.dumps() does. */
+static void article_receipt(char *out, size_t size, const char *task_id)
+{
+    snprintf(out, size, "{\"status\":\"created\",\"task_id\":%s}", task_id);
+}
+
+/* One statement of the hand-written transaction; its result into *out (or cleared).
+ * 0, 1 retry, -1 failure. */
+static int hand_step(PGconn *pg, const own_stmt *s, const char *const *values,
+                     ExecStatusType expected, PGresult **out)
+{
+    PGresult *res = run_own(pg, s, values);
+    int rc = outcome(pg, res, expected);
+
+    if (rc == 0 && out != NULL)
+        *out = res;
+    else
+        PQclear(res);
+    return rc;
+}
+
+/* One try of the article's transaction: 0 done, 1 retry, -1 failure. */
 static int hand_try(PGconn *pg, const own_call *call)
 {
     const char *op = call->op;
-    const char *key[3] = {TENANT, op, call->fingerprint}, *task[3] = {TENANT, call->subject, op};
+    const char *key[2] = {TENANT, op}, *task[3] = {TENANT, call->subject, op};
     char receipt[96];
-    const char *finish[3] = {TENANT, op, receipt};
+    const char *record[4] = {TENANT, op, call->fingerprint, receipt};
     PGresult *res = NULL;
     int rc = simple(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE");
 
-    if (rc == 0) {
-        res = run_own(pg, &hand_claim, key);
-        rc = outcome(pg, res, PGRES_TUPLES_OK);
-        if (rc == 0 && PQntuples(res) != 1)
-            rc = -1; /* the key was new: the claim returns its row */
+    if (rc == 0 && (rc = hand_step(pg, &hand_lookup, key, PGRES_TUPLES_OK, &res)) == 0) {
+        if (PQntuples(res) != 0)
+            rc = -1; /* every key is new here: a row would be a replay */
         PQclear(res);
     }
-    if (rc == 0) {
-        res = run_own(pg, &hand_task, task);
-        rc = outcome(pg, res, PGRES_TUPLES_OK);
-        if (rc == 0)
-            snprintf(receipt, sizeof(receipt), "{\"status\":\"created\",\"task_id\":%s}",
-                     PQgetvalue(res, 0, 0));
+    if (rc == 0 && (rc = hand_step(pg, &hand_task, task, PGRES_TUPLES_OK, &res)) == 0) {
+        article_receipt(receipt, sizeof(receipt), PQgetvalue(res, 0, 0));
         PQclear(res);
     }
-    if (rc == 0) {
-        res = run_own(pg, &hand_finish, finish);
-        rc = outcome(pg, res, PGRES_COMMAND_OK);
-        PQclear(res);
-    }
+    if (rc == 0)
+        rc = hand_step(pg, &hand_record, record, PGRES_COMMAND_OK, NULL);
     if (rc == 0)
         rc = simple(pg, "COMMIT");
     if (rc != 0)
@@ -307,20 +322,16 @@ static int hand_written(bench_worker *w)
  * -1 failure. */
 static int floor_with(PGconn *pg, const own_call *call, const own_stmt *op)
 {
-    const char *key[3] = {TENANT, call->op, call->fingerprint};
-    const char *task[3] = {TENANT, call->subject, call->op};
-    int rc = 0;
-
-    int missing = 0;
+    const char *values[4] = {TENANT, call->subject, call->op, call->fingerprint};
+    int rc = 0, missing = 0;
 
     if (PQenterPipelineMode(pg) != 1)
         return -1;
     PQsendQueryParams(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, NULL, 0);
-    PQsendQueryPrepared(pg, op->name, 3, key, NULL, NULL, 0);
-    PQsendQueryPrepared(pg, hand_task.name, 3, task, NULL, NULL, 0);
+    PQsendQueryPrepared(pg, op->name, op->nparams, values, NULL, NULL, 0);
     PQsendQueryParams(pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
     PQpipelineSync(pg);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 3; i++) {
         PGresult *res = PQgetResult(pg);
         ExecStatusType st = PQresultStatus(res);
 
@@ -427,10 +438,11 @@ static int create_at(bench_results *res, const bench_config *cfg, const char *co
     bench_plan plan = {sides, 6, threads, cfg->duration_s * 2, cfg->round_s, cfg->round_s};
     bench_measure *m = bench_results_add(
         res, "create", threads,
-        "new keys, first attempts; hand-written = BEGIN SERIALIZABLE; claim; INSERT; UPDATE;"
-        " COMMIT one per round trip; floor = effect + finished record in one pipelined"
-        " transaction; bare = the INSERT alone in autocommit; floor, idem's record = the floor"
-        " writing a row of idem.operations");
+        "new keys, first attempts; hand-written = the article's BEGIN SERIALIZABLE; SELECT;"
+        " INSERT task; INSERT record; COMMIT, one per round trip, on its 4-column table;"
+        " floor = effect + finished record in one pipelined transaction (one round trip);"
+        " bare = the INSERT alone in autocommit; floor, idem's record = the floor writing a"
+        " row of idem.operations");
     int rc;
 
     if (m == NULL || open_ctx(&c, conninfo, threads, cfg->pool_cap) != 0) {

@@ -10,7 +10,7 @@
 
 static const char sql_tables[] =
     "SELECT to_regclass('idem_example.support_tasks') IS NOT NULL,"
-    " to_regclass('public.bench_hand_ops') IS NOT NULL,"
+    " to_regclass('public.bench_article_ops') IS NOT NULL,"
     " EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus'),"
     " (SELECT count(*) FROM idem.operations WHERE " OWN_TENANTS ") > 0";
 
@@ -28,15 +28,15 @@ static int exec_ok(PGconn *pg, const char *sql, const char *what)
 /* In public, named: an unqualified CREATE would land in a schema named like the role (idem). */
 static int make_hand_table(PGconn *admin, int citus, int *made)
 {
-    if (exec_ok(admin, "CREATE TABLE " BENCH_HAND_TABLE, "creating bench_hand_ops") != 0)
+    if (exec_ok(admin, "CREATE TABLE " BENCH_HAND_TABLE, "creating bench_article_ops") != 0)
         return -1;
     *made = 1;
     if (!citus)
         return 0;
     return exec_ok(admin,
-                   "SELECT create_distributed_table('public.bench_hand_ops', 'tenant',"
+                   "SELECT create_distributed_table('public.bench_article_ops', 'tenant',"
                    " colocate_with => 'idem.operations')",
-                   "distributing bench_hand_ops");
+                   "distributing bench_article_ops");
 }
 
 int bench_existing_check(PGconn *admin, int modes, int *made)
@@ -54,7 +54,7 @@ int bench_existing_check(PGconn *admin, int modes, int *made)
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         rc = bench_error("--existing: looking at the database", PQerrorMessage(admin));
     else if (modes == BENCH_MODE_GATEWAY)
-        rc = 0; /* its own table (gateway.c); neither the example's nor bench_hand_ops */
+        rc = 0; /* its own table (gateway.c); neither the example's nor bench_article_ops */
     else if (PQgetvalue(res, 0, 0)[0] != 't')
         rc = bench_error("--existing",
                          "idem_example.support_tasks is missing: create the example's "
@@ -80,7 +80,7 @@ void bench_existing_clean(PGconn *admin, int modes, int made, int checked)
     exec_ok(admin, "DELETE FROM idem.operations WHERE " OWN_TENANTS, "cleaning up");
     exec_ok(admin, "DELETE FROM idem_example.support_tasks WHERE " OWN_TENANTS, "cleaning up");
     if (made)
-        exec_ok(admin, "DROP TABLE public.bench_hand_ops", "dropping bench_hand_ops");
+        exec_ok(admin, "DROP TABLE public.bench_article_ops", "dropping bench_article_ops");
     else
-        exec_ok(admin, "DELETE FROM public.bench_hand_ops WHERE " OWN_TENANTS, "cleaning up");
+        exec_ok(admin, "DELETE FROM public.bench_article_ops WHERE " OWN_TENANTS, "cleaning up");
 }

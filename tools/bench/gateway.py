@@ -12,7 +12,11 @@ in-process side (one thread per connection, pools of min(connections, --pool)), 
 against the gateway (pool_size --pool) with a fresh Idempotency-Key per request (new keys)
 and with the keys gateway-replay-* that the in-process side created (replays). It prints
 throughput and p50/p99 beside the in-process side's, their ratios, the load average, and
-checks that the rows the gateway created equal its non-replayed 201 answers.
+checks that the rows the gateway created equal its non-replayed 201 answers. Where
+idem-bench-http-floor is built (tools/bench/http_floor.c: the least a libmicrohttpd server
+does for the same requests and statements, without idempotency), it runs the same wrk
+rounds against it and prints each process's own CPU per answered call (user + system from
+/proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5.
 
 --soak SECONDS instead runs wrk at 64 connections on new keys for that long, sampling the
 gateway's resident set size (VmRSS of /proc/PID/status) every 5 s.
@@ -102,10 +106,13 @@ def gateway_config(db, token, pool):
 
 
 class Gateway:
-    def __init__(self, exe, config, log):
+    """A server under wrk: idem-gateway (EXE --config CONFIG), or @cmd (the minimal
+    libmicrohttpd server, idem-bench-http-floor), that says on stderr where it listens."""
+
+    def __init__(self, exe, config, log, cmd=None):
         self.log = log
-        self.proc = subprocess.Popen([exe, "--config", config], stdout=subprocess.DEVNULL,
-                                     stderr=open(log, "w"))
+        self.proc = subprocess.Popen(cmd or [exe, "--config", config],
+                                     stdout=subprocess.DEVNULL, stderr=open(log, "w"))
         self.port = None
         for _ in range(600):
             with open(log) as f:
@@ -253,13 +260,25 @@ class Cell:
 
     def __init__(self, connections, what):
         self.connections, self.what = connections, what
-        self.gw, self.lib, self.loads, self.http = [], [], [], []
+        self.gw, self.lib, self.loads, self.http, self.floor = [], [], [], [], []
 
-    def add(self, run, lib, load, http):
+    def add(self, run, lib, load, http, floor):
         self.gw.append(run)
         self.lib.append(lib)
         self.loads.append(load)
         self.http.append(http)
+        if floor is not None:
+            self.floor.append(floor)
+
+    def process_cpu_us(self):
+        """The server process's own CPU per answered call, µs (user + system of
+        /proc/PID/stat over the calls answered): idem-gateway's, the minimal server's (nan
+        without it), and the load average at their last runs."""
+        def per_call(runs):
+            n = sum(r.r["answered"] for r in runs)
+            return 1e6 * sum(r.gw_cpu_s for r in runs) / n if n else float("nan")
+        load = (self.floor or self.gw)[-1].load.split()[0]
+        return per_call(self.gw), per_call(self.floor), load
 
     def total_us(self):
         """Medians over the rounds of all the CPU a request costs, µs: through the gateway
@@ -323,8 +342,8 @@ class Cell:
         return line + (": ok" if all(g.ok for g in self.gw + self.http) else ": FAILED")
 
 
-def measure(args, gw_start, db, token, pool):
-    cells, gw = [], None
+def measure(args, gw_start, db, token, pool, floor_start):
+    cells, gw, floor = [], None, None
     step = args.duration / args.rounds
     for c in args.connections:
         new, replay = Cell(c, "new keys"), Cell(c, "replays")
@@ -341,8 +360,13 @@ def measure(args, gw_start, db, token, pool):
             new_run = Run(gw, db, token, "new", c, step)
             replay_run = Run(gw, db, token, "replay", c, step)
             http = Run(gw, db, token, "healthz", c, step)
-            new.add(new_run, new_in, load, http)
-            replay.add(replay_run, replay_in, load, http)
+            floor_new = floor_replay = None
+            if floor_start is not None:
+                floor = floor or floor_start()
+                floor_new = Run(floor, db, token, "new", c, step)
+                floor_replay = Run(floor, db, token, "replay", c, step)
+            new.add(new_run, new_in, load, http, floor_new)
+            replay.add(replay_run, replay_in, load, http, floor_replay)
     return cells, gw
 
 
@@ -379,6 +403,30 @@ def print_table(cells, pool, args):
                   ratio(c.gw_ops_per_s(), c.lib_ops_per_s()), median(rr), min(rr), max(rr),
                   g50, g99, l50, l99, r99, cg, cw, cl, mg, ml, mh, c.bound(),
                   c.loads[0].split()[0], c.gw[-1].load.split()[0]))
+
+
+CPU_TARGET = 1.5
+
+
+def print_process_cpu(cells):
+    """idem-gateway's CPU per call beside the minimal libmicrohttpd server's, the same
+    requests under wrk, each process alone (not wrk, not PostgreSQL)."""
+    if not any(c.floor for c in cells):
+        print("\nthe minimal libmicrohttpd server (idem-bench-http-floor) is not built: no"
+              " CPU per call beside it")
+        return
+    print("\nCPU per answered call of the server process alone (user + system from"
+          " /proc/PID/stat over the calls it answered), µs: idem-gateway against"
+          " idem-bench-http-floor (libmicrohttpd, one thread per connection, the same requests:"
+          " the tool's INSERT for a new key, the receipt by primary key for a replay; no"
+          " idempotency), target gateway / floor <= %.1f" % CPU_TARGET)
+    print("cpu %-5s %-8s %10s %10s %7s %-7s %s" % ("conns", "requests", "gateway", "floor",
+                                                   "ratio", "target", "load average"))
+    for c in cells:
+        gw, fl, load = c.process_cpu_us()
+        r = ratio(gw, fl)
+        print("cpu %-5d %-8s %10.1f %10.1f %7.2f %-7s %s" % (
+            c.connections, c.what, gw, fl, r, "met" if r <= CPU_TARGET else "MISSED", load))
 
 
 def print_targets(cells):
@@ -470,6 +518,14 @@ def main():
                                                      rss_kb(gws[-1].proc.pid)))
         return gws[-1]
 
+    floor_exe = os.path.join(args.build, "tools", "idem-bench-http-floor")
+
+    def floor_start():
+        gws.append(Gateway(None, None, os.path.join(tmp, "floor.log"),
+                           [floor_exe, db, hashlib.sha256(token.encode()).hexdigest()]))
+        say("minimal libmicrohttpd server pid %d, port %d" % (gws[-1].proc.pid, gws[-1].port))
+        return gws[-1]
+
     psql("postgres", "CREATE DATABASE " + db)
     watch_server(db)
     ok = True
@@ -483,9 +539,11 @@ def main():
         if args.soak:
             _, ok = soak(args, gw_start, db, token, args.pool)
         else:
-            cells, gw = measure(args, gw_start, db, token, args.pool)
+            cells, gw = measure(args, gw_start, db, token, args.pool,
+                                floor_start if os.path.exists(floor_exe) else None)
             print_table(cells, args.pool, args)
             print_targets(cells)
+            print_process_cpu(cells)
             print("gateway RSS at the end: %d kB; load average at the end %s" % (
                 rss_kb(gw.proc.pid), loadavg()))
             print("\nchecks: the rows the gateway created against its non-replayed 201s")

@@ -19,8 +19,8 @@ static void print_header(const bench_results *res, const bench_config *cfg)
 {
     printf("idem-bench %s: PostgreSQL %s on the same machine; %ld CPUs (%s)\n", idem_version(),
            res->server_version, res->cpus, res->cpu_model);
-    printf("durability: %s; data directory %s on %s\n", res->durability, res->data_dir,
-           res->data_fs);
+    printf("durability: %s (%s); data directory %s on %s\n", res->durability, res->durability_note,
+           res->data_dir, res->data_fs);
     printf("%.0f s per measurement in rounds of %.2g s that alternate the sides (A B A B ...);"
            " pools of min(threads, %d) connections;\nlatencies in ms; cpu us: the client's CPU"
            " time (user + system) per operation; server us: the PostgreSQL server's CPU"
@@ -141,6 +141,7 @@ void bench_print_table(const bench_results *res, const bench_config *cfg)
         if (m->invariant.present)
             print_invariant(m);
     }
+    bench_print_summary(res);
     print_statements(res);
     printf("\ntotal time %.0f s\n", res->total_s);
 }
@@ -219,8 +220,9 @@ static json_t *measure_json(const bench_measure *m)
         json_array_append_new(sides, side_json(&m->side[s]));
     for (int r = 0; r < m->nratios; r++)
         json_array_append_new(ratios, ratio_json(&m->ratio[r]));
-    o = json_pack("{s:s, s:s, s:i, s:o, s:o}", "mode", m->mode, "note", m->note, "threads",
-                  m->threads, "sides", sides, "ratios", ratios);
+    o = json_pack("{s:s, s:s, s:i, s:o, s:o, s:[f, f]}", "mode", m->mode, "note", m->note,
+                  "threads", m->threads, "sides", sides, "ratios", ratios, "load_average",
+                  m->load_start, m->load_end);
     if (o != NULL && m->invariant.present)
         json_object_set_new(o, "invariant", invariant_json(&m->invariant));
     return o;
@@ -233,13 +235,14 @@ int bench_print_json(const bench_results *res, const bench_config *cfg)
 
     for (int i = 0; i < res->nmeasures; i++)
         json_array_append_new(measures, measure_json(&res->measure[i]));
-    doc = json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:I, s:s}, s:{s:f, s:f, s:b, s:i}, s:o, s:f}",
+    doc = json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:s, s:I, s:s}, s:{s:f, s:f, s:b, s:i}, s:o,"
+                    " s:f}",
                     "idem_version", idem_version(), "machine", "postgresql", res->server_version,
-                    "durability", res->durability, "data_directory", res->data_dir,
-                    "data_file_system", res->data_fs, "cpus", (json_int_t)res->cpus, "cpu_model",
-                    res->cpu_model, "settings", "duration_s", cfg->duration_s, "round_s",
-                    cfg->round_s, "large", cfg->large, "pool_cap", cfg->pool_cap, "results",
-                    measures, "total_s", res->total_s);
+                    "durability", res->durability, "durability_note", res->durability_note,
+                    "data_directory", res->data_dir, "data_file_system", res->data_fs, "cpus",
+                    (json_int_t)res->cpus, "cpu_model", res->cpu_model, "settings", "duration_s",
+                    cfg->duration_s, "round_s", cfg->round_s, "large", cfg->large, "pool_cap",
+                    cfg->pool_cap, "results", measures, "total_s", res->total_s);
     text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
     json_decref(doc);
     if (text == NULL)

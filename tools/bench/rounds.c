@@ -285,6 +285,7 @@ int bench_run(bench_measure *out, const bench_plan *plan)
     out->threads = plan->threads;
     for (int s = 0; s < plan->nsides; s++)
         snprintf(out->side[s].name, sizeof(out->side[s].name), "%s", plan->sides[s].name);
+    getloadavg(&out->load_start, 1);
     warm_up(w, plan);
     for (int c = 0; c < cycles; c++) {
         for (int s = 0; s < plan->nsides; s++) {
@@ -301,6 +302,7 @@ int bench_run(bench_measure *out, const bench_plan *plan)
         bench_statements_sort(&out->side[s].stmts);
         free(all[s].ns);
     }
+    getloadavg(&out->load_end, 1);
     return 0;
 }
 

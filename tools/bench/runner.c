@@ -142,7 +142,7 @@ int bench_main(const bench_config *cfg)
     struct timespec t0;
     char db[64];
     PGconn *admin;
-    int rc;
+    int rc, durable;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     bench_mask_dsn(cfg->dsn);
@@ -154,8 +154,16 @@ int bench_main(const bench_config *cfg)
     }
     PQsetNoticeProcessor(admin, quiet, NULL);
     describe_machine(&res, admin);
+    durable = bench_durability_ensure(admin, cfg->keep_durability || cfg->existing,
+                                      res.durability_note, sizeof(res.durability_note));
+    if (durable < 0) {
+        PQfinish(admin);
+        return 69;
+    }
     describe_server(&res, admin);
     if (cfg->statements && bench_statements_open(cfg->dsn) != 0) {
+        if (durable)
+            bench_durability_reset(admin);
         PQfinish(admin);
         return 69;
     }
@@ -177,6 +185,8 @@ int bench_main(const bench_config *cfg)
             rc = run_modes(&res, cfg, admin, db);
         bench_db_drop(admin, db);
     }
+    if (durable)
+        bench_durability_reset(admin);
     PQfinish(admin);
     bench_statements_close();
     res.total_s = seconds_since(&t0);

@@ -1,0 +1,224 @@
+/*
+ * idem-bench-http-floor — the least an HTTP server built on libmicrohttpd does for one call
+ * of the gateway bench's tool, for tools/bench/gateway.py to measure idem-gateway's CPU per
+ * call beside it. Not an idempotent server: it has none of idem's work, only what any
+ * server answering the same requests with the same statement does.
+ *
+ * Usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX
+ *
+ * It listens on 127.0.0.1 at a free port, says "listening on http://127.0.0.1:PORT/" on
+ * stderr, and answers until SIGTERM or SIGINT, one thread per connection as idem-gateway
+ * runs libmicrohttpd, one libpq connection per thread (PG* environment, database DBNAME):
+ *
+ *   GET /healthz                 200
+ *   POST with the bearer token whose SHA-256 is TOKEN-SHA256-HEX, an Idempotency-Key and
+ *   a body {"subject": ...}:
+ *     key gateway-replay-*       the stored receipt by primary key (tenant gateway-bench):
+ *                                201 with Idempotent-Replayed: true, as the gateway answers
+ *     any other key              the gateway bench's tool statement (BENCH_GATEWAY_SQL) in
+ *                                autocommit: 201 with its receipt
+ *   anything else                400, 401 or 500
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define MAX_BODY 65536
+
+static const char replay_sql[] = "SELECT convert_from(response, 'UTF8') FROM idem.operations"
+                                 " WHERE tenant = $1 AND operation_id = $2";
+
+typedef struct server {
+    const char *dbname;
+    char token_hex[2 * SHA256_DIGEST_LENGTH + 1];
+    pthread_key_t conn_key; /* this thread's PGconn, prepared; closed when the thread ends */
+} server;
+
+typedef struct body {
+    size_t len;
+    char data[MAX_BODY];
+} body;
+
+static void conn_close(void *pg)
+{
+    PQfinish(pg);
+}
+
+/* This thread's connection, opened and its two statements prepared on first use. */
+static PGconn *thread_conn(server *s)
+{
+    PGconn *pg = pthread_getspecific(s->conn_key);
+    const char *keys[] = {"dbname", NULL}, *values[] = {s->dbname, NULL};
+    PGresult *a, *b;
+    int ok;
+
+    if (pg != NULL)
+        return pg;
+    pg = PQconnectdbParams(keys, values, 1);
+    a = PQprepare(pg, "replay", replay_sql, 2, NULL);
+    b = PQprepare(pg, "create", BENCH_GATEWAY_SQL, 3, NULL);
+    ok = PQresultStatus(a) == PGRES_COMMAND_OK && PQresultStatus(b) == PGRES_COMMAND_OK;
+    if (!ok)
+        fprintf(stderr, "idem-bench-http-floor: connecting: %s", PQerrorMessage(pg));
+    PQclear(a);
+    PQclear(b);
+    if (!ok) {
+        PQfinish(pg);
+        return NULL;
+    }
+    pthread_setspecific(s->conn_key, pg);
+    return pg;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned int status, const char *text,
+                              int replayed)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result rc;
+
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    if (replayed)
+        MHD_add_response_header(r, "Idempotent-Replayed", "true");
+    rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* Whether the Authorization header carries the bearer token whose SHA-256 is configured. */
+static int authorized(const server *s, struct MHD_Connection *c)
+{
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    char hex[sizeof(s->token_hex)];
+
+    if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0)
+        return 0;
+    SHA256((const unsigned char *)auth + 7, strlen(auth + 7), digest);
+    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return strcmp(hex, s->token_hex) == 0;
+}
+
+/* The statement for the key: the receipt by primary key, or the tool's INSERT. */
+static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key, const body *b)
+{
+    int replay = strncmp(key, "gateway-replay-", 15) == 0;
+    json_t *args = json_loadb(b->data, b->len, 0, NULL);
+    const char *subject = json_string_value(json_object_get(args, "subject"));
+    const char *values[3] = {BENCH_GATEWAY_TENANT, replay ? key : subject, key};
+    PGconn *pg = thread_conn(s);
+    PGresult *res = NULL;
+    enum MHD_Result rc;
+
+    if (subject == NULL)
+        rc = answer(c, 400, "{\"error\":\"subject\"}", 0);
+    else if (pg == NULL)
+        rc = answer(c, 500, "{\"error\":\"database\"}", 0);
+    else if (res = PQexecPrepared(pg, replay ? "replay" : "create", replay ? 2 : 3,
+                                  replay ? values + 1 : values, NULL, NULL, 0),
+             PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        rc = answer(c, 500, "{\"error\":\"statement\"}", 0);
+    else
+        rc = answer(c, 201, PQgetvalue(res, 0, 0), replay);
+    PQclear(res);
+    json_decref(args);
+    return rc;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **state)
+{
+    server *s = cls;
+    body *b = *state;
+    const char *key;
+
+    (void)version;
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/healthz") == 0)
+        return answer(c, 200, "{\"status\":\"ok\"}", 0);
+    if (b == NULL) {
+        b = calloc(1, sizeof(*b));
+        *state = b;
+        return b != NULL ? MHD_YES : MHD_NO;
+    }
+    if (*upload_size > 0) {
+        size_t n = *upload_size < MAX_BODY - b->len ? *upload_size : MAX_BODY - b->len;
+
+        memcpy(b->data + b->len, upload, n);
+        b->len += n;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (!authorized(s, c))
+        return answer(c, 401, "{\"error\":\"token\"}", 0);
+    key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+    if (key == NULL || strcmp(method, "POST") != 0)
+        return answer(c, 400, "{\"error\":\"Idempotency-Key\"}", 0);
+    return call(s, c, key, b);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **state,
+                      enum MHD_RequestTerminationCode why)
+{
+    (void)cls, (void)c, (void)why;
+    free(*state);
+    *state = NULL;
+}
+
+static int wait_for_signal(void)
+{
+    sigset_t set;
+    int sig;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    return sigwait(&set, &sig);
+}
+
+int main(int argc, char **argv)
+{
+    static server s;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
+    struct MHD_Daemon *d;
+    const union MHD_DaemonInfo *info;
+    sigset_t set;
+
+    if (argc != 3 || strlen(argv[2]) != 2 * SHA256_DIGEST_LENGTH) {
+        fputs("usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX\n", stderr);
+        return 64;
+    }
+    s.dbname = argv[1];
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    snprintf(s.token_hex, sizeof(s.token_hex), "%s", argv[2]);
+    pthread_key_create(&s.conn_key, conn_close);
+    /* Block the signals before MHD's threads start, so that they inherit the mask. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                             MHD_USE_POLL | MHD_USE_ERROR_LOG,
+                         0, NULL, NULL, handle, &s, MHD_OPTION_NOTIFY_COMPLETED, completed, &s,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_END);
+    if (d == NULL || (info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)) == NULL) {
+        fputs("idem-bench-http-floor: the server did not start\n", stderr);
+        return 69;
+    }
+    fprintf(stderr, "idem-bench-http-floor: listening on http://127.0.0.1:%u/\n",
+            (unsigned)info->port);
+    wait_for_signal();
+    MHD_stop_daemon(d);
+    return 0;
+}
