@@ -12,7 +12,7 @@
 
 #include <idem/idem.h>
 
-#include "../cli.h"
+#include "cli.h"
 #include "auth.h"
 #include "config.h"
 #include "live.h"

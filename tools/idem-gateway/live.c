@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli.h"
-#include "../exit.h"
+#include "cli.h"
+#include "exit.h"
 #include "live.h"
 #include "upstream.h"
 

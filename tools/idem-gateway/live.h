@@ -30,7 +30,7 @@ typedef struct gw_live {
 } gw_live;
 
 /* Load @path, make the pool and the first generation. Returns 0, or the exit status
- * (tools/exit.h: the file's 65 or 66, 78 for settings the library refuses, 71, or as
+ * (tools/common/exit.h: the file's 65 or 66, 78 for settings the library refuses, 71, or as
  * cli_exit_for() classes the library's error) with @why (of @size bytes). On failure
  * nothing is left to free. */
 int gw_live_open(gw_live *live, const char *path, idem_log_fn log, char *why, size_t size);
