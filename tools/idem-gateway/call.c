@@ -9,25 +9,26 @@
 #include "call.h"
 #include "metrics.h"
 
-static void execute(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
-                    const gw_tool *tool, const char *key, const char *body, size_t len,
-                    const char *trace_id)
+static void execute(gw_run *run, const gw_config *cfg, const gw_runtime *rt,
+                    const gw_tenant *tenant, const gw_tool *tool, const char *key, const char *body,
+                    size_t len, const char *trace_id)
 {
     idem_request req = IDEM_REQUEST_INIT;
 
     if (gw_check_arguments(run, cfg, tool, body, len) != 0)
         return;
     if (tool->http != NULL) {
-        gw_http_run(run, cfg, tenant, tool, key, body, len, trace_id);
+        gw_http_run(run, cfg, gw_runtime_upstream(rt, tool), tenant, tool, key, body, len,
+                    trace_id);
         return;
     }
     gw_request(&req, tenant, tool, key, body, len, trace_id);
-    idem_store_execute_declared(&run->out, store, &req, tool->effect, &run->err);
+    idem_store_execute_declared(&run->out, rt->store, &req, tool->effect, &run->err);
     if (run->out.status == IDEM_STATUS_INVALID && strcmp(run->err.field, "arguments") == 0)
         gw_run_invalid(run, "", NULL); /* the library's refusal of a value: the whole */
 }
 
-void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+void gw_run_call(gw_run *run, const gw_config *cfg, const gw_runtime *rt, const gw_tenant *tenant,
                  const gw_tool *tool, const char *key, const char *body, size_t len,
                  gw_call_ctx *ctx)
 {
@@ -39,7 +40,7 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
     run->out = out;
     run->err = err;
     gw_metrics_in_flight(1);
-    execute(run, cfg, store, tenant, tool, key, body, len, ctx != NULL ? ctx->trace_id : NULL);
+    execute(run, cfg, rt, tenant, tool, key, body, len, ctx != NULL ? ctx->trace_id : NULL);
     gw_metrics_in_flight(-1);
     status = idem_status_name(run->out.status);
     gw_metrics_call(tool->name, status);

@@ -13,6 +13,7 @@
 
 #include "answer.h"
 #include "config.h"
+#include "runtime.h"
 
 /* The revisions spoken; a client asking for another is answered with the first. */
 #define GW_MCP_VERSION_LATEST "2025-11-25"
@@ -33,7 +34,7 @@ struct gw_call_ctx; /* call.h */
 
 typedef struct gw_mcp {
     const gw_config *cfg;    /* borrowed; outlives it */
-    idem_store *store;       /* borrowed; outlives it */
+    const gw_runtime *rt;    /* borrowed; outlives it */
     struct gw_call_ctx *ctx; /* over HTTP, the one request's (call.h); NULL on stdio */
 } gw_mcp;
 

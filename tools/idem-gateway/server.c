@@ -267,7 +267,7 @@ static void route(gw_server *s, struct MHD_Connection *c, request *q, const char
         else if ((q->tenant = gw_auth_tenant(cfg, header(c, "Authorization"))) == NULL)
             unauthorized(&q->reply);
         else
-            gw_list_tools(&q->reply, cfg, q->gen->store);
+            gw_list_tools(&q->reply, cfg, q->gen->rt->store);
     } else if (strncmp(url, TOOLS_PATH "/", sizeof(TOOLS_PATH)) == 0 &&
                strchr(url + sizeof(TOOLS_PATH), '/') == NULL)
         route_tool(cfg, c, q, url + sizeof(TOOLS_PATH), method);
@@ -374,7 +374,7 @@ static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, c
 static void finish(request *q)
 {
     const gw_config *cfg = q->gen->cfg;
-    gw_mcp mcp = {cfg, q->gen->store, &q->ctx};
+    gw_mcp mcp = {cfg, q->gen->rt, &q->ctx};
     const char *body = q->body != NULL ? q->body : "";
 
     if (q->reply.status == 0 && q->too_large && q->mcp)
@@ -384,7 +384,7 @@ static void finish(request *q)
     else if (q->reply.status == 0 && q->mcp)
         gw_mcp_http_answer(&q->reply, &mcp, q->tenant, body, q->len);
     else if (q->reply.status == 0)
-        gw_call(&q->reply, cfg, q->gen->store, q->tenant, q->tool, q->key, body, q->len, &q->ctx);
+        gw_call(&q->reply, cfg, q->gen->rt, q->tenant, q->tool, q->key, body, q->len, &q->ctx);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
