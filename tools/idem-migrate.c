@@ -243,7 +243,7 @@ static PGconn *connect_db(cli *c, int *transient)
     return cli_connect("idem-migrate", c->dsn, c->connect_timeout_s, on_notice, c, transient);
 }
 
-/* What idem-migrate's codes mean here (tools/exit.h); the rest as every tool's. */
+/* What idem-migrate's codes mean here (tools/common/exit.h); the rest as every tool's. */
 static int exit_for(int rc, const idem_error *err, int migration_failed)
 {
     switch (rc) {

@@ -1,5 +1,5 @@
 /* idem-reconcile probe: the declarative resolvers of a gateway configuration's http tools,
- * the gateway's own code (tools/idem-gateway/probe.h) when built with libcurl. Library
+ * the gateway's own code (tools/common/probe.h) when built with libcurl. Library
  * callbacks live in the application's process and cannot run here. */
 #include <stdio.h>
 #include <string.h>

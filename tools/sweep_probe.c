@@ -1,4 +1,4 @@
-/* idem-sweep --config: the gateway's own resolvers (tools/idem-gateway/probe.h) when built
+/* idem-sweep --config: the gateway's own resolvers (tools/common/probe.h) when built
  * with libcurl. Library callbacks live in the application's process and cannot run here. */
 #include <stdio.h>
 #include <string.h>

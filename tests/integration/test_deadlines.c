@@ -31,7 +31,7 @@
 #define EXEC_DEADLINE_MS 500
 #define CALL_DEADLINE_MS PGTEST_LOAD_SLACK_MS
 
-/* The tools' default connect timeout (tools/cli.h), which libpq counts in whole seconds. */
+/* The tools' default connect timeout (tools/common/cli.h), which libpq counts in whole seconds. */
 #define TOOL_CONNECT_TIMEOUT_MS 10000
 static idem_pool *pool;
 static idem_store *store;

@@ -71,7 +71,7 @@ def gateway_series(bad=None):
         labels_text("idem_gateway_calls_total", {**tool, "status": "outcome_unknown"}): "0x240",
         labels_text("idem_gateway_requests_total", {**tool, "code": "200"}): "0+110x240",
         labels_text("idem_gateway_requests_total", {**tool, "code": "503"}): "0x240",
-        # libmicrohttpd's own answer to an HTTP version not 1.x: the client's doing.
+        # The front's answer to an HTTP version not 1.x: the client's doing.
         labels_text("idem_gateway_requests_total", {**g, "tool": "(none)", "code": "505"}):
             "0x240",
         labels_text("idem_gateway_upstream_total", {**tool, "outcome": "sent"}): "0+100x240",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test-gateway-schema-ajv.sh GATEWAY-SCHEMA-VERDICTS AJV-DIR WORK-DIR: the gateway's JSON
-# Schema subset (tools/idem-gateway/schema.h) agrees with ajv, a reference validator of
+# Schema subset (tools/common/schema.h) agrees with ajv, a reference validator of
 # JSON Schema 2020-12, on a generated corpus of schemas and instances (AJV-DIR/corpus.py,
 # a fixed seed). ajv is installed with npm ci from AJV-DIR's package-lock.json into
 # WORK-DIR; skipped (77), saying so, when npm or node is missing or cannot install it.

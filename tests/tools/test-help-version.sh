@@ -2,7 +2,7 @@
 # test-help-version.sh TOOL...: every tool answers --help and -h with its usage on stdout
 # and exit 0, and --version and -V with "NAME VERSION" on stdout and exit 0, nothing on
 # stderr; the exit codes its --help lists are those the one table of tools/README.md
-# gives it, and that table's codes are those of tools/exit.h; no server needed.
+# gives it, and that table's codes are those of tools/common/exit.h; no server needed.
 set -uo pipefail
 failures=0 n=0
 scratch=$(mktemp -d)
@@ -55,9 +55,9 @@ for tool in "$@"; do
         fail "$name: --help lists exit codes '$help', tools/README.md's table gives it '$table'"
 done
 n=$((n + 1))
-header=$(sed -n 's/^ *EXIT_[A-Z_]* = \([0-9]*\),.*/\1/p' "$top/tools/exit.h" | tr '\n' ' ')
+header=$(sed -n 's/^ *EXIT_[A-Z_]* = \([0-9]*\),.*/\1/p' "$top/tools/common/exit.h" | tr '\n' ' ')
 [ "$header" = "$(table_codes "" | tr '\n' ' ')" ] ||
-    fail "tools/exit.h has the codes '$header', tools/README.md's table '$(table_codes "" | tr '\n' ' ')'"
+    fail "tools/common/exit.h has the codes '$header', tools/README.md's table '$(table_codes "" | tr '\n' ' ')'"
 
 echo "$((n - failures)) of $n checks passed"
 [ "$failures" = 0 ]

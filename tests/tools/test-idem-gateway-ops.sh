@@ -183,16 +183,17 @@ assert any(l.get("key") == "m-mcp-1" and l["route"] == "mcp" for l in lines), li
 # Hostile clients: clear 4xx answers, and the gateway keeps serving.
 check hostile 0 python3 "$here/gateway_clients.py" hostile "$port" "$tok"
 echo "$out"
-# libmicrohttpd's own answers (before any handler: a version not 1.x, a head too large, a
-# request line that is not HTTP) are counted under no tool and logged like the others.
+# The front's answers to a first head (a version not 1.x, a head too large, a header line
+# without a colon, a request line that is not HTTP) are counted under no tool and logged
+# like the others.
 expect metric_own_505 is "$(metric 'idem_gateway_requests_total{tool="(none)",code="505"}')" 1
 own=0
 for code in 400 413 414 431; do
     own=$((own + $(metric "idem_gateway_requests_total{tool=\"(none)\",code=\"$code\"}")))
 done
 expect metric_own_4xx test "$own" -ge 3
-# ... and one it makes while the gateway reads a request (a malformed chunked body) is that
-# request's answer: one line, with its tool and key.
+# ... and a request libmicrohttpd ends with an error while the gateway reads it (a
+# malformed chunked body) is that request's answer: one line, with its tool and key.
 expect logged_bad_chunk_once python3 -c '
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

@@ -10,7 +10,7 @@
 /* Arrays, not pointers: Criterion copies the parameters into the test's process. */
 typedef struct head_case {
     char data[160];
-    int full;             /* no more will come */
+    int full;             /* GW_HEAD_OPEN, GW_HEAD_CLOSED or GW_HEAD_LIMIT */
     gw_head_verdict want; /* the verdict */
     unsigned int status;  /* GW_HEAD_REFUSE: the status */
     char type[40];        /* GW_HEAD_REFUSE: the problem type's name */
@@ -25,11 +25,17 @@ ParameterizedTestParameters(gateway_head, judges_the_first_head)
         {"\r\nGET /healthz HTTP/1.1\nHost: x\n\n", 0, GW_HEAD_PASS, 0, ""},
         {POST "Content-Length: 12\r\n\r\n{\"text\":\"a\"}", 0, GW_HEAD_PASS, 0, ""},
         {POST "Transfer-Encoding: chunked\r\n\r\n", 0, GW_HEAD_PASS, 0, ""},
-        {"GET /healthz HTTP/9.9\r\n\r\n", 0, GW_HEAD_PASS, 0, ""}, /* 505 is libmicrohttpd's */
-        {POST "no colon\r\n\r\n", 0, GW_HEAD_PASS, 0, ""},         /* so is this 400 */
+        {"GET /healthz HTTP/1.0\r\n\r\n", 0, GW_HEAD_PASS, 0, ""},
+        {"GET /healthz HTTP/9.9\r\n\r\n", 0, GW_HEAD_REFUSE, 505, "http-version-not-supported"},
+        {"GET /healthz HTTP/2.0\r\nHost: x\r\n", 2, GW_HEAD_REFUSE, 505,
+         "http-version-not-supported"},
+        {POST "no colon\r\n\r\n", 0, GW_HEAD_REFUSE, 400, "invalid-header-line"},
         {"GET /healthz HTTP/1.1\r\nHost: x\r\n", 0, GW_HEAD_MORE, 0, ""},
         {"GET /heal", 0, GW_HEAD_MORE, 0, ""},
-        {"GET /heal", 1, GW_HEAD_PASS, 0, ""}, /* over the limit: 414 is libmicrohttpd's */
+        {"GET /heal", 1, GW_HEAD_PASS, 0, ""}, /* closed: libmicrohttpd reads what there is */
+        {"GET /heal", 2, GW_HEAD_REFUSE, 414, "request-line-too-long"},
+        {POST "X-Filler: aaaa", 2, GW_HEAD_REFUSE, 431, "headers-too-large"},
+        {POST "X-Filler: aaaa", 1, GW_HEAD_PASS, 0, ""},
         {"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 0, GW_HEAD_CLOSE, 0, ""},
         {"GARBAGE\r\n\r\n", 0, GW_HEAD_REFUSE, 400, "invalid-request-line"},
         {"GET\r\n\r\n", 0, GW_HEAD_REFUSE, 400, "invalid-request-line"},

@@ -59,9 +59,9 @@ static int within_budgets(gw_run *run, idem_store *store, const gw_tenant *tenan
     return -1;
 }
 
-static void execute(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
-                    const gw_tool *tool, const char *key, const char *body, size_t len,
-                    const gw_call_ctx *ctx)
+static void execute(gw_run *run, const gw_config *cfg, const gw_runtime *rt,
+                    const gw_tenant *tenant, const gw_tool *tool, const char *key, const char *body,
+                    size_t len, const gw_call_ctx *ctx)
 {
     idem_request req = IDEM_REQUEST_INIT;
     const char *trace_id = ctx != NULL ? ctx->trace_id : NULL;
@@ -69,16 +69,16 @@ static void execute(gw_run *run, const gw_config *cfg, idem_store *store, const 
     if (gw_check_arguments(run, cfg, tool, body, len) != 0)
         return;
     if (tool->http != NULL) {
-        gw_http_run(run, cfg, tenant, tool, key, body, len, ctx);
+        gw_http_run(run, cfg, gw_runtime_upstream(rt, tool), tenant, tool, key, body, len, ctx);
         return;
     }
     gw_request(&req, tenant, tool, key, body, len, trace_id);
-    idem_store_execute_declared(&run->out, store, &req, tool->effect, &run->err);
+    idem_store_execute_declared(&run->out, rt->store, &req, tool->effect, &run->err);
     if (run->out.status == IDEM_STATUS_INVALID && strcmp(run->err.field, "arguments") == 0)
         gw_run_invalid(run, "", NULL); /* the library's refusal of a value: the whole */
 }
 
-void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+void gw_run_call(gw_run *run, const gw_config *cfg, const gw_runtime *rt, const gw_tenant *tenant,
                  const gw_tool *tool, const char *key, const char *body, size_t len,
                  gw_call_ctx *ctx)
 {
@@ -89,9 +89,9 @@ void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_
     memset(run, 0, sizeof(*run));
     run->out = out;
     run->err = err;
-    if (within_budgets(run, store, tenant, key) == 0) {
+    if (within_budgets(run, rt->store, tenant, key) == 0) {
         gw_metrics_in_flight(1);
-        execute(run, cfg, store, tenant, tool, key, body, len, ctx);
+        execute(run, cfg, rt, tenant, tool, key, body, len, ctx);
         gw_metrics_in_flight(-1);
         if (run->new_token && run->out.status != IDEM_STATUS_CREATED)
             gw_budget_give_back(tenant->name, GW_BUDGET_NEW, &tenant->new_operations);

@@ -8,13 +8,15 @@
 
 #include "config.h"
 #include "run.h"
+#include "runtime.h"
 
 /* Run a call of @tool as @tenant under operation ID @key with the arguments @body (@len
  * bytes of JSON text): parsed and validated against the tool's schema, then executed
- * through @store. @run is filled (what it held is ignored); its status says how it went;
- * free it with gw_run_clear(). @ctx (NULL: none) gives the trace ID and is told the tool,
- * the key and the status. Counted in the metrics (metrics.h). Never fails itself. */
-void gw_run_call(gw_run *run, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+ * through @rt's store or client. @run is filled (what it held is ignored); its status says how it
+ * went; free it with gw_run_clear(). @rt is the configuration's runtime (runtime.h). @ctx (NULL:
+ * none) gives the trace ID and is told the tool, the key and the status. Counted in the metrics
+ * (metrics.h). Never fails itself. */
+void gw_run_call(gw_run *run, const gw_config *cfg, const gw_runtime *rt, const gw_tenant *tenant,
                  const gw_tool *tool, const char *key, const char *body, size_t len,
                  gw_call_ctx *ctx);
 
@@ -25,11 +27,12 @@ int gw_check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *tool, c
                        size_t len);
 
 /* An http tool's call (http_call.c), its arguments valid against its schema: the upstream
- * call as an external effect, its outcome into @run (set up by gw_run_call()); a transient
- * answer retried until the tool's policy is spent ends unavailable. @ctx (NULL: none) gives
- * the trace ID stored with the operation and the trace context sent upstream (traceparent
- * with the gateway's span as the parent, and tracestate). */
-void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                 const char *key, const char *body, size_t len, const gw_call_ctx *ctx);
+ * call as an external effect through the tool's @client (runtime.h), its outcome into @run
+ * (set up by gw_run_call()); a transient answer retried until the tool's policy is spent ends
+ * unavailable. @ctx (NULL: none) gives the trace ID stored with the operation and the trace
+ * context sent upstream (traceparent with the gateway's span as the parent, and tracestate). */
+void gw_http_run(gw_run *run, const gw_config *cfg, gw_upstream *client, const gw_tenant *tenant,
+                 const gw_tool *tool, const char *key, const char *body, size_t len,
+                 const gw_call_ctx *ctx);
 
 #endif

@@ -116,7 +116,10 @@ static gw_head_verdict read_head(sniff *j, char *buf, gw_reply *r, char id[GW_RE
             continue;
         }
         have = (size_t)n;
-        v = gw_head_judge(r, id, buf, have, eof || have >= cap);
+        v = gw_head_judge(r, id, buf, have,
+                          have >= cap ? GW_HEAD_LIMIT
+                          : eof       ? GW_HEAD_CLOSED
+                                      : GW_HEAD_OPEN);
         low_water(j->fd, have);
     }
     low_water(j->fd, 0);

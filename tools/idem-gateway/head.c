@@ -58,15 +58,61 @@ static const char *line_fault(const char *line)
     return NULL;
 }
 
+/* Whether the request line @line (sound) asks for HTTP/1.x, the only version served. */
+static int is_http1(const char *line)
+{
+    const char *version = strrchr(line, ' ') + 1;
+
+    return version[5] == '1';
+}
+
+/* A refusal of @status with Connection: close. */
+static void refuse(gw_reply *r, unsigned int status, const char *type, const char *title,
+                   const char *detail)
+{
+    if (gw_problem(r, status, type, title, detail, NULL) != 0)
+        gw_internal_error(r);
+    gw_reply_header(r, "Connection", "close");
+}
+
+static void refuse_version(gw_reply *r, const char *line)
+{
+    char detail[256], shown[41];
+
+    snprintf(detail, sizeof(detail),
+             "request line \"%s\": the gateway speaks HTTP/1.1 (and 1.0) only",
+             gw_printable(shown, sizeof(shown), line));
+    refuse(r, 505, "http-version-not-supported", "HTTP version not supported", detail);
+}
+
+static void refuse_header_line(gw_reply *r, const char *line)
+{
+    char detail[256], shown[41];
+
+    snprintf(detail, sizeof(detail), "header line \"%s\" has no colon; send NAME: VALUE",
+             gw_printable(shown, sizeof(shown), line));
+    refuse(r, 400, "invalid-header-line", "Invalid header line", detail);
+}
+
+/* A head not ended within the limit: its request line (414) or its headers (431). */
+static void refuse_size(gw_reply *r, int line_in)
+{
+    if (line_in)
+        refuse(r, 431, "headers-too-large", "Request header fields too large",
+               "the request line and headers are longer than the gateway takes "
+               "(http.max_header_bytes)");
+    else
+        refuse(r, 414, "request-line-too-long", "URI too long",
+               "the request line is longer than the gateway takes (http.max_header_bytes)");
+}
+
 static void refuse_line(gw_reply *r, const char *line, const char *why)
 {
     char detail[256], shown[41];
 
     snprintf(detail, sizeof(detail), "request line \"%s\": %s",
              gw_printable(shown, sizeof(shown), line), why);
-    if (gw_problem(r, 400, "invalid-request-line", "Invalid request line", detail, NULL) != 0)
-        gw_internal_error(r);
-    gw_reply_header(r, "Connection", "close");
+    refuse(r, 400, "invalid-request-line", "Invalid request line", detail);
 }
 
 /* Cut @line's end off ("\r\n" or "\n"); returns the next line. */
@@ -94,9 +140,9 @@ static char *trim(char *s)
 }
 
 /* The header lines from @at on into @f (and the X-Request-Id into @xid). A line without
- * a colon is libmicrohttpd's to answer: 1, and @f is incomplete. A folded line on a
- * framing header is unsound: -1. Else 0. */
-static int gather(gw_framing *f, const char **xid, char *at)
+ * a colon: 1, with @bad pointing to it, and @f is incomplete. A folded line on a framing
+ * header is unsound: -1. Else 0. */
+static int gather(gw_framing *f, const char **xid, const char **bad, char *at)
 {
     int framing_last = 0;
 
@@ -109,8 +155,10 @@ static int gather(gw_framing *f, const char **xid, char *at)
                 return -1;
             continue;
         }
-        if ((colon = strchr(line, ':')) == NULL)
+        if ((colon = strchr(line, ':')) == NULL) {
+            *bad = line;
             return 1;
+        }
         *colon = '\0';
         framing_last =
             strcasecmp(line, "Content-Length") == 0 || strcasecmp(line, "Transfer-Encoding") == 0;
@@ -133,33 +181,42 @@ static gw_head_verdict refused(gw_reply *r, char id[GW_REQUEST_ID_MAX + 1], gw_r
 static gw_head_verdict judge_head(gw_reply *r, char id[GW_REQUEST_ID_MAX + 1], char *head)
 {
     gw_framing f = GW_FRAMING_INIT;
-    const char *xid = NULL, *why;
+    const char *xid = NULL, *why, *bad = NULL;
     gw_reply mine = {0};
-    int gathered = gather(&f, &xid, cut_line(head));
+    int gathered = gather(&f, &xid, &bad, cut_line(head));
 
     if ((why = line_fault(head)) != NULL)
         refuse_line(&mine, head, why);
+    else if (!is_http1(head))
+        refuse_version(&mine, head);
+    else if (gathered > 0)
+        refuse_header_line(&mine, bad);
     else if (gathered < 0)
         gw_framing_refuse(&mine, "Content-Length or Transfer-Encoding is folded onto a second "
                                  "line (obs-fold); send each header on one line");
-    else if (gathered > 0 || gw_framing_judge(&mine, &f) == 0)
+    else if (gw_framing_judge(&mine, &f) == 0)
         return GW_HEAD_PASS;
     return refused(r, id, &mine, xid);
 }
 
-/* The head cut short (over the limit, or the client closed): its request line alone, when
- * it is all in. */
-static gw_head_verdict judge_line(gw_reply *r, char id[GW_REQUEST_ID_MAX + 1], char *text)
+/* The head cut short (@full: over the limit, or the client closed): its request line
+ * alone, when it is all in; over the limit, refused for its size. */
+static gw_head_verdict judge_line(gw_reply *r, char id[GW_REQUEST_ID_MAX + 1], char *text, int full)
 {
+    int line_in = strchr(text, '\n') != NULL;
     gw_reply mine = {0};
-    const char *why;
+    const char *why = NULL;
 
-    if (strchr(text, '\n') == NULL)
-        return GW_HEAD_PASS;
-    cut_line(text);
-    if ((why = line_fault(text)) == NULL)
-        return GW_HEAD_PASS;
-    refuse_line(&mine, text, why);
+    if (line_in)
+        cut_line(text);
+    if (line_in && (why = line_fault(text)) != NULL)
+        refuse_line(&mine, text, why);
+    else if (line_in && !is_http1(text))
+        refuse_version(&mine, text);
+    else if (full == GW_HEAD_LIMIT)
+        refuse_size(&mine, line_in);
+    else
+        return GW_HEAD_PASS; /* the client closed: libmicrohttpd reads what there is */
     return refused(r, id, &mine, NULL);
 }
 
@@ -197,7 +254,7 @@ gw_head_verdict gw_head_judge(gw_reply *r, char id[GW_REQUEST_ID_MAX + 1], const
         return GW_HEAD_PASS; /* libmicrohttpd reads it as ever */
     memcpy(text, data + start, end);
     text[end] = '\0';
-    v = whole ? judge_head(r, id, text) : judge_line(r, id, text);
+    v = whole ? judge_head(r, id, text) : judge_line(r, id, text, full);
     free(text);
     return v;
 }

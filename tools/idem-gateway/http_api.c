@@ -146,12 +146,12 @@ void gw_http_answer(gw_reply *r, const gw_config *cfg, const gw_tenant *tenant, 
     problem(r, a->http, a->problem, a->title, detail, members(o, run, tenant, key));
 }
 
-void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+void gw_call(gw_reply *r, const gw_config *cfg, const gw_runtime *rt, const gw_tenant *tenant,
              const gw_tool *tool, const char *key, const char *body, size_t len, gw_call_ctx *ctx)
 {
     gw_run run;
 
-    gw_run_call(&run, cfg, store, tenant, tool, key, body, len, ctx);
+    gw_run_call(&run, cfg, rt, tenant, tool, key, body, len, ctx);
     gw_http_answer(r, cfg, tenant, tool, key, &run);
     gw_run_clear(&run);
 }

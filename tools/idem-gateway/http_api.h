@@ -11,10 +11,11 @@
 #include "config.h"
 #include "reply.h"
 #include "run.h"
+#include "runtime.h"
 
 /* gw_run_call(), answered over HTTP in @r: one answer per status. Never fails: a failure of
  * its own is a 500 problem. */
-void gw_call(gw_reply *r, const gw_config *cfg, idem_store *store, const gw_tenant *tenant,
+void gw_call(gw_reply *r, const gw_config *cfg, const gw_runtime *rt, const gw_tenant *tenant,
              const gw_tool *tool, const char *key, const char *body, size_t len, gw_call_ctx *ctx);
 
 /* @run, the outcome of a call of @tool under @key, as the HTTP API answers it in @r: the

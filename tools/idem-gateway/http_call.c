@@ -90,7 +90,7 @@ static void spent(gw_run *run, const gw_upstream_result *res, unsigned int attem
 
 /* One attempt: begin, send, report. 1 when a transient answer may be retried (@res filled),
  * 0 when @run holds the outcome. */
-static int attempt(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
+static int attempt(gw_run *run, gw_upstream *client, const gw_tenant *tenant, const gw_tool *tool,
                    const idem_request *req, const gw_upstream_request *up, gw_upstream_result *res)
 {
     idem_external_attempt *a = NULL;
@@ -98,12 +98,12 @@ static int attempt(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
     idem_error err = IDEM_ERROR_INIT;
     int rc, again = 0;
 
-    idem_external_begin(&a, &out, tool->http->ext, req, &err);
+    idem_external_begin(&a, &out, client->ext, req, &err);
     if (a == NULL) {
         settle(run, &out, &err);
         goto done;
     }
-    gw_upstream_send(res, tool->http, up, idem_external_attempt_downstream_key(a));
+    gw_upstream_send(res, client, up, idem_external_attempt_downstream_key(a));
     gw_metrics_upstream(tool->name, res->status != 0 ? "sent"
                                     : res->timed_out ? "timeout"
                                                      : "error");
@@ -122,7 +122,7 @@ done:
     return again;
 }
 
-static void dispatch(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
+static void dispatch(gw_run *run, gw_upstream *client, const gw_tenant *tenant, const gw_tool *tool,
                      const idem_request *req, const gw_upstream_request *up)
 {
     gw_upstream_result res;
@@ -131,7 +131,7 @@ static void dispatch(gw_run *run, const gw_tenant *tenant, const gw_tool *tool,
 
     memset(&res, 0, sizeof(res));
     idem_retry_state_init(&st);
-    while (attempt(run, tenant, tool, req, up, &res)) {
+    while (attempt(run, client, tenant, tool, req, up, &res)) {
         if (!idem_retry_next(&delay, &st, &tool->http->retry, NULL, IDEM_STATUS_UNAVAILABLE)) {
             spent(run, &res, st.attempts);
             gw_upstream_result_clear(&res);
@@ -155,8 +155,9 @@ static int trace_upstream(gw_upstream_request *up, const gw_call_ctx *ctx)
                              ctx->trace.tracestate[0] != '\0' ? ctx->trace.tracestate : NULL);
 }
 
-void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, const gw_tool *tool,
-                 const char *key, const char *body, size_t len, const gw_call_ctx *ctx)
+void gw_http_run(gw_run *run, const gw_config *cfg, gw_upstream *client, const gw_tenant *tenant,
+                 const gw_tool *tool, const char *key, const char *body, size_t len,
+                 const gw_call_ctx *ctx)
 {
     idem_request req = IDEM_REQUEST_INIT;
     idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
@@ -181,7 +182,7 @@ void gw_http_run(gw_run *run, const gw_config *cfg, const gw_tenant *tenant, con
         return;
     }
     gw_request(&req, tenant, tool, key, body, len, ctx != NULL ? ctx->trace_id : NULL);
-    dispatch(run, tenant, tool, &req, &up);
+    dispatch(run, client, tenant, tool, &req, &up);
     gw_upstream_request_clear(&up);
     if (run->out.status == IDEM_STATUS_OUTCOME_UNKNOWN)
         gw_metrics_upstream(tool->name, "unknown");

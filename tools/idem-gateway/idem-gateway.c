@@ -12,14 +12,13 @@
 
 #include <idem/idem.h>
 
-#include "../cli.h"
+#include "cli.h"
 #include "auth.h"
 #include "config.h"
 #include "live.h"
 #include "mcp_stdio.h"
 #include "metrics.h"
 #include "server.h"
-#include "upstream.h"
 
 #define PROG      "idem-gateway"
 #define TOKEN_MAX 4096
@@ -130,41 +129,22 @@ static int hash_token(void)
     return EXIT_OK;
 }
 
-/* Each http tool's client and external-effect path. */
-static int open_upstreams(gw_config *cfg, idem_store *store)
+/* The runtime of @cfg (the pool, the store, the http tools' clients); 0, or the exit
+ * status having said why. */
+static int open_runtime(gw_runtime **rt, const gw_config *cfg)
 {
-    char why[512];
-
-    for (size_t i = 0; i < cfg->ntools; i++) {
-        if (cfg->tools[i].http != NULL && gw_upstream_open(cfg->tools[i].http, cfg->tools[i].name,
-                                                           store, why, sizeof(why)) != 0) {
-            cli_say(PROG, "tool %s: %s", cfg->tools[i].name, why);
-            return EXIT_OSERR;
-        }
-    }
-    return 0;
-}
-
-/* The pool and the store over it; 0, or the exit status having said why. */
-static int open_store(idem_pool **pool, idem_store **store, gw_config *cfg)
-{
+    gw_runtime_options opts = {0};
+    gw_runtime_part part;
     idem_error err = IDEM_ERROR_INIT;
     char why[1024];
 
-    cfg->pool.log = log_line;
-    cfg->store.log = log_line;
-    if (idem_pool_new(pool, cfg->dsn, &cfg->pool, &err) != 0) {
-        /* The library's message says "cannot create the pool" and why, in the server's words. */
-        cli_redact(why, sizeof(why), err.message, cfg->dsn);
+    opts.dsn = cfg->dsn;
+    opts.log = log_line;
+    if (gw_runtime_open(rt, cfg, &opts, &part, &err, why, sizeof(why)) != 0) {
         cli_say(PROG, "%s", why);
-        return cli_pool_exit(&err);
+        return gw_runtime_exit(part, &err);
     }
-    if (idem_store_new(store, *pool, &cfg->store, &err) != 0) {
-        cli_say(PROG, "cannot create the store: %s%s%s", err.field, err.field[0] ? ": " : "",
-                err.message);
-        return cli_pool_exit(&err);
-    }
-    return open_upstreams(cfg, *store);
+    return 0;
 }
 
 /* Raise the soft limit on open files to the hard one: a connection is a descriptor. Says
@@ -294,8 +274,7 @@ done:
 static int serve_stdio(const char *path)
 {
     gw_config *cfg = NULL;
-    idem_pool *pool = NULL;
-    idem_store *store = NULL;
+    gw_runtime *rt = NULL;
     char why[1200];
     int rc;
 
@@ -312,19 +291,18 @@ static int serve_stdio(const char *path)
         goto done;
     }
     signal(SIGPIPE, SIG_IGN);
-    if ((rc = open_store(&pool, &store, cfg)) != 0)
+    if ((rc = open_runtime(&rt, cfg)) != 0)
         goto done;
     cli_say(PROG, "serving MCP on stdio for tenant %s (%zu tool%s)", cfg->stdio_tenant->name,
             cfg->ntools, cfg->ntools == 1 ? "" : "s");
-    if (gw_mcp_stdio_serve(cfg, store, stdin, stdout) != 0) {
+    if (gw_mcp_stdio_serve(cfg, rt, stdin, stdout) != 0) {
         fflush(stdout);
         fflush(stderr);
         _exit(EXIT_TEMPFAIL); /* calls still use the store: nothing may be freed under them */
     }
     cli_say(PROG, "end of input: stopped");
 done:
-    idem_store_free(store);
-    idem_pool_free(pool);
+    gw_runtime_close(rt);
     gw_config_free(cfg);
     gw_metrics_free();
     return rc;

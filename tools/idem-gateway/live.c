@@ -3,28 +3,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli.h"
-#include "../exit.h"
+#include "cli.h"
+#include "exit.h"
 #include "live.h"
-#include "upstream.h"
 
 static void gen_free(gw_gen *gen)
 {
-    for (size_t i = 0; gen->cfg != NULL && i < gen->cfg->ntools; i++)
-        gw_upstream_close(gen->cfg->tools[i].http);
-    idem_store_free(gen->store);
+    gw_runtime_close(gen->rt);
     gw_config_free(gen->cfg);
     free(gen);
 }
 
-/* A generation of @cfg (taken: freed on failure) over @pool: its store and its http tools'
- * clients. NULL with @why, and the exit status in @code, when one cannot be made. */
+/* The exit status for a runtime that could not be made (tools/common/exit.h). */
+int gw_runtime_exit(gw_runtime_part part, const idem_error *err)
+{
+    return part == GW_RUNTIME_CLIENT ? EXIT_OSERR : cli_pool_exit(err);
+}
+
+/* A generation of @cfg (taken: freed on failure) with its runtime, over @pool (NULL: the
+ * runtime makes one). NULL with @why, and the exit status in @code, when one cannot be made. */
 static gw_gen *gen_new(gw_config *cfg, idem_pool *pool, idem_log_fn log, char *why, size_t size,
                        int *code)
 {
-    gw_gen *gen = calloc(1, sizeof(*gen));
+    gw_runtime_options opts = {0};
+    gw_runtime_part part;
     idem_error err = IDEM_ERROR_INIT;
-    char inner[512];
+    gw_gen *gen = calloc(1, sizeof(*gen));
 
     if (gen == NULL) {
         gw_config_free(cfg);
@@ -34,29 +38,19 @@ static gw_gen *gen_new(gw_config *cfg, idem_pool *pool, idem_log_fn log, char *w
     }
     atomic_init(&gen->refs, 1);
     gen->cfg = cfg;
-    cfg->store.log = log;
-    if (idem_store_new(&gen->store, pool, &cfg->store, &err) != 0) {
-        snprintf(why, size, "cannot create the store: %s%s%s", err.field, err.field[0] ? ": " : "",
-                 err.message);
-        *code = cli_pool_exit(&err);
+    opts.pool = pool;
+    opts.dsn = cfg->dsn;
+    opts.log = log;
+    if (gw_runtime_open(&gen->rt, cfg, &opts, &part, &err, why, size) != 0) {
+        *code = gw_runtime_exit(part, &err);
         gen_free(gen);
         return NULL;
-    }
-    for (size_t i = 0; i < cfg->ntools; i++) {
-        if (cfg->tools[i].http != NULL && gw_upstream_open(cfg->tools[i].http, cfg->tools[i].name,
-                                                           gen->store, inner, sizeof(inner)) != 0) {
-            snprintf(why, size, "tool %s: %s", cfg->tools[i].name, inner);
-            *code = EXIT_OSERR;
-            gen_free(gen);
-            return NULL;
-        }
     }
     return gen;
 }
 
 int gw_live_open(gw_live *live, const char *path, idem_log_fn log, char *why, size_t size)
 {
-    idem_error err = IDEM_ERROR_INIT;
     gw_config *cfg = NULL;
     int rc;
 
@@ -65,23 +59,20 @@ int gw_live_open(gw_live *live, const char *path, idem_log_fn log, char *why, si
     live->log = log;
     if ((rc = gw_config_load(&cfg, path, why, size)) != 0)
         return rc;
-    cfg->pool.log = log;
-    if (idem_pool_new(&live->pool, cfg->dsn, &cfg->pool, &err) != 0) {
-        /* The library's message says "cannot create the pool" and why: said once. */
-        idem_conninfo_redact(err.message, sizeof(err.message), cfg->dsn);
-        snprintf(why, size, "%s", err.message);
-        gw_config_free(cfg);
-        return cli_pool_exit(&err);
-    }
     live->boot = *cfg;
     live->boot_address = strdup(cfg->address);
     live->boot_dsn = strdup(cfg->dsn);
     rc = EXIT_OSERR;
-    if (live->boot_address == NULL || live->boot_dsn == NULL ||
-        (live->current = gen_new(cfg, live->pool, log, why, size, &rc)) == NULL) {
+    if (live->boot_address == NULL || live->boot_dsn == NULL) {
+        snprintf(why, size, "out of memory");
+        gw_config_free(cfg);
+    } else if ((live->current = gen_new(cfg, NULL, log, why, size, &rc)) != NULL) {
+        live->pool = gw_runtime_take_pool(live->current->rt);
+        rc = 0;
+    }
+    if (rc != 0) {
         free(live->boot_address);
         free(live->boot_dsn);
-        idem_pool_free(live->pool);
         return rc;
     }
     live->boot.address = live->boot_address;
@@ -133,7 +124,6 @@ int gw_live_reload(gw_live *live, char *why, size_t size)
 
     if (gw_config_load(&cfg, live->path, why, size) != 0)
         return -1;
-    cfg->pool.log = live->log;
     if ((gen = gen_new(cfg, live->pool, live->log, why, size, &rc)) == NULL)
         return -1;
     pthread_mutex_lock(&live->lock);

@@ -17,6 +17,7 @@
 
 #include "answer.h"
 #include "config.h"
+#include "runtime.h"
 
 /* The revisions spoken. initialize answers a client asking for another with
  * GW_MCP_VERSION_LATEST; server/discover lists all three. */
@@ -51,7 +52,7 @@ struct gw_call_ctx; /* call.h */
 
 typedef struct gw_mcp {
     const gw_config *cfg;     /* borrowed; outlives it */
-    idem_store *store;        /* borrowed; outlives it */
+    const gw_runtime *rt;     /* borrowed; outlives it */
     struct gw_call_ctx *ctx;  /* the one request's or message's (call.h); NULL: none */
     const char *http_version; /* over HTTP, the MCP-Protocol-Version header; NULL: none */
     const char *http_method;  /* over HTTP, the Mcp-Method header; NULL: none */

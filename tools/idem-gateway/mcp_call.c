@@ -279,7 +279,7 @@ static json_t *run(const gw_mcp *m, const gw_tenant *tenant, const call_parts *c
     json_t *result;
     gw_run r;
 
-    gw_run_call(&r, m->cfg, m->store, tenant, c->tool, key, c->arguments, c->arguments_len, m->ctx);
+    gw_run_call(&r, m->cfg, m->rt, tenant, c->tool, key, c->arguments, c->arguments_len, m->ctx);
     result = gw_mcp_result(&r, m->cfg, tenant, key);
     gw_run_clear(&r);
     return result;

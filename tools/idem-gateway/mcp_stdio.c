@@ -235,9 +235,9 @@ static unsigned int drain(stdio_server *s, unsigned int grace_s)
     return left;
 }
 
-int gw_mcp_stdio_serve(const gw_config *cfg, idem_store *store, FILE *in, FILE *out)
+int gw_mcp_stdio_serve(const gw_config *cfg, const gw_runtime *rt, FILE *in, FILE *out)
 {
-    stdio_server s = {{cfg, store, NULL, NULL, NULL},
+    stdio_server s = {{cfg, rt, NULL, NULL, NULL},
                       cfg,
                       out,
                       PTHREAD_MUTEX_INITIALIZER,

@@ -11,10 +11,11 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "runtime.h"
 
 /* Serve @in and @out until @in ends. Returns 0 once every call has finished, or 1 when
  * some were still running at the end of the grace period (the caller must then exit
- * without freeing @store: those calls still use it). */
-int gw_mcp_stdio_serve(const gw_config *cfg, idem_store *store, FILE *in, FILE *out);
+ * without freeing @rt: those calls still use it). */
+int gw_mcp_stdio_serve(const gw_config *cfg, const gw_runtime *rt, FILE *in, FILE *out);
 
 #endif

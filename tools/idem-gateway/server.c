@@ -265,7 +265,7 @@ static void route_list(const gw_config *cfg, struct MHD_Connection *c, request *
     else if ((q->tenant = gw_auth_tenant(cfg, header(c, "Authorization"))) == NULL)
         unauthorized(&q->reply);
     else if (tools)
-        gw_list_tools(&q->reply, cfg, q->gen->store);
+        gw_list_tools(&q->reply, cfg, q->gen->rt->store);
     else
         gw_list_openapi(&q->reply, cfg);
 }
@@ -356,11 +356,6 @@ static gw_conn *connection_record(struct MHD_Connection *c)
     return info != NULL ? info->socket_context : NULL;
 }
 
-/* The request this connection's thread is serving (libmicrohttpd gives each connection a
- * thread of its own, and calls every callback of it there), for libmicrohttpd's log
- * messages about it: answered_by_mhd(). */
-static __thread request *serving;
-
 /* A request's headers are in: its generation, its ID, its framing (framing.h), then its
  * route and the checks. */
 static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, const char *method)
@@ -382,7 +377,6 @@ static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, c
     if (!q->unread)
         route(s, c, q, url, method);
     q->unread = q->unread || q->reply.status == 413;
-    serving = q;
     return q;
 }
 
@@ -390,7 +384,7 @@ static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, c
 static void finish(request *q)
 {
     const gw_config *cfg = q->gen->cfg;
-    gw_mcp mcp = {cfg, q->gen->store, &q->ctx, q->mcp_version, q->mcp_method};
+    gw_mcp mcp = {cfg, q->gen->rt, &q->ctx, q->mcp_version, q->mcp_method};
     const char *body = q->body != NULL ? q->body : "";
 
     if (q->reply.status == 0 && q->too_large && q->mcp)
@@ -400,7 +394,7 @@ static void finish(request *q)
     else if (q->reply.status == 0 && q->mcp)
         gw_mcp_http_answer(&q->reply, &mcp, q->tenant, body, q->len);
     else if (q->reply.status == 0)
-        gw_call(&q->reply, cfg, q->gen->store, q->tenant, q->tool, q->key, body, q->len, &q->ctx);
+        gw_call(&q->reply, cfg, q->gen->rt, q->tenant, q->tool, q->key, body, q->len, &q->ctx);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -463,8 +457,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
 
     if (q == NULL)
         return;
-    if (serving == q)
-        serving = NULL;
+    if (why == MHD_REQUEST_TERMINATED_WITH_ERROR && q->reply.status == 0)
+        q->reply.status = MHD_HTTP_BAD_REQUEST; /* libmicrohttpd refused what it read */
     account(s, q);
     gw_guard_phase(&s->guard, q->conn, GW_WAITING);
     gw_gen_release(q->gen);
@@ -521,28 +515,8 @@ static void answered_by_front(void *cls, const gw_reply *r, const char *id, doub
     answered_early(cls, id, r->status, seconds);
 }
 
-/* An answer libmicrohttpd made itself, as its message says. Before any handler ran (a
- * malformed request line, a head over the limit, an HTTP version not 1.x): counted and
- * logged as the gateway's own answers are, under no tool, without a duration. During a
- * request the gateway is reading (a malformed chunked body): that request's answer, which
- * completed() counts and logs once. */
-static void answered_by_mhd(gw_server *s, const char *line)
-{
-    const char *at = strstr(line, "HTTP response code is ");
-    char id[GW_REQUEST_ID_MAX + 1];
-    unsigned int code;
-
-    if (at == NULL || sscanf(at, "HTTP response code is %u", &code) != 1 || code < 100 ||
-        code > 599)
-        return;
-    if (serving != NULL) {
-        serving->reply.status = code; /* what the client got */
-        return;
-    }
-    gw_request_id(id, NULL);
-    answered_early(s, id, code, -1);
-}
-
+/* libmicrohttpd's messages, on standard error as they are: they are read by people, never
+ * by the gateway (its counts come from its own answers and from libmicrohttpd's codes). */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
@@ -553,7 +527,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     while (n > 0 && line[n - 1] == '\n')
         line[--n] = '\0';
     fprintf(stderr, "idem-gateway: http: %s\n", line);
-    answered_by_mhd(cls, line);
 }
 
 /* The configured address as a socket address; 0, or -1 when it is not an IP address. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """corpus.py N SEED: N pairs of a schema of the gateway's JSON Schema subset
-(tools/idem-gateway/schema.h) and an instance, one JSON object per line:
+(tools/common/schema.h) and an instance, one JSON object per line:
 {"schema": ..., "instance": ...}. Instances are drawn near their schema (its enum and const
 values, its bounds and one past them, its members with one missing or one more), so that
 both verdicts are frequent."""

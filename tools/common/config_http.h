@@ -9,7 +9,7 @@
 #include "upstream.h"
 
 /* The member "http" (@http) of the tool at @r->at. *@out is set first (owned by the
- * caller, gw_upstream_free(), also on failure); returns 0 or GW_EXIT_DATAERR. */
+ * caller, gw_http_free(), also on failure); returns 0 or GW_EXIT_DATAERR. */
 int cfg_http(cfg_reader *r, gw_http **out, const json_t *http);
 
 #endif

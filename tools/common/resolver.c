@@ -1,14 +1,22 @@
-/* An `http` tool's resolver (README.md in this folder, "Resolvers"): the library's callback
- * (include/idem/external.h, "Resolvers") that makes the declared status request about a
- * downstream key and reads its answer. The gateway registers it for its tools; idem-reconcile
- * and idem-sweep register the same for theirs (probe.h). */
+/* An `http` tool's resolver at work (resolver.h). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "resolver.h"
 #include "upstream.h"
 
 #define REASON_MAX 1000 /* the longest reason the library records (external.h) */
+
+struct gw_resolver_run {
+    gw_upstream *up;         /* borrowed: the tool's client */
+    const gw_resolver *decl; /* borrowed: up->decl->resolver */
+    /* The status requests under way, waited for by gw_resolver_stop(): */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    unsigned int running;
+};
 
 /* Whether the answer @doc meets the resolver's condition on a done answer. */
 static int meets_condition(const gw_resolver *res, const json_t *doc)
@@ -81,26 +89,27 @@ static int answer_status(idem_external_answer *answer, const gw_http *h,
     }
 }
 
-/* The library's callback: @ctx is the tool's gw_http. */
+/* The library's callback: @ctx is the tool's gw_resolver_run. */
 static int ask(idem_external_answer *answer, const idem_external_question *q, void *ctx)
 {
-    gw_http *h = ctx;
-    gw_resolver *res = h->resolver;
+    gw_resolver_run *run = ctx;
+    const gw_http *h = run->up->decl;
+    const gw_resolver *res = run->decl;
     gw_upstream_result up;
     idem_error err = IDEM_ERROR_INIT;
     char *url = NULL, why[REASON_MAX + 1];
     int rc;
 
-    pthread_mutex_lock(&res->lock);
-    res->running++;
-    pthread_mutex_unlock(&res->lock);
+    pthread_mutex_lock(&run->lock);
+    run->running++;
+    pthread_mutex_unlock(&run->lock);
     memset(&up, 0, sizeof(up));
     if (gw_upstream_key_url(&url, res->url, q->downstream_key) != 0) {
         rc = idem_external_answer_unknown(answer, "out of memory", &err);
         goto done;
     }
     /* The library's limit for this question, never 0: libcurl takes 0 for no limit. */
-    gw_upstream_ask(&up, h, url,
+    gw_upstream_ask(&up, run->up, url,
                     q->timeout_ms == 0                ? 1
                     : q->timeout_ms < res->timeout_ms ? q->timeout_ms
                                                       : res->timeout_ms);
@@ -114,32 +123,52 @@ static int ask(idem_external_answer *answer, const idem_external_question *q, vo
 done:
     gw_upstream_result_clear(&up);
     free(url);
-    pthread_mutex_lock(&res->lock);
-    if (--res->running == 0)
-        pthread_cond_broadcast(&res->idle);
-    pthread_mutex_unlock(&res->lock);
+    pthread_mutex_lock(&run->lock);
+    if (--run->running == 0)
+        pthread_cond_broadcast(&run->idle);
+    pthread_mutex_unlock(&run->lock);
     return rc;
 }
 
-int gw_resolver_register(gw_http *h, const char *tool, char *why, size_t size)
+static gw_resolver_run *run_new(gw_upstream *u)
+{
+    gw_resolver_run *run = calloc(1, sizeof(*run));
+
+    if (run == NULL)
+        return NULL;
+    run->up = u;
+    run->decl = u->decl->resolver;
+    pthread_mutex_init(&run->lock, NULL);
+    pthread_cond_init(&run->idle, NULL);
+    return run;
+}
+
+int gw_resolver_start(gw_resolver_run **out, gw_upstream *u, const char *tool, char *why,
+                      size_t size)
 {
     idem_external_resolver r = IDEM_EXTERNAL_RESOLVER_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    gw_resolver_run *run = run_new(u);
     char name[160];
 
+    if (run == NULL)
+        return snprintf(why, size, "cannot register its resolver: out of memory"), -1;
     snprintf(name, sizeof(name), "status request of %.128s", tool);
     r.probe = ask;
-    r.ctx = h;
+    r.ctx = run;
     r.name = strlen(name) <= 128 ? name : NULL;
-    r.timeout_ms = h->resolver->timeout_ms;
-    if (idem_external_set_resolver(h->ext, tool, &r, &err) != 0)
-        return snprintf(why, size, "cannot register its resolver: %s%s%s", err.field,
-                        err.field[0] != '\0' ? ": " : "", err.message),
-               -1;
+    r.timeout_ms = run->decl->timeout_ms;
+    if (idem_external_set_resolver(u->ext, tool, &r, &err) != 0) {
+        snprintf(why, size, "cannot register its resolver: %s%s%s", err.field,
+                 err.field[0] != '\0' ? ": " : "", err.message);
+        gw_resolver_stop(run);
+        return -1;
+    }
+    *out = run;
     return 0;
 }
 
-void gw_resolver_wait(gw_resolver *r)
+void gw_resolver_stop(gw_resolver_run *r)
 {
     if (r == NULL)
         return;
@@ -147,13 +176,6 @@ void gw_resolver_wait(gw_resolver *r)
     while (r->running > 0)
         pthread_cond_wait(&r->idle, &r->lock);
     pthread_mutex_unlock(&r->lock);
-}
-
-void gw_resolver_free(gw_resolver *r)
-{
-    if (r == NULL)
-        return;
-    gw_resolver_wait(r);
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->idle);
     free(r);

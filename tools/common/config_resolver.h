@@ -9,8 +9,8 @@
 #include "upstream.h"
 
 /* The member "resolver" (@resolver, NULL when absent: *@out stays NULL) of the http
- * declaration at @r->at. *@out is set first (owned by the caller, gw_resolver_free(), also
- * on failure); returns 0 or GW_EXIT_DATAERR. */
+ * declaration at @r->at. *@out is set first (owned by the caller, free(), also on
+ * failure); returns 0 or GW_EXIT_DATAERR. */
 int cfg_resolver(cfg_reader *r, gw_resolver **out, const json_t *resolver);
 
 #endif

@@ -1,7 +1,10 @@
-/* `http` tools: one call to another service (README.md in this folder, "HTTP tools"),
- * made as an idem external effect (include/idem/external.h). This module builds the
- * upstream request from the arguments, sends it with libcurl and classifies the answer;
- * http_call.c runs the external-effect protocol around it. */
+/* `http` tools: one call to another service (tools/idem-gateway/README.md, "HTTP tools"),
+ * made as an idem external effect (include/idem/external.h). This module holds an http
+ * tool's declaration as the configuration reads it (gw_http: plain data), builds the
+ * upstream request from the arguments, and, through a client made from the declaration
+ * (gw_upstream: libcurl and the external-effect path), sends it and classifies the answer;
+ * the gateway's http_call.c runs the external-effect protocol around it, and resolver.h
+ * asks the provider about a key with the same client. */
 #ifndef IDEM_GATEWAY_UPSTREAM_H
 #define IDEM_GATEWAY_UPSTREAM_H
 
@@ -30,8 +33,9 @@ typedef struct gw_http_header {
     int secret;
 } gw_http_header;
 
-/* An `http` tool's resolver (config_resolver.c; README.md in this folder, "Resolvers"): a
- * status request about a downstream key, its answer read as an idem_external_verdict. */
+/* An `http` tool's resolver as declared (config_resolver.c; tools/idem-gateway/README.md,
+ * "Resolvers"): a status request about a downstream key, its answer read as an
+ * idem_external_verdict. Plain data; resolver.h runs it. */
 typedef struct gw_resolver {
     const char *url;          /* the template: {key} replaced by the percent-encoded key */
     const char *done_pointer; /* with done_value: done only when the answer holds it there */
@@ -39,13 +43,9 @@ typedef struct gw_resolver {
     const char *receipt;      /* a JSON Pointer to the receipt in the answer; NULL: all of it */
     unsigned int timeout_ms;  /* the longest the status request and the library wait */
     unsigned char verdicts[GW_STATUS_MAX + 1]; /* idem_external_verdict by status */
-    /* The status requests under way (resolver.c), waited for by gw_upstream_close(): */
-    pthread_mutex_t lock;
-    pthread_cond_t idle;
-    unsigned int running;
 } gw_resolver;
 
-/* An `http` tool's declaration (config_http.c), and its client. */
+/* An `http` tool's declaration (config_http.c): plain data, no handle. */
 typedef struct gw_http {
     const char *method;      /* GET POST PUT PATCH DELETE; borrowed, as every string here */
     const char *url;         /* the template: {/json/pointer} replaced, percent-encoded */
@@ -61,12 +61,18 @@ typedef struct gw_http {
     unsigned char classes[GW_STATUS_MAX + 1]; /* gw_class by status */
     idem_retry_policy retry;
     gw_resolver *resolver; /* owned; NULL: none */
-    /* Made by gw_upstream_open(), owned: */
-    idem_external *ext;
-    CURLSH *share; /* connections, DNS and TLS sessions reused across calls */
-    pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
-    int opened;
 } gw_http;
+
+/* An http tool's client, made from its declaration by gw_upstream_open() (runtime.h). */
+typedef struct gw_upstream {
+    const gw_http *decl; /* borrowed: the configuration's, which outlives the client */
+    idem_external *ext;  /* the external-effect path over the runtime's store; owned */
+    CURLSH *share;       /* connections, DNS and TLS sessions reused across calls; owned */
+    pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
+} gw_upstream;
+
+/* Free a declaration (its headers' secrets wiped first); NULL is accepted. */
+void gw_http_free(gw_http *h);
 
 /* A request made from one call's arguments. */
 typedef struct gw_upstream_request {
@@ -111,11 +117,12 @@ int gw_upstream_trace(gw_upstream_request *req, const char *traceparent, const c
 /* Send @req with @key as the key header (and its trace context), at most once: libcurl's own resend
  * of a request on a reused connection that died is refused (the request counts as sent). Fills @out
  * (clear it with gw_upstream_result_clear()). */
-void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_request *req,
+void gw_upstream_send(gw_upstream_result *out, gw_upstream *u, const gw_upstream_request *req,
                       const char *key);
 /* A status request: GET @url with the tool's headers (no key header, no body), at most
  * @timeout_ms. Fills @out as gw_upstream_send() does (its class is not used). */
-void gw_upstream_ask(gw_upstream_result *out, gw_http *h, const char *url, unsigned int timeout_ms);
+void gw_upstream_ask(gw_upstream_result *out, gw_upstream *u, const char *url,
+                     unsigned int timeout_ms);
 void gw_upstream_result_clear(gw_upstream_result *res);
 
 /* The answer as a JSON document: the body when it is JSON and @raw is 0; otherwise the
@@ -134,22 +141,13 @@ const char *gw_upstream_reference(char buf[GW_REFERENCE_MAX + 1], const gw_http 
  * (upstream_request.c). Returns 0 with *@out owned by the caller, or -1 (no memory). */
 int gw_upstream_key_url(char **out, const char *tmpl, const char *key);
 
-/* Every http tool's client and external-effect path over @store, and the resolver of @tool
- * when it has one (resolver.c); before any thread. */
-int gw_upstream_open(gw_http *h, const char *tool, idem_store *store, char *why, size_t size);
-/* Free what gw_upstream_open() made (before the store goes), once the status requests
- * under way have ended (each is bounded by its timeout); NULL is accepted. */
-void gw_upstream_close(gw_http *h);
-/* gw_upstream_close(), then the declaration itself; NULL is accepted. */
-void gw_upstream_free(gw_http *h);
-
-/* The resolver of @h (h->resolver, not NULL) registered for @tool on h->ext (resolver.c).
- * Returns 0, or -1 with @why. */
-int gw_resolver_register(gw_http *h, const char *tool, char *why, size_t size);
-/* Wait for the status requests under way (a resolver the library gave up on may still
- * run); NULL is accepted. */
-void gw_resolver_wait(gw_resolver *r);
-/* gw_resolver_wait(), then free @r; NULL is accepted. */
-void gw_resolver_free(gw_resolver *r);
+/* The client of the declaration @h (borrowed: it must outlive the client) and its
+ * external-effect path over @store; before any thread. @out: caller owns,
+ * gw_upstream_close(). Returns 0, or -1 with @why. */
+int gw_upstream_open(gw_upstream **out, const gw_http *h, idem_store *store, char *why,
+                     size_t size);
+/* Free what gw_upstream_open() made (before the store goes), once nothing uses it: no call
+ * and no status request under way (resolver.h stops its own first); NULL is accepted. */
+void gw_upstream_close(gw_upstream *u);
 
 #endif

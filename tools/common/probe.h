@@ -1,6 +1,6 @@
 /* The declarative resolvers of a gateway configuration, run outside the gateway: by
  * idem-reconcile probe and idem-sweep --config (tools/README.md). The same configuration
- * reader (config.h) and the same status requests (resolver.c) as the gateway's. */
+ * reader (config.h), runtime (runtime.h) and status requests (resolver.h) as the gateway's. */
 #ifndef IDEM_GATEWAY_PROBE_H
 #define IDEM_GATEWAY_PROBE_H
 
@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "runtime.h"
 
 typedef struct gw_probes {
-    gw_config *cfg;
-    idem_pool *pool;
-    idem_store *store;
+    gw_config *cfg; /* owned */
+    gw_runtime *rt; /* owned: its pool, store, and the clients of the tools with a resolver */
 } gw_probes;
 
 /* Load the configuration at @path, then a pool on @dsn (NULL: the PG* environment, not the

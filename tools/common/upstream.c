@@ -125,11 +125,13 @@ typedef struct outgoing {
     const gw_upstream_request *trace; /* its trace context; NULL: none (a status request) */
 } outgoing;
 
-static void set_options(CURL *c, gw_http *h, const outgoing *req, struct curl_slist *headers,
-                        exchange *x, char *errbuf)
+static void set_options(CURL *c, const gw_upstream *u, const outgoing *req,
+                        struct curl_slist *headers, exchange *x, char *errbuf)
 {
+    const gw_http *h = u->decl;
+
     curl_easy_setopt(c, CURLOPT_URL, req->url);
-    curl_easy_setopt(c, CURLOPT_SHARE, h->share);
+    curl_easy_setopt(c, CURLOPT_SHARE, u->share);
     curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, REUSE_IDLE_MAX_S);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -179,8 +181,10 @@ static void classify(gw_upstream_result *res, const gw_http *h, CURL *c, CURLcod
              errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc));
 }
 
-static void exchange_once(gw_upstream_result *out, gw_http *h, const outgoing *req, const char *key)
+static void exchange_once(gw_upstream_result *out, gw_upstream *u, const outgoing *req,
+                          const char *key)
 {
+    const gw_http *h = u->decl;
     exchange x = {out, 0, 0};
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *headers = NULL;
@@ -195,26 +199,27 @@ static void exchange_once(gw_upstream_result *out, gw_http *h, const outgoing *r
         curl_easy_cleanup(c);
         return;
     }
-    set_options(c, h, req, headers, &x, errbuf);
+    set_options(c, u, req, headers, &x, errbuf);
     rc = curl_easy_perform(c);
     classify(out, h, c, rc, &x, errbuf);
     curl_easy_cleanup(c);
     curl_slist_free_all(headers);
 }
 
-void gw_upstream_send(gw_upstream_result *out, gw_http *h, const gw_upstream_request *req,
+void gw_upstream_send(gw_upstream_result *out, gw_upstream *u, const gw_upstream_request *req,
                       const char *key)
 {
-    outgoing o = {h->method, req->url, req->body, h->timeout_ms, req};
+    outgoing o = {u->decl->method, req->url, req->body, u->decl->timeout_ms, req};
 
-    exchange_once(out, h, &o, key);
+    exchange_once(out, u, &o, key);
 }
 
-void gw_upstream_ask(gw_upstream_result *out, gw_http *h, const char *url, unsigned int timeout_ms)
+void gw_upstream_ask(gw_upstream_result *out, gw_upstream *u, const char *url,
+                     unsigned int timeout_ms)
 {
     outgoing o = {"GET", url, NULL, timeout_ms, NULL};
 
-    exchange_once(out, h, &o, NULL);
+    exchange_once(out, u, &o, NULL);
 }
 
 void gw_upstream_result_clear(gw_upstream_result *res)
@@ -282,81 +287,97 @@ const char *gw_upstream_reference(char buf[GW_REFERENCE_MAX + 1], const gw_http 
 
 static void lock(CURL *c, curl_lock_data data, curl_lock_access access, void *cls)
 {
-    gw_http *h = cls;
+    gw_upstream *u = cls;
 
-    pthread_mutex_lock(&h->locks[data]);
+    pthread_mutex_lock(&u->locks[data]);
 }
 
 static void unlock(CURL *c, curl_lock_data data, void *cls)
 {
-    gw_http *h = cls;
+    gw_upstream *u = cls;
 
-    pthread_mutex_unlock(&h->locks[data]);
+    pthread_mutex_unlock(&u->locks[data]);
 }
 
-static int open_share(gw_http *h)
+static int open_share(gw_upstream *u)
 {
-    if ((h->share = curl_share_init()) == NULL)
+    if ((u->share = curl_share_init()) == NULL)
         return -1;
-    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-        pthread_mutex_init(&h->locks[i], NULL);
-    h->opened = 1;
-    if (curl_share_setopt(h->share, CURLSHOPT_LOCKFUNC, lock) != CURLSHE_OK ||
-        curl_share_setopt(h->share, CURLSHOPT_UNLOCKFUNC, unlock) != CURLSHE_OK ||
-        curl_share_setopt(h->share, CURLSHOPT_USERDATA, h) != CURLSHE_OK ||
-        curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
-        curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
-        curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK)
+    if (curl_share_setopt(u->share, CURLSHOPT_LOCKFUNC, lock) != CURLSHE_OK ||
+        curl_share_setopt(u->share, CURLSHOPT_UNLOCKFUNC, unlock) != CURLSHE_OK ||
+        curl_share_setopt(u->share, CURLSHOPT_USERDATA, u) != CURLSHE_OK ||
+        curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+        curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
+        curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK)
         return -1;
     return 0;
 }
 
-int gw_upstream_open(gw_http *h, const char *tool, idem_store *store, char *why, size_t size)
+/* The client, its locks ready, before libcurl: gw_upstream_close() may then free it. */
+static gw_upstream *client_new(const gw_http *h)
+{
+    gw_upstream *u = calloc(1, sizeof(*u));
+
+    if (u == NULL)
+        return NULL;
+    u->decl = h;
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&u->locks[i], NULL);
+    return u;
+}
+
+int gw_upstream_open(gw_upstream **out, const gw_http *h, idem_store *store, char *why, size_t size)
 {
     idem_external_options opts = IDEM_EXTERNAL_OPTIONS_INIT;
     idem_error err = IDEM_ERROR_INIT;
+    gw_upstream *u = NULL;
+    int rc = -1;
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return snprintf(why, size, "libcurl cannot be initialized"), -1;
-    if (open_share(h) != 0)
-        return snprintf(why, size, "libcurl's connection sharing cannot be set up"), -1;
-    opts.lease_ms = h->lease_ms;
-    if (idem_external_new(&h->ext, store, &opts, &err) != 0)
-        return snprintf(why, size, "cannot create the external-effect path: %s%s%s", err.field,
-                        err.field[0] != '\0' ? ": " : "", err.message),
-               -1;
-    return h->resolver != NULL ? gw_resolver_register(h, tool, why, size) : 0;
-}
-
-void gw_upstream_close(gw_http *h)
-{
-    if (h == NULL)
-        return;
-    gw_resolver_wait(h->resolver);
-    idem_external_free(h->ext);
-    h->ext = NULL;
-    if (h->share != NULL)
-        curl_share_cleanup(h->share);
-    h->share = NULL;
-    if (h->opened) {
-        for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-            pthread_mutex_destroy(&h->locks[i]);
+    if ((u = client_new(h)) == NULL) {
+        snprintf(why, size, "out of memory");
         curl_global_cleanup();
+        return -1;
     }
-    h->opened = 0;
+    opts.lease_ms = h->lease_ms;
+    if (open_share(u) != 0)
+        snprintf(why, size, "libcurl's connection sharing cannot be set up");
+    else if (idem_external_new(&u->ext, store, &opts, &err) != 0)
+        snprintf(why, size, "cannot create the external-effect path: %s%s%s", err.field,
+                 err.field[0] != '\0' ? ": " : "", err.message);
+    else
+        rc = 0;
+    if (rc != 0)
+        gw_upstream_close(u);
+    else
+        *out = u;
+    return rc;
 }
 
-void gw_upstream_free(gw_http *h)
+void gw_upstream_close(gw_upstream *u)
+{
+    if (u == NULL)
+        return;
+    idem_external_free(u->ext);
+    if (u->share != NULL)
+        curl_share_cleanup(u->share);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&u->locks[i]);
+    free(u);
+    curl_global_cleanup();
+}
+
+void gw_http_free(gw_http *h)
 {
     if (h == NULL)
         return;
-    gw_upstream_close(h);
     for (size_t i = 0; i < h->nheaders; i++) {
         if (h->headers[i].value != NULL)
             OPENSSL_cleanse(h->headers[i].value, strlen(h->headers[i].value));
         free(h->headers[i].value);
     }
     free(h->headers);
-    gw_resolver_free(h->resolver);
+    free(h->resolver); /* plain data: its strings and values are the document's */
     free(h);
 }

@@ -268,7 +268,7 @@ void gw_config_free(gw_config *cfg)
     for (size_t i = 0; i < cfg->ntools; i++) {
         free(cfg->tools[i].params);
         idem_declared_free(cfg->tools[i].effect);
-        gw_upstream_free(cfg->tools[i].http);
+        gw_http_free(cfg->tools[i].http);
         json_decref(cfg->tools[i].input_schema);
         free(cfg->tools[i].identity_fields);
     }

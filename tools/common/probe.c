@@ -6,56 +6,33 @@
 #include <idem/sys/external.h>
 
 #include "probe.h"
-#include "upstream.h"
 
-static gw_http *resolver_tool(const gw_probes *p, const char *tool)
+/* The client of @tool when it declares a resolver, else NULL. */
+static gw_upstream *resolver_tool(const gw_probes *p, const char *tool)
 {
     const gw_tool *t = gw_config_tool(p->cfg, tool, strlen(tool));
 
-    return t != NULL && t->http != NULL && t->http->resolver != NULL ? t->http : NULL;
-}
-
-static int open_store(gw_probes *p, const char *dsn, const char *application, char *why,
-                      size_t size)
-{
-    idem_error err = IDEM_ERROR_INIT;
-    int rc;
-
-    p->cfg->pool.application_name = application;
-    p->cfg->pool.max_size = 2;
-    /* The library's message for the pool says "cannot create the pool" itself. */
-    if ((rc = idem_pool_new(&p->pool, dsn, &p->cfg->pool, &err)) != 0)
-        snprintf(why, size, "%s", err.message);
-    else if ((rc = idem_store_new(&p->store, p->pool, &p->cfg->store, &err)) != 0)
-        snprintf(why, size, "cannot create the store: %s%s%s", err.field,
-                 err.field[0] != '\0' ? ": " : "", err.message);
-    return rc;
+    return t != NULL && t->http != NULL && t->http->resolver != NULL ? gw_runtime_upstream(p->rt, t)
+                                                                     : NULL;
 }
 
 int gw_probes_open(gw_probes **out, const char *path, const char *dsn, const char *application,
                    char *why, size_t size)
 {
+    gw_runtime_options opts = {0};
+    gw_runtime_part part;
+    idem_error err = IDEM_ERROR_INIT;
     gw_probes *p = calloc(1, sizeof(*p));
-    char inner[512];
     int rc;
 
     if (p == NULL)
         return snprintf(why, size, "out of memory"), IDEM_ENOMEM;
-    if ((rc = gw_config_load(&p->cfg, path, why, size)) != 0 ||
-        (rc = open_store(p, dsn, application, why, size)) != 0)
-        goto done;
-    for (size_t i = 0; i < p->cfg->ntools; i++) {
-        gw_tool *t = &p->cfg->tools[i];
-
-        if (t->http == NULL || t->http->resolver == NULL)
-            continue;
-        if (gw_upstream_open(t->http, t->name, p->store, inner, sizeof(inner)) != 0) {
-            snprintf(why, size, "tool %s: %s", t->name, inner);
-            rc = IDEM_ENOMEM;
-            goto done;
-        }
-    }
-done:
+    opts.dsn = dsn;
+    opts.application = application;
+    opts.pool_size = 2;
+    opts.resolvers_only = 1;
+    if ((rc = gw_config_load(&p->cfg, path, why, size)) == 0)
+        rc = gw_runtime_open(&p->rt, p->cfg, &opts, &part, &err, why, size);
     if (rc != 0)
         gw_probes_free(p);
     else
@@ -78,10 +55,7 @@ void gw_probes_free(gw_probes *p)
 {
     if (p == NULL)
         return;
-    for (size_t i = 0; p->cfg != NULL && i < p->cfg->ntools; i++)
-        gw_upstream_close(p->cfg->tools[i].http);
-    idem_store_free(p->store);
-    idem_pool_free(p->pool);
+    gw_runtime_close(p->rt);
     gw_config_free(p->cfg);
     free(p);
 }

@@ -146,8 +146,6 @@ int cfg_resolver(cfg_reader *r, gw_resolver **out, const json_t *resolver)
         return 0;
     if ((*out = calloc(1, sizeof(gw_resolver))) == NULL)
         return cfg_refuse(r, "resolver", "out of memory");
-    pthread_mutex_init(&(*out)->lock, NULL);
-    pthread_cond_init(&(*out)->idle, NULL);
     mark = gw_pointer_push(&r->at, "resolver");
     if ((rc = read_resolver(r, *out, resolver)) != 0)
         return rc;

@@ -9,7 +9,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../exit.h"
+#include "exit.h"
 
 /* Exit statuses of loading (every tool's table, ../exit.h). */
 #define GW_EXIT_DATAERR EXIT_DATAERR /* the file is not a valid configuration */
