@@ -19,12 +19,12 @@ static int take(gw_run *run, const gw_tenant *tenant, gw_budget_kind kind, const
 }
 
 /* Whether @key names an operation @tenant already has: a call of it creates nothing. */
-static int known(idem_store *store, const gw_tenant *tenant, const char *key)
+static int known(const gw_runtime *rt, const gw_tenant *tenant, const char *key)
 {
     idem_operation *op = NULL;
     idem_error err = IDEM_ERROR_INIT;
 
-    if (idem_store_get(&op, store, tenant->name, key, &err) != 0)
+    if (idem_store_get(&op, rt->store, tenant->name, key, &err) != 0)
         return 0; /* not there, or not known now: counted as new */
     idem_operation_free(op);
     return 1;
@@ -33,7 +33,8 @@ static int known(idem_store *store, const gw_tenant *tenant, const char *key)
 /* The tenant's budgets (budget.h) before a call: every call takes a token of its calls
  * budget; one that may create an operation a token of its new operations budget, or, when
  * that is spent, runs only if its key is known. 0, or -1 with @run over budget. */
-static int within_budgets(gw_run *run, idem_store *store, const gw_tenant *tenant, const char *key)
+static int within_budgets(gw_run *run, const gw_runtime *rt, const gw_tenant *tenant,
+                          const char *key)
 {
     gw_budget_kind over = GW_BUDGET_CALLS;
 
@@ -42,7 +43,7 @@ static int within_budgets(gw_run *run, idem_store *store, const gw_tenant *tenan
             run->new_token = tenant->new_operations.per_minute > 0;
             return 0;
         }
-        if (known(store, tenant, key))
+        if (known(rt, tenant, key))
             return 0;
         over = GW_BUDGET_NEW;
         if (tenant->calls.per_minute > 0) /* the call did not run: its token is not spent */
@@ -89,7 +90,7 @@ void gw_run_call(gw_run *run, const gw_config *cfg, const gw_runtime *rt, const 
     memset(run, 0, sizeof(*run));
     run->out = out;
     run->err = err;
-    if (within_budgets(run, rt->store, tenant, key) == 0) {
+    if (within_budgets(run, rt, tenant, key) == 0) {
         gw_metrics_in_flight(1);
         execute(run, cfg, rt, tenant, tool, key, body, len, ctx);
         gw_metrics_in_flight(-1);
