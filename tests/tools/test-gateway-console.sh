@@ -54,6 +54,11 @@ q "$db" "CREATE SCHEMA app;
     GRANT USAGE ON SCHEMA app TO idem_test_gateway;
     GRANT SELECT, INSERT ON app.notes TO idem_test_gateway;
     GRANT USAGE ON ALL SEQUENCES IN SCHEMA app TO idem_test_gateway" >/dev/null
+# The provider of an http tool: its first dispatch is dropped (outcome unknown), its status
+# request fails (the resolver's answer recorded, the outcome still unknown).
+upstream provider
+up=$upstream_port
+post() { curl -sS -X POST "http://127.0.0.1:$up/$1" -d "$2" >/dev/null; }
 cfg="$scratch/gateway.json"
 cat >"$cfg" <<JSON
 {
@@ -64,6 +69,14 @@ cat >"$cfg" <<JSON
               "globex": {"tokens": ["$(hash $globex_token)"]}},
   "console": {"dsn": "$role_dsn", "operators": {"alice": {"tokens": ["$(hash $op_token)"]}}},
   "tools": {
+    "send_email": {
+      "arguments": {"type": "object", "required": ["to"], "properties": {"to": {"type": "string"}}},
+      "http": {"url": "http://127.0.0.1:$up/mail", "timeout_ms": 1000, "lease_ms": 2000,
+               "reference": "/id", "retry": {"max_attempts": 1},
+               "resolver": {"url": "http://127.0.0.1:$up/mail/status/{key}", "receipt": "/message",
+                            "done_when": {"pointer": "/state", "equals": "sent"},
+                            "timeout_ms": 1500}}
+    },
     "create_note": {
       "retention_s": 3600, "key_memory_s": 86400,
       "arguments": {"type": "object", "required": ["text"],
@@ -130,7 +143,21 @@ q "$db" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool
 q "$db" "INSERT INTO idem.reconciliation_items (tenant, operation_id, kind, tool, fingerprint,
     first_seen, last_seen) VALUES ('acme', 'old-1', 'stalled_pending', 'create_note',
     sha256('y'), now() - interval '4 days', now() - interval '3 days')" >/dev/null
-expect items_made test "$(q "$db" "SELECT count(*) FROM idem.reconciliation_items")" = 5
+# An external dispatch whose outcome nobody knows: its retry asks the provider, which
+# fails to say: still unknown, the answer recorded.
+external_op=mail-1
+email() {
+    http -X POST "$base/v1/tools/send_email" -H "Authorization: Bearer $acme_token" \
+        -H "Idempotency-Key: $external_op" -H 'Content-Type: application/json' \
+        --data '{"to": "a@example.com"}'
+}
+post _script '{"path": "/mail", "actions": ["drop"]}'
+post _status '{"path": "/mail", "actions": ["fail"]}'
+email
+expect external_unknown test "$status" = 502
+email
+expect external_still_unknown test "$status" = 502
+expect items_made test "$(q "$db" "SELECT count(*) FROM idem.reconciliation_items")" = 6
 
 # The console's headers on every answer, the stylesheet included; the operator's token is
 # no tenant's.
@@ -152,7 +179,7 @@ note='Checked at the provider: nothing was sent; told the caller. <b>bold</b> & 
 run_browser() {
     (cd "$work" && BASE="$base" PREFIX=/console/ OPERATOR_TOKEN=$op_token \
         TENANT_TOKEN=$acme_token SHOTS="$shots" EXPIRED_OP=$expired_op CSRF_OP=$csrf_op \
-        SCRIPT_OP="$script_op" NOTE="$note" CHROMIUM=$chromium timeout 300 node console.mjs)
+        SCRIPT_OP="$script_op" EXTERNAL_OP=$external_op NOTE="$note" CHROMIUM=$chromium timeout 300 node console.mjs)
 }
 started=$(date +%s.%N)
 check browser 0 run_browser
@@ -167,9 +194,17 @@ row=$(q "$db" "SELECT resolved_by, resolved_at IS NOT NULL AND resolved_at > now
 expect resolved_in_db test "$row" = "alice|t|$note"
 expect forged_changed_nothing test "$(q "$db" "SELECT count(*) FROM idem.reconciliation_items
     WHERE resolved_at IS NULL")" = 4
+row=$(q "$db" "SELECT o.state, i.resolved_by, i.note FROM idem.operations o
+    JOIN idem.reconciliation_items i USING (tenant, operation_id)
+    WHERE o.tenant = 'acme' AND o.operation_id = '$external_op' AND i.kind = 'outcome_unknown'")
+expect external_resolved_in_db test "$row" = "completed|alice|Found at the provider: sent."
+# Later calls replay the resolution: never dispatched again.
+email
+expect external_replayed test "$status" = 201
+expect external_replayed_names_reference grep -q 'msg-123' "$scratch/body"
 expect forged_no_note test "$(q "$db" "SELECT count(*) FROM idem.reconciliation_items
     WHERE note = 'forged'")" = 0
-for png in sign-in list list-filtered item item-markup resolved; do
+for png in sign-in list list-filtered item item-markup resolved external external-resolved; do
     expect "screenshot_$png" test -s "$shots/$png.png"
 done
 

@@ -72,7 +72,7 @@ try {
   const [cookie] = await context.cookies();
   check("cookie_attributes", cookie && cookie.name === "idem_console" && cookie.httpOnly &&
         cookie.sameSite === "Strict" && cookie.path === prefix, JSON.stringify(cookie));
-  check("list_counts_open", (await count()) === "5 items", await count());
+  check("list_counts_open", (await count()) === "6 items", await count());
   await shot("list");
 
   // Filters: a GET form; by tenant, kind, age.
@@ -83,11 +83,11 @@ try {
   await page.fill("input[name=tenant]", "");
   await page.selectOption("select[name=kind]", "outcome_unknown");
   await Promise.all([page.waitForNavigation(), page.click("form.filters button")]);
-  check("filter_kind", (await count()) === "1 item", await count());
+  check("filter_kind", (await count()) === "2 items", await count());
   await page.selectOption("select[name=kind]", "");
   await page.fill("input[name=age]", "24h");
   await Promise.all([page.waitForNavigation(), page.click("form.filters button")]);
-  check("filter_age", (await count()) === "4 items", await count());
+  check("filter_age", (await count()) === "5 items", await count());
   await shot("list-filtered");
   await page.fill("input[name=age]", "yesterday");
   res = await Promise.all([page.waitForNavigation(), page.click("form.filters button")]).then((r) => r[0]);
@@ -128,6 +128,27 @@ try {
         await page.textContent("#items"));
   check("resolved_form_gone", (await page.$("form.resolve")) === null, "the form is still there");
   await shot("resolved");
+
+  // An external operation: downstream key, attempts and the resolver's answer; resolved
+  // with an outcome, its reference and a note.
+  await page.goto(console_url);
+  await Promise.all([page.waitForNavigation(),
+                     page.click(`#items a:text-is(${JSON.stringify(env("EXTERNAL_OP"))})`)]);
+  const external = await page.textContent("#external");
+  check("external_downstream_key", external.includes("downstream_key"), external);
+  check("external_attempts", external.includes("attempts") && external.includes("unknown"), external);
+  check("external_resolver_answer", external.includes("HTTP 500"), external);
+  await shot("external");
+  await page.fill("textarea[name=note]", "Found at the provider: sent.");
+  await page.selectOption("select[name=as]", "completed");
+  await page.fill("input[name=reference]", "msg-123");
+  res = await Promise.all([page.waitForNavigation(), page.click("form.resolve button")]).then((r) => r[0]);
+  check("external_resolved", res.status() === 200 &&
+        (await page.textContent("#notice")) === "Resolved the operation as completed.",
+        `${res.status()} ${await page.textContent("main")}`);
+  check("external_record_completed", (await page.textContent("#record")).includes("completed"),
+        await page.textContent("#record"));
+  await shot("external-resolved");
 
   // Forms posted without the session's CSRF token, or with a wrong one: 403, nothing changed.
   const form = { tenant: "acme", operation_id: env("CSRF_OP"), note: "forged" };
