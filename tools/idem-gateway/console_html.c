@@ -12,7 +12,7 @@ const char gw_console_css[] =
     "header form{margin:0}main{padding:1em 1.2em;max-width:80em}"
     "table{border-collapse:collapse;background:#fff;margin:.4em 0 1em}"
     "th,td{border:1px solid #ccd3dc;padding:.25em .5em;text-align:left;vertical-align:top}"
-    "th{background:#e8ecf1}td{word-break:break-all}"
+    "th{background:#e8ecf1}td{overflow-wrap:anywhere}"
     "form.filters,form.resolve{background:#fff;border:1px solid #ccd3dc;padding:.6em;"
     "margin:.4em 0 1em;display:flex;flex-wrap:wrap;gap:.6em;align-items:end}"
     "label{display:flex;flex-direction:column;font-size:.9em}"
