@@ -49,7 +49,7 @@ gw_console_view gw_console_view_of(const gw_console_req *q)
     gw_console_view v = {q->cc->path, NULL, NULL, NULL, NULL};
 
     if (q->op != NULL) {
-        v.operator= q->op->name;
+        v.who = q->op->name;
         v.csrf = q->csrf;
     }
     return v;

@@ -33,9 +33,9 @@ static void page_begin(gw_html *h, const gw_console_view *v, const char *title)
     gw_html_raw(h, " - idem reconciliation</title><link rel=\"stylesheet\" href=\"");
     gw_html_text(h, v->prefix);
     gw_html_raw(h, "console.css\"></head><body><header><h1>idem reconciliation</h1>");
-    if (v->operator!= NULL && v->csrf != NULL) {
+    if (v->who != NULL && v->csrf != NULL) {
         gw_html_raw(h, "<span>signed in as <b id=\"operator\">");
-        gw_html_text(h, v->operator);
+        gw_html_text(h, v->who);
         gw_html_raw(h, "</b></span><form method=\"post\"");
         action(h, v, "sign-out");
         gw_html_raw(h, ">");

@@ -12,11 +12,11 @@
 
 /* Who is looking, for the page's header and forms. Borrowed. */
 typedef struct gw_console_view {
-    const char *prefix;   /* the console's path prefix, "/console/" */
-    const char *operator; /* NULL: nobody has signed in */
-    const char *csrf;     /* the session's CSRF token; NULL without a session */
-    const char *notice;   /* a success to say, or NULL */
-    const char *error;    /* a failure to say, or NULL */
+    const char *prefix; /* the console's path prefix, "/console/" */
+    const char *who;    /* the operator signed in; NULL: nobody */
+    const char *csrf;   /* the session's CSRF token; NULL without a session */
+    const char *notice; /* a success to say, or NULL */
+    const char *error;  /* a failure to say, or NULL */
 } gw_console_view;
 
 /* The list's filters as the operator gave them (each "" when not given). */

@@ -59,14 +59,14 @@ done:
     return rc;
 }
 
-int gw_console_session_make(char out[GW_CONSOLE_SESSION_SIZE], const char *operator, time_t ends)
+int gw_console_session_make(char out[GW_CONSOLE_SESSION_SIZE], const char *name, time_t ends)
 {
     char head[HEAD_SIZE], mac[2 * MAC_SIZE + 1];
     int n;
 
-    if (strlen(operator) > GW_CONSOLE_OPERATOR_MAX)
+    if (strlen(name) > GW_CONSOLE_OPERATOR_MAX)
         return -1;
-    n = snprintf(head, sizeof(head), "%s.%lld", operator,(long long) ends);
+    n = snprintf(head, sizeof(head), "%s.%lld", name, (long long)ends);
     if (n < 0 || (size_t)n >= sizeof(head) || mac_hex(mac, "session", head, (size_t)n) != 0)
         return -1;
     snprintf(out, GW_CONSOLE_SESSION_SIZE, "%s.%s", head, mac);

@@ -18,9 +18,9 @@
 /* 64 hex digits and the NUL. */
 #define GW_CONSOLE_CSRF_SIZE 65
 
-/* The cookie value of a session of @operator that ends at @ends, into @out. Returns 0, or
+/* The cookie value of a session of the operator @name that ends at @ends, into @out. Returns 0, or
  * -1 (no random key: OpenSSL failed, or a name too long). */
-int gw_console_session_make(char out[GW_CONSOLE_SESSION_SIZE], const char *operator, time_t ends);
+int gw_console_session_make(char out[GW_CONSOLE_SESSION_SIZE], const char *name, time_t ends);
 
 /* The operator of the session whose cookie value is @value (NULL: none) at time @now; NULL
  * when there is none, its MAC is wrong, it has ended, or its operator is no longer in
