@@ -174,6 +174,15 @@ http "$base/v1/tools" -H "Authorization: Bearer $op_token"
 expect operator_token_not_tenants test "$status" = 401
 http -X POST "$base/console/resolve" -H 'Content-Type: application/json' --data '{}'
 expect json_post_415 test "$status" = 415
+# Another site's form cannot sign a browser in (login CSRF): its Origin is refused.
+http -X POST "$base/console/sign-in" -H 'Origin: https://evil.example' --data-urlencode "token=$op_token"
+expect foreign_origin_403 test "$status" = 403
+expect foreign_origin_no_cookie bash -c "! grep -qi '^set-cookie' '$scratch/headers'"
+http -X POST "$base/console/sign-in" -H 'Origin: null' --data-urlencode "token=$op_token"
+expect null_origin_403 test "$status" = 403
+http -X POST "$base/console/sign-in" -H "Origin: http://127.0.0.1:$port" --data-urlencode "token=$op_token"
+expect same_origin_signs_in test "$status" = 303
+expect same_origin_cookie grep -qi '^set-cookie: idem_console=alice\.' "$scratch/headers"
 
 note='Checked at the provider: nothing was sent; told the caller. <b>bold</b> & "quoted"'
 run_browser() {

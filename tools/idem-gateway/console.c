@@ -22,7 +22,9 @@ static void console_headers(gw_reply *r)
     gw_reply_header(r, "Content-Security-Policy", CSP);
     gw_reply_header(r, "X-Content-Type-Options", "nosniff");
     gw_reply_header(r, "Cache-Control", "no-store");
-    gw_reply_header(r, "Referrer-Policy", "no-referrer");
+    /* same-origin, not no-referrer: with no-referrer a browser sends its forms with Origin:
+     * null, and same_origin() could not tell this site's forms from another's. */
+    gw_reply_header(r, "Referrer-Policy", "same-origin");
 }
 
 static void answer(gw_reply *r, unsigned int status, const char *type, const char *body, size_t len)
@@ -128,6 +130,23 @@ static int is_form(const char *content_type)
            (content_type[n] == '\0' || content_type[n] == ';');
 }
 
+/* Whether a form's Origin, when the browser sent one, is this site: its host and port are
+ * the request's Host (the scheme is not compared: TLS may end at a proxy in front). A
+ * sign-in form has no session and so no CSRF token; this keeps another site from signing a
+ * browser in (login CSRF). */
+static int same_origin(struct MHD_Connection *c)
+{
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    const char *sep;
+
+    if (origin == NULL)
+        return 1;
+    if (host == NULL || (sep = strstr(origin, "://")) == NULL)
+        return 0;
+    return strcasecmp(sep + 3, host) == 0;
+}
+
 void gw_console_begin(gw_reply *r, const gw_config *cfg, struct MHD_Connection *c, const char *url,
                       const char *method)
 {
@@ -147,6 +166,10 @@ void gw_console_begin(gw_reply *r, const gw_config *cfg, struct MHD_Connection *
         gw_console_fail(r, &q, 404, "Not found", "The console takes no form here.");
     else if (!is_form(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type")))
         gw_console_fail(r, &q, 415, "Not a form", "Send the form as Content-Type: " FORM_TYPE ".");
+    else if (!same_origin(c))
+        gw_console_fail(r, &q, 403, "Refused",
+                        "The form came from another site (its Origin is not this one's): "
+                        "nothing was changed.");
 }
 
 /* A session for the operator whose token the form carries. */
