@@ -27,8 +27,12 @@ cannot() {
 chromium=/usr/bin/chromium
 if [ ! -x "$chromium" ]; then
     [ "$(id -u)" = 0 ] || cannot "$chromium is missing (apt-get install chromium, as root)"
-    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y chromium \
-        >"$scratch/apt.log" 2>&1 || { tail -3 "$scratch/apt.log" >&2; cannot "apt-get could not install chromium"; }
+    # The package lists may be stale (or absent, in a fresh container): updated once, then.
+    export DEBIAN_FRONTEND=noninteractive
+    timeout 900 apt-get install -y chromium >"$scratch/apt.log" 2>&1 ||
+        { timeout 300 apt-get update -q >>"$scratch/apt.log" 2>&1 &&
+            timeout 900 apt-get install -y chromium >>"$scratch/apt.log" 2>&1; } ||
+        { tail -3 "$scratch/apt.log" >&2; cannot "apt-get could not install chromium"; }
 fi
 command -v npm >/dev/null && command -v node >/dev/null || cannot "npm and node are needed for playwright-core"
 mkdir -p "$work" "$shots"
@@ -188,7 +192,7 @@ note='Checked at the provider: nothing was sent; told the caller. <b>bold</b> & 
 run_browser() {
     (cd "$work" && BASE="$base" PREFIX=/console/ OPERATOR_TOKEN=$op_token \
         TENANT_TOKEN=$acme_token SHOTS="$shots" EXPIRED_OP=$expired_op CSRF_OP=$csrf_op \
-        SCRIPT_OP="$script_op" EXTERNAL_OP=$external_op NOTE="$note" CHROMIUM=$chromium timeout 300 node console.mjs)
+        SCRIPT_OP="$script_op" EXTERNAL_OP=$external_op NOTE="$note" CHROMIUM=$chromium timeout 600 node console.mjs)
 }
 started=$(date +%s.%N)
 check browser 0 run_browser

@@ -31,6 +31,9 @@ const browser = await chromium.launch({
 });
 try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+  // A loaded machine is slow, never wrong: waits for a page are long, none is a measure.
+  context.setDefaultTimeout(90000);
+  context.setDefaultNavigationTimeout(90000);
   const page = await context.newPage();
   page.on("dialog", async (d) => { dialogs.push(d.message()); await d.dismiss(); });
   // Every message but the refusals this script asks for on purpose (401, 400): a CSP
