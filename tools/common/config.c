@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "config_read.h"
+#include "console_config.h"
 #include "upstream.h"
 
 #define DEFAULT_PORT 8080
@@ -23,7 +24,7 @@
 #define HEADER_MAX_BYTES (1ULL << 20)
 
 static const char *const top_members[] = {"http", "database", "tenants", "tools",
-                                          "mcp",  "log",      NULL};
+                                          "mcp",  "log",      "console", NULL};
 static const char *const http_members[] = {"address",           "port",
                                            "max_body_bytes",    "max_connections",
                                            "idle_timeout_s",    "max_header_bytes",
@@ -194,7 +195,9 @@ static int read_document(cfg_reader *r, gw_config *cfg)
     gw_pointer_pop(&r->at, mark);
     if (rc != 0)
         return rc;
-    return cfg_mcp(r, cfg, json_object_get(doc, "mcp"));
+    if ((rc = cfg_mcp(r, cfg, json_object_get(doc, "mcp"))) != 0)
+        return rc;
+    return cfg_console(r, cfg, json_object_get(doc, "console"));
 }
 
 /* The file's text as JSON: 66 when it cannot be read, 65 when it is not one JSON value
@@ -275,6 +278,7 @@ void gw_config_free(gw_config *cfg)
     free(cfg->tools);
     free(cfg->windows);
     free(cfg->identities);
+    gw_console_config_free(cfg->console);
     json_decref(cfg->doc);
     free(cfg);
 }

@@ -32,7 +32,8 @@ typedef struct gw_tenant {
     gw_rate new_operations; /* its budget of calls that create an operation */
 } gw_tenant;
 
-struct gw_http; /* upstream.h */
+struct gw_http;           /* upstream.h */
+struct gw_console_config; /* console_config.h */
 
 typedef struct gw_tool {
     const char *name; /* borrowed from the document, as every string here */
@@ -78,9 +79,10 @@ typedef struct gw_config {
     size_t ntenants;
     gw_tool *tools;
     size_t ntools;
-    const json_t *mcp_origins;     /* mcp.allowed_origins: an array of strings, or NULL */
-    const gw_tenant *stdio_tenant; /* mcp.stdio_tenant, or NULL */
-    unsigned int stdio_grace_s;    /* mcp.stdio_grace_s */
+    const json_t *mcp_origins;         /* mcp.allowed_origins: an array of strings, or NULL */
+    const gw_tenant *stdio_tenant;     /* mcp.stdio_tenant, or NULL */
+    unsigned int stdio_grace_s;        /* mcp.stdio_grace_s */
+    struct gw_console_config *console; /* the console's member; NULL: no console; owned */
 } gw_config;
 
 /* Load and check the file at @path. @out: caller owns, gw_config_free(). On failure

@@ -7,11 +7,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define GW_REPLY_HEADERS 6
+#define GW_REPLY_HEADERS 8
 
 typedef struct gw_header {
     const char *name; /* static */
-    char value[160];
+    char value[256];  /* the console's Set-Cookie is the longest */
 } gw_header;
 
 typedef struct gw_reply {

@@ -14,6 +14,7 @@
 #include "auth.h"
 #include "core/clock.h"
 #include "call.h"
+#include "console.h"
 #include "framing.h"
 #include "http_api.h"
 #include "key.h"
@@ -46,6 +47,7 @@ typedef struct request {
     int mcp;                 /* a message to /mcp (mcp_http.h) */
     const char *mcp_version; /* its MCP-Protocol-Version header (libmicrohttpd's); NULL: none */
     const char *mcp_method;  /* its Mcp-Method header; NULL: none */
+    int console;             /* a form posted to the console (console.h) */
 } request;
 
 /* The same bytes for a missing and for an unknown token. */
@@ -278,6 +280,12 @@ static void route(gw_server *s, struct MHD_Connection *c, request *q, const char
     q->route = "other";
     if (route_ops(s, q, url, method))
         return;
+    if (gw_console_owns(cfg, url)) {
+        q->route = "console";
+        q->console = 1;
+        gw_console_begin(&q->reply, cfg, c, url, method);
+        return;
+    }
     if (strcmp(url, GW_MCP_PATH) == 0) {
         q->route = "mcp";
         route_mcp(cfg, c, q, method);
@@ -381,7 +389,7 @@ static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, c
 }
 
 /* The body is in: the answer. */
-static void finish(request *q)
+static void finish(request *q, struct MHD_Connection *c, const char *url)
 {
     const gw_config *cfg = q->gen->cfg;
     gw_mcp mcp = {cfg, q->gen->rt, &q->ctx, q->mcp_version, q->mcp_method};
@@ -391,6 +399,8 @@ static void finish(request *q)
         mcp_too_large(&q->reply, cfg->max_body_bytes);
     else if (q->reply.status == 0 && q->too_large)
         too_large(&q->reply, cfg->max_body_bytes);
+    else if (q->reply.status == 0 && q->console)
+        gw_console_post(&q->reply, cfg, c, url, body, q->len);
     else if (q->reply.status == 0 && q->mcp)
         gw_mcp_http_answer(&q->reply, &mcp, q->tenant, body, q->len);
     else if (q->reply.status == 0)
@@ -417,7 +427,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     }
     gw_guard_phase(&s->guard, q->conn, GW_CALL);
-    finish(q);
+    finish(q, c, url);
     gw_guard_phase(&s->guard, q->conn, GW_ANSWER);
     return send_reply(s, c, q);
 }

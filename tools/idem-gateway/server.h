@@ -2,9 +2,10 @@
  * first request head, then libmicrohttpd serves it with a thread per connection, so that a
  * call waiting on PostgreSQL holds only its own connection's thread and never the thread
  * that accepts and reads the others. Routes: GET /v1/tools, POST /v1/tools/{tool}, POST /mcp
- * (mcp_http.h), GET /healthz, /readyz, /metrics (ops.h). Each request runs with the
- * configuration generation current when it started (live.h), is logged in one line
- * (reqlog.h) and counted (metrics.h); the connections are watched (guard.h). */
+ * (mcp_http.h), GET /healthz, /readyz, /metrics (ops.h), and with a console the pages under
+ * its prefix (console.h). Each request runs with the configuration generation current when
+ * it started (live.h), is logged in one line (reqlog.h) and counted (metrics.h); the
+ * connections are watched (guard.h). */
 #ifndef IDEM_GATEWAY_SERVER_H
 #define IDEM_GATEWAY_SERVER_H
 
