@@ -75,7 +75,7 @@ config() {
 $(tool send_email /v1/messages 10000 11000 ', "reference": "/id"'),
 $(tool send_case '/v1/cases/{/case}/messages' 10000 11000),
 $(tool send_hang /v1/hang 1000 2000),
-$(tool send_held /v1/held 30000 31000),
+$(tool send_held /v1/held 120000 121000),
 $(tool send_closed /v1/closed 10000 11000),
 $(tool send_refused_port /v1/x 2000 3000 | sed "s|127.0.0.1:$up|127.0.0.1:1|"),
 $(tool send_409_final /v1/conflict 10000 11000 ', "statuses": {"409": "final", "503": "unknown"}')
@@ -132,34 +132,12 @@ broken() {
     check "check_config_$1" 65 env ${4:+"$4"} "$gateway" --check-config "$scratch/$1.json"
     expect "check_config_$1_names_it" err_contains "$3"
 }
-broken env_unset 'h["headers"]["Authorization"]["env"] = "IDEM_TEST_UNSET_TOKEN"' \
-    '/tools/send_email/http/headers/Authorization/env: the environment variable IDEM_TEST_UNSET_TOKEN is not set'
+# Each refusal of an http tool's declaration, by its place and reason: the unit test
+# gateway_config; here, that the command says it, exits 65 and never echoes the secret.
 broken env_line_break 'h["headers"]["Authorization"]["env"] = "IDEM_TEST_BROKEN_TOKEN"' \
     '/tools/send_email/http/headers/Authorization/env: the environment variable IDEM_TEST_BROKEN_TOKEN holds a line break' \
     "IDEM_TEST_BROKEN_TOKEN=$secret"$'\n'x
 expect check_config_secret_not_echoed lacks "$secret"
-broken both_kinds 'd["tools"]["send_email"]["sql"] = {"statement": "SELECT 1"}' \
-    '/tools/send_email/http: a tool is either sql or http, not both'
-broken bad_url 'h["url"] = "ftp://example.com/x"' '/tools/send_email/http/url: must start with https:// or http://'
-broken host_placeholder 'h["url"] = "http://{/to}/x"' \
-    '/tools/send_email/http/url: needs a host, without {placeholders} before the path'
-broken bad_placeholder 'h["url"] = "http://example.com/{to}"' \
-    '/tools/send_email/http/url: a placeholder is {/json/pointer}'
-broken bad_arg 'h["body"]["to"] = {"$arg": "to"}' '/tools/send_email/http/body/to: {"$arg": POINTER}'
-broken short_lease 'h["lease_ms"] = 10500' '/tools/send_email/http/lease_ms: 10500 is too short'
-broken bad_method 'h["method"] = "TRACE"' '/tools/send_email/http/method: must be'
-broken get_with_body 'h["method"] = "GET"' '/tools/send_email/http/body: GET sends no body'
-broken key_header_set 'h["headers"]["idempotency-key"] = "x"' \
-    '/tools/send_email/http/headers/idempotency-key: the gateway sets this header itself'
-broken header_line_break 'h["headers"]["X-A"] = "a\r\nX-B: b"' \
-    '/tools/send_email/http/headers/X-A: must be a string without line breaks'
-broken bad_status 'h["statuses"] = {"700": "final"}' \
-    '/tools/send_email/http/statuses/700: not an HTTP status'
-broken bad_class 'h["statuses"] = {"404": "retry"}' \
-    '/tools/send_email/http/statuses/404: must be "success", "final", "transient" or "unknown"'
-broken unknown_member 'h["verify_tls"] = False' '/tools/send_email/http/verify_tls: unknown member'
-broken no_url 'del h["url"]' '/tools/send_email/http/url: is required'
-broken bad_reference 'h["reference"] = "id"' '/tools/send_email/http/reference: must be a JSON Pointer'
 
 # The manual's example, checked as written (its secret from the environment).
 python3 - "$(dirname "$0")/../../tools/idem-gateway/README.md" "$scratch/readme.json" <<'PY'
@@ -389,16 +367,17 @@ answer refused_port_unavailable 503 unavailable
 expect refused_port_says grep -q "nothing was sent" "$scratch/body"
 
 # Killed with SIGKILL after dispatch, the upstream holding its answer: restarted, the call
-# is in progress until the lease lapses, then resumed with the same downstream key (its
-# timeout, 30 s, leaves a loaded machine time to see the dispatch and call again); the
-# upstream, honouring keys, acts once.
+# is in progress while the lease is live, then, the lease lapsed, resumed with the same
+# downstream key; the upstream, honouring keys, acts once. The lease (its timeout, 120 s,
+# and a second) outlasts any loaded machine's steps; the test ends it itself, on the
+# database's clock that judges it, instead of waiting for it.
 script /v1/held '["hold"]'
 curl -sS -o /dev/null -X POST "http://127.0.0.1:$port/v1/tools/send_held" -H "Authorization: Bearer $tok" \
     -H "Idempotency-Key: k-held-1" -H 'Content-Type: application/json' --data-binary "$to" 2>/dev/null &
 client=$!
-for _ in $(seq 1 300); do
+for _ in $(seq 1 1200); do
     [ "$(received /v1/held)" = 1 ] && break
-    sleep 0.1
+    sleep 0.05
 done
 expect held_dispatched test "$(received /v1/held)" = 1
 call send_held k-held-1 "$to" # the lease is live: not sent again
@@ -409,11 +388,11 @@ kill -KILL "$gw_pid"
 wait "$gw_pid" 2>/dev/null
 wait "$client" 2>/dev/null
 start main "$cfg" 2
-for _ in $(seq 1 600); do # in_progress until the lease lapses
-    call send_held k-held-1 "$to"
-    [ "$status" = 409 ] || break
-    sleep 0.2
-done
+call send_held k-held-1 "$to" # restarted, the lease still live: not sent again
+answer held_in_progress_after_restart 409 in-progress
+expect held_still_once_after_restart test "$(received /v1/held)" = 1
+q "$db" "UPDATE idem.operations SET lease_expires_at = now() WHERE operation_id = 'k-held-1' AND lease_expires_at > now()" >/dev/null
+call send_held k-held-1 "$to"
 answer held_resumed_created 201
 expect held_two_requests test "$(received /v1/held)" = 2
 expect held_same_key test "$(keys /v1/held | wc -w)" = 1
