@@ -63,6 +63,7 @@ static PGconn *check;
 static gw_config *cfg;
 static idem_pool *pool;
 static idem_store *store;
+static gw_runtime rt; /* the store alone: the tools here are sql tools */
 #define DIR_TEMPLATE "/tmp/idem-gateway-run.XXXXXX"
 
 /* The scratch folder (from DIR_TEMPLATE, in each test's process). */
@@ -95,6 +96,8 @@ static void setup(void)
     cr_assert_eq(gw_config_load(&cfg, path, why, sizeof(why)), 0, "%s", why);
     cr_assert_eq(idem_pool_new(&pool, cfg->dsn, &cfg->pool, &err), 0, "%s", err.message);
     cr_assert_eq(idem_store_new(&store, pool, &cfg->store, &err), 0, "%s", err.message);
+    rt.cfg = cfg;
+    rt.store = store;
 }
 
 static void teardown(void)
@@ -133,9 +136,9 @@ static const gw_tool *tool(const char *name)
 static gw_outcome call_as(gw_run *run, const char *who, const char *name, const char *key,
                           const char *args)
 {
-    gw_call_ctx ctx = {"trace-1", NULL, NULL, ""};
+    gw_call_ctx ctx = {.trace_id = "trace-1"};
 
-    gw_run_call(run, cfg, store, tenant(who), tool(name), key, args, strlen(args), &ctx);
+    gw_run_call(run, cfg, &rt, tenant(who), tool(name), key, args, strlen(args), &ctx);
     cr_assert_str_eq(ctx.tool, name);
     cr_assert_str_eq(ctx.status, idem_status_name(run->out.status));
     return gw_run_outcome(run);
@@ -378,12 +381,15 @@ Test(gateway_run, a_call_that_outlives_its_deadline_is_unavailable_and_stores_no
     idem_store_options opts = cfg->store;
     idem_error err = IDEM_ERROR_INIT;
     idem_store *short_store = NULL;
+    gw_runtime short_rt = {.cfg = NULL};
     gw_run run;
 
     opts.deadline_ms = 300;
     cr_assert_eq(idem_store_new(&short_store, pool, &opts, &err), 0, "%s", err.message);
+    short_rt.cfg = cfg;
+    short_rt.store = short_store;
     PQclear(pgtest_exec(check, "BEGIN; SELECT * FROM app.counters WHERE id = 1 FOR UPDATE"));
-    gw_run_call(&run, cfg, short_store, tenant("acme"), tool("bump"), "slow-1", "{\"by\": 1}", 9,
+    gw_run_call(&run, cfg, &short_rt, tenant("acme"), tool("bump"), "slow-1", "{\"by\": 1}", 9,
                 NULL);
     PQclear(pgtest_exec(check, "ROLLBACK"));
     assert_answered(&run, "bump", "slow-1", GW_OUTCOME_UNAVAILABLE);
@@ -409,12 +415,11 @@ Test(gateway_run, one_key_under_two_tenants_is_two_operations)
 Test(gateway_run, an_http_request_is_answered_from_the_call_it_makes)
 {
     static const char args[] = "{\"text\": \"over http\"}";
-    gw_call_ctx ctx = {NULL, NULL, NULL, ""};
+    gw_call_ctx ctx = {.trace_id = NULL};
     gw_reply r = {0};
     char *body;
 
-    gw_call(&r, cfg, store, tenant("acme"), tool("create_note"), "http-1", args, strlen(args),
-            &ctx);
+    gw_call(&r, cfg, &rt, tenant("acme"), tool("create_note"), "http-1", args, strlen(args), &ctx);
     cr_assert_eq(r.status, 201);
     cr_assert_str_eq(header(&r, "Idem-Status"), "created");
     cr_assert_str_eq(ctx.key, "http-1");
@@ -424,8 +429,7 @@ Test(gateway_run, an_http_request_is_answered_from_the_call_it_makes)
     cr_assert_not_null(strstr(body, "\"text\":\"over http\""), "%s", body);
     free(body);
     gw_reply_clear(&r);
-    gw_call(&r, cfg, store, tenant("acme"), tool("create_note"), "http-1", args, strlen(args),
-            &ctx);
+    gw_call(&r, cfg, &rt, tenant("acme"), tool("create_note"), "http-1", args, strlen(args), &ctx);
     cr_assert_eq(r.status, 201);
     cr_assert_str_eq(header(&r, "Idempotent-Replayed"), "true");
     cr_assert_eq(notes("http-1"), 1);
@@ -436,7 +440,7 @@ Test(gateway_run, an_http_request_is_answered_from_the_call_it_makes)
 static json_t *mcp_call(const char *key)
 {
     char msg[512], *out = NULL;
-    gw_mcp m = {cfg, store, NULL};
+    gw_mcp m = {.cfg = cfg, .rt = &rt};
     int refused = -1;
     json_t *reply, *sc;
 

@@ -11,67 +11,12 @@
 #include "console_form.h"
 #include "console_int.h"
 
-#define CSP                                                                                        \
-    "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "           \
-    "base-uri 'none'"
 #define FORM_TYPE "application/x-www-form-urlencoded"
-
-/* The headers of every console answer. */
-static void console_headers(gw_reply *r)
-{
-    gw_reply_header(r, "Content-Security-Policy", CSP);
-    gw_reply_header(r, "X-Content-Type-Options", "nosniff");
-    gw_reply_header(r, "Cache-Control", "no-store");
-    /* same-origin, not no-referrer: with no-referrer a browser sends its forms with Origin:
-     * null, and same_origin() could not tell this site's forms from another's. */
-    gw_reply_header(r, "Referrer-Policy", "same-origin");
-}
-
-static void answer(gw_reply *r, unsigned int status, const char *type, const char *body, size_t len)
-{
-    gw_reply_clear(r);
-    if (gw_reply_body(r, status, type, body, len) != 0) {
-        gw_internal_error(r);
-        return;
-    }
-    console_headers(r);
-}
-
-void gw_console_html(gw_reply *r, unsigned int status, gw_html *h)
-{
-    if (h->failed)
-        gw_internal_error(r);
-    else
-        answer(r, status, "text/html; charset=utf-8", h->buf, h->len);
-    gw_html_free(h);
-}
-
-gw_console_view gw_console_view_of(const gw_console_req *q)
-{
-    gw_console_view v = {q->cc->path, NULL, NULL, NULL, NULL};
-
-    if (q->op != NULL) {
-        v.who = q->op->name;
-        v.csrf = q->csrf;
-    }
-    return v;
-}
-
-void gw_console_fail(gw_reply *r, const gw_console_req *q, unsigned int status, const char *title,
-                     const char *error)
-{
-    gw_console_view v = gw_console_view_of(q);
-    gw_html h = GW_HTML_INIT;
-
-    v.error = error;
-    gw_page_message(&h, &v, title);
-    gw_console_html(r, status, &h);
-}
 
 /* 303 to @path under the prefix, with an empty page. */
 static void see_other(gw_reply *r, const gw_console_req *q, const char *path)
 {
-    answer(r, 303, "text/plain; charset=utf-8", "", 0);
+    gw_console_answer(r, 303, "text/plain; charset=utf-8", "", 0);
     if (r->status == 303)
         gw_reply_header(r, "Location", "%s%s", q->cc->path, path);
 }
@@ -109,7 +54,8 @@ static void sign_in_page(gw_reply *r, const gw_console_req *q, unsigned int stat
 static void get(gw_reply *r, const gw_console_req *q)
 {
     if (strcmp(q->sub, "console.css") == 0)
-        answer(r, 200, "text/css; charset=utf-8", gw_console_css, strlen(gw_console_css));
+        gw_console_answer(r, 200, "text/css; charset=utf-8", gw_console_css,
+                          strlen(gw_console_css));
     else if (strcmp(q->sub, "sign-in") == 0)
         sign_in_page(r, q, 200, NULL);
     else if (strcmp(q->sub, "") != 0 && strcmp(q->sub, "item") != 0)

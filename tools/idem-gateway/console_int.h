@@ -25,6 +25,10 @@ typedef struct gw_console_req {
 /* The view of @q's operator, for a page. */
 gw_console_view gw_console_view_of(const gw_console_req *q);
 
+/* Answer @status with @body (@len bytes of @type) and the console's headers. */
+void gw_console_answer(gw_reply *r, unsigned int status, const char *type, const char *body,
+                       size_t len);
+
 /* Answer @status with @h's page (freed here) and the console's headers. */
 void gw_console_html(gw_reply *r, unsigned int status, gw_html *h);
 
