@@ -234,6 +234,40 @@ Test(gateway_run, a_new_key_is_created_and_its_retry_replayed_byte_for_byte)
     gw_run_clear(&again);
 }
 
+/* The way into the store follows the keys this process has seen (seen.h): a new key is
+ * claimed with its effect, and its retry here is looked up first, a replay that opens no
+ * transaction; a key stored by another process, never seen here, is claimed at once and
+ * replays through its claim. Every way gives the same answers. */
+Test(gateway_run, the_way_into_the_store_follows_the_keys_this_process_has_seen)
+{
+    idem_request req = IDEM_REQUEST_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    gw_run first, again, other;
+    const char *args = "{\"text\": \"elsewhere\"}";
+
+    cr_assert_eq(call(&first, "create_note", "seen-1", "{\"text\": \"a\"}"), GW_OUTCOME_CREATED);
+    cr_assert_eq(first.out.attempts, 1);
+    cr_assert_eq(call(&again, "create_note", "seen-1", "{\"text\": \"a\"}"), GW_OUTCOME_REPLAYED);
+    cr_assert_eq(again.out.attempts, 0, "a seen key's retry is looked up first");
+    /* Another gateway's call: through the store itself, past this process's table. */
+    memset(&other, 0, sizeof(other));
+    other.out = (idem_outcome)IDEM_OUTCOME_INIT;
+    gw_request(&req, tenant("acme"), tool("create_note"), "seen-2", args, strlen(args), NULL);
+    cr_assert_eq(
+        idem_store_execute_declared(&other.out, store, &req, tool("create_note")->effect, &err), 0,
+        "%s", err.message);
+    cr_assert_eq(other.out.status, IDEM_STATUS_CREATED);
+    gw_run_clear(&again);
+    cr_assert_eq(call(&again, "create_note", "seen-2", args), GW_OUTCOME_REPLAYED);
+    cr_assert_geq(again.out.attempts, 1, "a key not seen here is claimed at once");
+    cr_assert_eq(again.out.receipt_len, other.out.receipt_len);
+    cr_assert_eq(memcmp(again.out.receipt, other.out.receipt, other.out.receipt_len), 0);
+    cr_assert_eq(notes("seen-2"), 1);
+    gw_run_clear(&first);
+    gw_run_clear(&again);
+    gw_run_clear(&other);
+}
+
 Test(gateway_run, changed_arguments_under_a_key_are_a_conflict_and_write_nothing)
 {
     gw_run run;
