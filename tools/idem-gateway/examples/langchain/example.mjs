@@ -36,9 +36,17 @@ const say = (line) => console.log(JSON.stringify({ framework: "langchain", opera
 
 let client = null;
 
-// The tool's content as text (a string, or content blocks).
-const textOf = (content) =>
-  typeof content === "string" ? content : content.map((c) => c.text ?? "").join("\n");
+// The gateway's text in the ToolMessage's content: a string, content blocks, or (a text
+// with structuredContent) that block written as JSON.
+function textOf(content) {
+  if (typeof content !== "string") return [content].flat().map((c) => c.text ?? "").join("\n");
+  try {
+    const block = JSON.parse(content);
+    return typeof block?.text === "string" ? block.text : content;
+  } catch {
+    return content;
+  }
+}
 
 // One attempt through the adapters' own tool object; a failed connection drops the client,
 // and the next attempt connects again (the gateway keeps no session).
@@ -58,10 +66,10 @@ async function attempt(n) {
     });
     const text = textOf(message.content);
     const structured = message.artifact?.find((a) => a.type === "mcp_structured_content");
-    return { status: statusOf(text), text, result: structured?.data ?? null };
+    return { status: structured?.data?.status ?? statusOf(text), text, result: structured?.data ?? null };
   } catch (error) {
     const text = String(error?.message ?? error);
-    if (statusOf(text) !== null) return { status: statusOf(text), text }; // the gateway's answer
+    if (statusOf(text) !== null) return { status: statusOf(text), text, raised: true }; // isError
     await client?.close().catch(() => {});
     client = null;
     return { status: null, error: text };
