@@ -56,6 +56,7 @@ install() {
     fi
 }
 for fw in "${frameworks[@]}"; do install "$fw"; done
+echo "frameworks installed (or found installed) after ${SECONDS} s"
 
 token=acme-recipes-token-1
 db=$(newdb main)
@@ -245,6 +246,7 @@ http_case() {
 }
 
 start
+echo "database, upstream and gateway ready after ${SECONDS} s"
 for fw in "${frameworks[@]}"; do
     sql_case "$fw"
     http_case "$fw"
@@ -254,6 +256,7 @@ kill -TERM "$gw_pid"
 wait "$gw_pid"
 expect sigterm_exit_0 test $? = 0
 pids=("${pids[0]}") # the upstream
+echo "done after ${SECONDS} s"
 if [ "$failures" != 0 ]; then
     echo "the gateway's log:" >&2
     tail -40 "$scratch/gateway.log" | sed 's/^/    /' >&2
