@@ -207,7 +207,7 @@ sql_case() {
     want=$(q "$db" "SELECT json_build_object('note_id', id, 'text', text) FROM app.notes WHERE operation_id = '$id'" |
         python3 -c "import json, sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))")
     expect "${fw}_sql_receipt_is_the_first" test "$(line "$receipt_of_last")" = "$want"
-    echo "$fw sql: $(line "len(a)") attempts, statuses $(line "' '.join(str(x.get('status')) for x in a)"), ${elapsed} s"
+    echo "$fw sql: $(line "len(a)") attempts, statuses $(line "' '.join(str(x.get('status')) for x in a)"), ${elapsed} s (at ${SECONDS} s)"
 }
 
 # http_case FRAMEWORK: killed after the upstream acted; the retry is in_progress (the text
@@ -242,7 +242,7 @@ http_case() {
     expect "${fw}_http_one_operation" test "$(q "$db" "SELECT count(*) || ' ' || min(state) FROM idem.operations WHERE tenant = 'acme' AND operation_id = '$id'")" = "1 completed"
     first=$(upstream_log "json.dumps({'id': 'msg_%d' % ([r['path'] for r in d['requests']].index('$path') + 1), 'path': '$path'}, sort_keys=True)")
     expect "${fw}_http_receipt_is_the_first" test "$(line "$receipt_of_last")" = "$first"
-    echo "$fw http: $(line "len(a)") attempts, statuses $(line "' '.join(str(x.get('status')) for x in a)"), ${elapsed} s"
+    echo "$fw http: $(line "len(a)") attempts, statuses $(line "' '.join(str(x.get('status')) for x in a)"), ${elapsed} s (at ${SECONDS} s)"
 }
 
 start
@@ -252,6 +252,7 @@ for fw in "${frameworks[@]}"; do
     http_case "$fw"
 done
 
+echo "cases done at ${SECONDS} s"
 kill -TERM "$gw_pid"
 wait "$gw_pid"
 expect sigterm_exit_0 test $? = 0
