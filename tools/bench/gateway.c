@@ -2,8 +2,9 @@
  * The gateway mode: the in-process side of tools/bench/gateway.py, which drives
  * idem-gateway with wrk. The same declared effect as the gateway's bench tool, through
  * idem_store_execute_declared() in this process: the same tenant, tool, payload version,
- * arguments and statement, requests marked as the gateway marks them (attempt 0: it
- * cannot tell a first attempt from a retry), one thread per wrk connection, the same pool
+ * arguments and statement, requests marked as the gateway marks them (a key it has not
+ * seen is a first attempt, 1; a key it has seen a retry, 2: tools/idem-gateway/seen.h),
+ * one thread per wrk connection, the same pool
  * size. Two sides: new keys, and replays of a fixed set of keys (made here first, through
  * the same path, if missing; the gateway's replays replay the same keys).
  *
@@ -44,8 +45,9 @@ static int make_table(const char *conninfo)
     return rc;
 }
 
-/* Attempt 0, as the gateway marks every request. */
-static int call(const gateway_ctx *c, const char *op, idem_outcome *out, idem_error *err)
+/* A call of @op marked @attempt, as the gateway marks it: 1 a new key, 2 a replay. */
+static int call(const gateway_ctx *c, const char *op, unsigned int attempt, idem_outcome *out,
+                idem_error *err)
 {
     idem_request req = IDEM_REQUEST_INIT;
 
@@ -55,7 +57,7 @@ static int call(const gateway_ctx *c, const char *op, idem_outcome *out, idem_er
     req.payload_version = 1;
     req.arguments = BENCH_CREATE_ARGUMENTS;
     req.arguments_len = strlen(BENCH_CREATE_ARGUMENTS);
-    req.attempt = 0;
+    req.attempt = attempt;
     return idem_store_execute_declared(out, c->store, &req, c->declared, err);
 }
 
@@ -63,7 +65,7 @@ static int expect(bench_worker *w, const gateway_ctx *c, const char *op, idem_st
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
-    int rc = call(c, op, &out, &err);
+    int rc = call(c, op, want == IDEM_STATUS_CREATED ? 1 : 2, &out, &err);
 
     if (rc == 0 && out.status != want)
         rc = bench_fail(w, "%s: expected %s", idem_status_name(out.status), idem_status_name(want));
@@ -105,7 +107,7 @@ static int make_replay_keys(const gateway_ctx *c)
         int rc;
 
         bench_gateway_replay_key(op, sizeof(op), i);
-        rc = call(c, op, &out, &err);
+        rc = call(c, op, 1, &out, &err);
         if (rc == 0 && out.status != IDEM_STATUS_CREATED && out.status != IDEM_STATUS_REPLAYED)
             rc = -1;
         idem_outcome_clear(&out);
@@ -147,7 +149,8 @@ static int gateway_at(bench_results *res, const bench_config *cfg, const char *c
     bench_measure *m = bench_results_add(
         res, "gateway", threads,
         "the gateway bench's in-process side: its declared effect through "
-        "idem_store_execute_declared(), attempt 0 as the gateway marks requests; new keys, and "
+        "idem_store_execute_declared(), marked as the gateway marks requests (attempt 1 for a "
+        "new key, 2 for a replay); new keys, and "
         "replays of " BENCH_GATEWAY_TENANT "'s gateway-replay-* keys");
     int rc;
 

@@ -192,11 +192,16 @@ def children_cpu_s():
 
 def wrk(url, mode, token, connections, seconds, nonce):
     threads = min(connections, os.cpu_count() or 1)
-    cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", "%gs" % seconds,
+    # wrk takes whole seconds only ("2.5s" is a usage error): a round's share rounded.
+    cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d",
+           "%ds" % max(1, round(seconds)),
            "--timeout", "30s", "-s", os.path.join(HERE, "gateway.lua"), url, "--",
            mode, token, nonce, str(REPLAY_KEYS)]
     cpu = children_cpu_s()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("gateway bench: wrk failed: exit %d: %s%s" % (p.returncode, p.stdout, p.stderr))
+    out = p.stdout
     m = re.search(r"^gateway-bench-result (.*)$", out, re.M)
     if m is None:
         sys.exit("gateway bench: wrk said nothing the bench reads:\n" + out)
@@ -372,8 +377,9 @@ def measure(args, gw_start, db, token, pool, floor_start):
 
 def print_table(cells, pool, args):
     print("\nidem-gateway (wrk, keep-alive; a fresh key per request, or replays of %d keys)"
-          " against the same declared effect in process (idem-bench --mode gateway: attempt 0"
-          " as the gateway marks requests, one thread per connection); pools of"
+          " against the same declared effect in process (idem-bench --mode gateway: marked as"
+          " the gateway marks requests, attempt 1 for a new key and 2 for a replay, one thread"
+          " per connection); pools of"
           " min(connections, %d); %d rounds of %g s per side, the sides in turn. ops/s over"
           " all rounds; ratio gateway / in-process of all rounds, then the median of the"
           " per-round ratios [min-max]; p50 and p99 medians of the rounds; CPU per request:"
