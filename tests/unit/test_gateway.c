@@ -72,7 +72,7 @@ TestSuite(gateway, .init = setup, .fini = teardown);
 /* A run that ended in @o, as the call layer leaves it. */
 static void run_of(gw_run *run, gw_outcome o)
 {
-    static const idem_status status[] = {
+    static const idem_status status[GW_OUTCOME_COUNT] = {
         [GW_OUTCOME_CREATED] = IDEM_STATUS_CREATED,
         [GW_OUTCOME_REPLAYED] = IDEM_STATUS_REPLAYED,
         [GW_OUTCOME_INVALID_KEY] = IDEM_STATUS_INVALID,
