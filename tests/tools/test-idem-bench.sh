@@ -139,7 +139,8 @@ assert machine["data_directory"] and " on /" in machine["data_file_system"], mac
 ' "$out" || fail "the report of a short replay run: $out"
 
 # The gateway mode (the in-process side of tools/bench/gateway.py): new keys created and
-# replays replayed through the declared path, marked attempt 0, without errors.
+# replays replayed through the declared path, marked as the gateway marks them (attempt 1
+# for a new key, 2 for a replay), without errors.
 out=$("$bench" --durability as-is --mode gateway --threads 2 --duration 1 --round 0.1 --json 2>/dev/null)
 status=$?
 [ "$status" = 0 ] || fail "a short gateway run: exit $status"
