@@ -23,39 +23,14 @@ set -uo pipefail
 gateway=$1 migrate=$2 src=$3 work=$4 prefix=gwrecipes
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/gateway.sh"
+. "$(dirname "$0")/need.sh"
 # IDEM_RECIPES: the frameworks to run (all by default), for a developer's rerun.
 read -ra frameworks <<<"${IDEM_RECIPES:-ai-sdk langchain openai-agents}"
 
-# cannot WHY: skip, or under CI fail.
-cannot() {
-    if [ "${IDEM_CI:-}" = 1 ]; then
-        echo "FAIL (IDEM_CI=1): $1" >&2
-        exit 1
-    fi
-    echo "SKIPPED: $1" >&2
-    exit 77
-}
 gateway_required "libmicrohttpd and libcurl"
-command -v npm >/dev/null && command -v node >/dev/null ||
-    cannot "npm and node are needed for the agent frameworks"
-
-# install FRAMEWORK: its example and lock copied into WORK-DIR/FRAMEWORK, npm ci once per
-# lock.
-install() {
-    local dir="$work/$1"
-    mkdir -p "$dir"
-    cp "$src/$1/package.json" "$src/$1/package-lock.json" "$src/$1/example.mjs" "$dir/"
-    if [ ! -d "$dir/node_modules" ] ||
-        ! cmp -s "$src/$1/package-lock.json" "$dir/node_modules/.package-lock.json.installed"; then
-        if ! (cd "$dir" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund \
-            >"$dir/npm.log" 2>&1); then
-            tail -3 "$dir/npm.log" >&2
-            cannot "npm could not install $1's packages (is the registry reachable?)"
-        fi
-        cp "$src/$1/package-lock.json" "$dir/node_modules/.package-lock.json.installed"
-    fi
-}
-for fw in "${frameworks[@]}"; do install "$fw"; done
+for fw in "${frameworks[@]}"; do
+    npm_ci "$src/$fw" "$work/$fw" "$fw's packages" "$src/$fw/example.mjs"
+done
 echo "frameworks installed (or found installed) after ${SECONDS} s"
 
 token=acme-recipes-token-1

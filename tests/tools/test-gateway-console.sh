@@ -14,16 +14,9 @@ set -uo pipefail
 gateway=$1 migrate=$2 src=$3 work=$4 shots=$5 prefix=gwcon
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/gateway.sh"
+. "$(dirname "$0")/need.sh"
 gateway_required "libmicrohttpd and libcurl"
 
-cannot() {
-    if [ "${IDEM_CI:-}" = 1 ]; then
-        echo "FAIL (IDEM_CI=1): $1" >&2
-        exit 1
-    fi
-    echo "SKIPPED: $1" >&2
-    exit 77
-}
 chromium=/usr/bin/chromium
 if [ ! -x "$chromium" ]; then
     [ "$(id -u)" = 0 ] || cannot "$chromium is missing (apt-get install chromium, as root)"
@@ -34,18 +27,8 @@ if [ ! -x "$chromium" ]; then
             timeout 900 apt-get install -y chromium >>"$scratch/apt.log" 2>&1; } ||
         { tail -3 "$scratch/apt.log" >&2; cannot "apt-get could not install chromium"; }
 fi
-command -v npm >/dev/null && command -v node >/dev/null || cannot "npm and node are needed for playwright-core"
-mkdir -p "$work" "$shots"
-cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs "$work/"
-if [ ! -f "$work/node_modules/playwright-core/package.json" ] ||
-    ! cmp -s "$src/package-lock.json" "$work/node_modules/.package-lock.json.installed"; then
-    if ! (cd "$work" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund \
-        >"$work/npm.log" 2>&1); then
-        tail -3 "$work/npm.log" >&2
-        cannot "npm could not install playwright-core (is the registry reachable?)"
-    fi
-    cp "$src/package-lock.json" "$work/node_modules/.package-lock.json.installed"
-fi
+mkdir -p "$shots"
+npm_ci "$src" "$work" playwright-core "$src"/*.mjs
 
 hash() { printf '%s' "$1" | "$gateway" hash-token; }
 op_token=operator-alice-token-1 acme_token=acme-tenant-token-1 globex_token=globex-tenant-token-1

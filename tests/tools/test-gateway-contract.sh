@@ -14,30 +14,10 @@ set -uo pipefail
 gateway=$1 migrate=$2 answers=$3 src=$4 work=$5 prefix=gwcontract
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/gateway.sh"
+. "$(dirname "$0")/need.sh"
 
-# cannot WHY: skip, or under CI fail.
-cannot() {
-    if [ "${IDEM_CI:-}" = 1 ]; then
-        echo "FAIL (IDEM_CI=1): $1" >&2
-        exit 1
-    fi
-    echo "SKIPPED: $1" >&2
-    exit 77
-}
 gateway_required "libmicrohttpd and libcurl"
-command -v npm >/dev/null && command -v node >/dev/null ||
-    cannot "npm and node are needed for the OpenAPI validator"
-mkdir -p "$work"
-cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs "$work/"
-if [ ! -f "$work/node_modules/@seriousme/openapi-schema-validator/package.json" ] ||
-    ! cmp -s "$src/package-lock.json" "$work/node_modules/.package-lock.json.installed"; then
-    if ! (cd "$work" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund \
-        >"$work/npm.log" 2>&1); then
-        tail -3 "$work/npm.log" >&2
-        cannot "npm could not install @seriousme/openapi-schema-validator (is the registry reachable?)"
-    fi
-    cp "$src/package-lock.json" "$work/node_modules/.package-lock.json.installed"
-fi
+npm_ci "$src" "$work" "@seriousme/openapi-schema-validator" "$src"/*.mjs
 
 token=acme-contract-token
 db=$(newdb main)

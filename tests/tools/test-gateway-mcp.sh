@@ -15,33 +15,13 @@ set -uo pipefail
 gateway=$1 migrate=$2 fingerprint=$3 src=$4 work=$5 prefix=gwmcp
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/gateway.sh"
+. "$(dirname "$0")/need.sh"
 
-# cannot WHY: skip, or under CI fail.
-cannot() {
-    if [ "${IDEM_CI:-}" = 1 ]; then
-        echo "FAIL (IDEM_CI=1): $1" >&2
-        exit 1
-    fi
-    echo "SKIPPED: $1" >&2
-    exit 77
-}
 if [ -z "$gateway" ] || [ ! -x "$gateway" ]; then
     echo "SKIPPED: idem-gateway is not built (meson option gateway; needs libmicrohttpd)" >&2
     exit 77
 fi
-command -v npm >/dev/null && command -v node >/dev/null ||
-    cannot "npm and node are needed for the MCP SDK's client"
-mkdir -p "$work"
-cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs "$work/"
-if [ ! -f "$work/node_modules/@modelcontextprotocol/sdk/package.json" ] ||
-    ! cmp -s "$src/package-lock.json" "$work/node_modules/.package-lock.json.installed"; then
-    if ! (cd "$work" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund \
-        >"$work/npm.log" 2>&1); then
-        tail -3 "$work/npm.log" >&2
-        cannot "npm could not install the MCP SDK's clients (is the registry reachable?)"
-    fi
-    cp "$src/package-lock.json" "$work/node_modules/.package-lock.json.installed"
-fi
+npm_ci "$src" "$work" "the MCP SDK's clients" "$src"/*.mjs
 
 pids=()
 cleanup() {
