@@ -31,15 +31,17 @@ void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigne
 #endif
 
 /* The store's statements (store_sql.c). */
-extern const idem__stmt idem__store_stmt_lookup_as, idem__store_stmt_resolve_as,
-    idem__store_stmt_claim_as;
+extern const idem__stmt idem__store_stmt_lookup_as, idem__store_stmt_resolve_as;
 extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
     idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get,
     idem__store_stmt_stalled;
 /* The claims of a tool with an identity policy, which write its fields' digests too, and
  * what a conflict reads of the record. */
-extern const idem__stmt idem__store_stmt_claim_id, idem__store_stmt_claim_as_id,
-    idem__store_stmt_conflict;
+extern const idem__stmt idem__store_stmt_claim_id, idem__store_stmt_conflict;
+/* The callback path on plain PostgreSQL: the reservation that claims without a row, and
+ * the record written once, finished, with COMMIT (with a tool's identity digests). */
+extern const idem__stmt idem__store_stmt_reserve_as, idem__store_stmt_record_as,
+    idem__store_stmt_record_as_id;
 
 /* One tool's windows, the store's own copy (sorted by tool for bsearch). */
 typedef struct tool_window {
@@ -84,11 +86,10 @@ const idem__identity *idem__store_identity(const idem_store *store, const char *
 #define IDEM__PG_EPOCH_MS 946684800000LL
 
 /* The claim's parameters, kept for the call (they go out inside pipelines): values[0..10]
- * for both claims ($1..$11: the key, its tool and fingerprint, the windows, and the span of
- * the database's clock in which the key may claim, binary timestamptz), [11] to [13] the
- * settings of stmt_claim_as (the claim's and the effect's lock timeouts, the statement
- * timeout: c->settings); for a tool with an identity policy, its fields' digests at [11]
- * ($12 of stmt_claim_id) or [14] ($15 of stmt_claim_as_id). */
+ * ($1..$11 of stmt_claim: the key, its tool and fingerprint, the windows, and the span of
+ * the database's clock in which the key may claim, binary timestamptz; $1..$9 of the
+ * record a reservation writes); for a tool with an identity policy, its fields' digests at
+ * [11] ($12 of stmt_claim_id). */
 typedef struct claim_params {
     char version[16], retention[24], key_memory[24];
     char not_before[8], not_after[8];
@@ -96,6 +97,10 @@ typedef struct claim_params {
     const char *values[16];
     int lengths[16];
     int formats[16];
+    /* The reservation's ($1..$7 of stmt_reserve_as): the key, the window, the settings. */
+    const char *reserve[7];
+    int reserve_lengths[7];
+    int reserve_formats[7];
 } claim_params;
 
 /* What one attempt decided. */
@@ -132,6 +137,8 @@ struct call {
     int resume_pending;         /* external begin: a pending row of this fingerprint is left to the
                                    claim, which resumes it if its lease has lapsed */
     size_t claim_at;            /* where the claim is in the pipeline that opens an attempt */
+    int reserved;               /* the attempt reserved the key (stmt_reserve_as): its record
+                                   is written once, with COMMIT (stmt_record_as) */
     int replanned;              /* an attempt ended on a stale kept statement (store_tx.c) */
     attempt_fn attempt;         /* the callback path's or the declared path's */
     const idem_declared *declared;
@@ -246,8 +253,8 @@ void idem__store_rollback(idem_conn *conn);
 
 /* The commands that open an attempt, with the settings settings.h builds for @conn (into
  * c->settings: the tenant, the claim's short lock wait, then the call's lock and statement
- * timeouts): on plain PostgreSQL BEGIN and the claim that sets them itself
- * (stmt_claim_as); on Citus BEGIN, IDEM__SET_PROPAGATE, the settings as SET LOCAL
+ * timeouts): on plain PostgreSQL BEGIN and the reservation that sets them itself
+ * (stmt_reserve_as; c->reserved); on Citus BEGIN, IDEM__SET_PROPAGATE, the settings as SET LOCAL
  * statements that reach the workers, the claim, the effect's lock timeout. Sets
  * c->claim_at; returns how many it wrote, at most BEGIN_CMDS (store_write.c). */
 #define BEGIN_CMDS (IDEM__SETTINGS_CMDS + 3)

@@ -71,12 +71,6 @@ const idem__stmt idem__store_stmt_resolve_as = {
     " UNION ALL"                                                                                   \
     " SELECT fingerprint, state, response, receipt_canonical, now() FROM idem.operations"          \
     " WHERE tenant = $1 AND operation_id = $2 AND NOT EXISTS (SELECT 1 FROM ins)"
-/* ... and the attempt, void, made read-only: the effect's first statement, behind the claim
- * in the same pipeline, fails at once (25006) instead of writing rows to be rolled back
- * (or using up an identity value). */
-#define CLAIM_TAKEN_READ_ONLY                                                                      \
-    CLAIM_TAKEN " AND set_config('transaction_read_only', 'on', true) = 'on'"
-
 #define CLAIM_SQL(insert, values)                                                                  \
     "WITH ins AS (" insert " SELECT $1," values " WHERE" CLAIM_FRESH CLAIM_ON_CONFLICT             \
     " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM ins" CLAIM_TAKEN
@@ -90,29 +84,64 @@ const idem__stmt idem__store_stmt_claim = {"idem_store_claim",
 const idem__stmt idem__store_stmt_claim_id = {"idem_store_claim_id",
                                               CLAIM_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $12"), 12};
 
-/* The claim that makes the transaction's settings itself (settings.h), on plain PostgreSQL
- * (store_write.c): the same statement, and $12 the claim's lock timeout, $13 the effect's,
- * $14 the statement timeout (set_config() values: '50ms'). The settings row is read first,
- * as the only source of the row the INSERT writes, so that the tenant, the claim's wait and
- * the statement timeout are set before the INSERT checks the row against the tenant's
- * policy or waits on the key; the effect's lock timeout is set once the INSERT has returned
- * the claimed row. (A key outside the window writes no row, and makes the attempt read-only
- * as a key taken does, so that the effect's first statement behind it writes nothing; its
- * record, if it has one, is read under the tenant all the same.) */
-#define CLAIM_AS_SQL(insert, values)                                                               \
-    "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"         \
-    " set_config('lock_timeout', $12, true) AS claim_wait,"                                        \
-    " set_config('statement_timeout', $14, true) AS statement_timeout,"                            \
-    " (" CLAIM_FRESH " OR set_config('transaction_read_only', 'on', true) IS NULL) AS fresh),"     \
-    " ins AS (" insert " SELECT s.tenant," values                                                  \
-    " FROM settings s WHERE s.fresh" CLAIM_ON_CONFLICT                                             \
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM ins"             \
-    " WHERE set_config('lock_timeout', $13, true) IS NOT NULL" CLAIM_TAKEN_READ_ONLY
-const idem__stmt idem__store_stmt_claim_as = {"idem_store_claim_as",
-                                              CLAIM_AS_SQL(CLAIM_INSERT ")", CLAIM_VALUES), 14};
-/* ... and for a tool with an identity policy, $15 its fields' digests. */
-const idem__stmt idem__store_stmt_claim_as_id = {
-    "idem_store_claim_as_id", CLAIM_AS_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $15"), 15};
+/* The reservation: the claim of the callback path on plain PostgreSQL, which writes no row
+ * (store_write.c). The key's record is written once, finished, by the statement that
+ * travels with COMMIT (stmt_record_as); until then a transaction-scoped advisory lock on
+ * the key keeps a second live attempt out, as a claimed row's unique-index entry does: a
+ * second attempt waits for it only briefly ($5, the claim's lock timeout) and answers
+ * in_progress. The lock's key is the operation ID hashed with the tenant's hash as seed
+ * (64 bits; the one-bigint space of advisory locks). The settings are made first (the
+ * tenant, before the record is read under row-level security; the claim's lock timeout,
+ * before the lock waits; the statement timeout), then the lock, then the record is read:
+ * one row tied to the settings' row by a LEFT JOIN, so that it is read after them (as the
+ * lookup's is: stmt_lookup_as), its columns NULL when the key has no record.
+ * The rows are those of the claim: the record when the key has one (and the attempt made
+ * read-only, as a claim that found the key taken does); else one row, state 'claimed',
+ * when the database's clock is within $3 to $4 (the effect's lock timeout $6 then set);
+ * else none (read-only too: the lookup answers). $7: the statement timeout. */
+const idem__stmt idem__store_stmt_reserve_as = {
+    "idem_store_reserve_as",
+    "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
+    " set_config('lock_timeout', $5, true) AS claim_wait,"
+    " set_config('statement_timeout', $7, true) AS statement_timeout,"
+    " pg_advisory_xact_lock(hashtextextended($2, hashtext($1))) AS held),"
+    " rec AS MATERIALIZED (SELECT o.fingerprint, o.state, o.response, o.receipt_canonical"
+    " FROM settings s LEFT JOIN idem.operations o ON o.tenant = s.tenant AND o.tenant = $1"
+    " AND o.operation_id = $2),"
+    " verdict AS MATERIALIZED (SELECT CASE WHEN r.state IS NOT NULL"
+    " OR NOT (now() BETWEEN $3::timestamptz AND $4::timestamptz)"
+    " THEN set_config('transaction_read_only', 'on', true) IS NULL"
+    " ELSE set_config('lock_timeout', $6, true) IS NOT NULL END AS claimed FROM rec r)"
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM verdict"
+    " WHERE claimed"
+    " UNION ALL SELECT fingerprint, state, response, receipt_canonical, now() FROM rec"
+    " WHERE state IS NOT NULL",
+    7};
+
+/* The record of a reserved key, written once, finished, in the round trip of COMMIT:
+ * $1..$9 the claim's ($1 tenant, $2 operation ID, $3 tool, $4 payload version, $5
+ * fingerprint, $6 trace ID, $7 claim token, $8 retention, $9 key memory), $10 the state
+ * (completed or failed), $11 the receipt; $12 a tool's identity digests. Its windows are
+ * counted from now(), the transaction's start, as a claim's are. The guard is the
+ * finishing statement's: the row is written only while the tenant is still the call's,
+ * and idem.finish_guard() raises unless it was (IDEM3) and one row was written (IDEM4:
+ * the effect wrote the key's record itself); the raise rolls the effect back with it. */
+#define RECORD_INSERT                                                                              \
+    "WITH done AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"      \
+    " fingerprint, trace_id, claim_token, expires_at, forget_at, state, response, completed_at"
+#define RECORD_VALUES                                                                              \
+    " SELECT $1, $2, $3, $4::int4, $5, $6, $7::uuid, now() + make_interval(secs => $8::int8),"     \
+    " now() + make_interval(secs => $9::int8), $10, $11, now()"
+#define RECORD_GUARD                                                                               \
+    " WHERE current_setting('idem.tenant', true) IS NOT DISTINCT FROM $1"                          \
+    " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1),"                                 \
+    " n AS (SELECT count(*) AS finished FROM done)"                                                \
+    " SELECT CASE WHEN n.finished = 1 THEN 1 ELSE idem.finish_guard($1, n.finished) END FROM n"
+const idem__stmt idem__store_stmt_record_as = {
+    "idem_store_record_as", RECORD_INSERT ")" RECORD_VALUES RECORD_GUARD, 11};
+const idem__stmt idem__store_stmt_record_as_id = {
+    "idem_store_record_as_id", RECORD_INSERT ", identity_digests)" RECORD_VALUES ", $12" RECORD_GUARD,
+    12};
 
 /* The finishing statement travels with COMMIT. idem.finish_guard() (migration 0010) raises
  * unless the tenant is still the call's and exactly one claimed row was finished: an

@@ -42,28 +42,47 @@ static const idem__stmt *with_digests(call *c, size_t at, const idem__stmt *stmt
     return stmt;
 }
 
-/* On plain PostgreSQL the claim sets the settings itself (stmt_claim_as): BEGIN and the
- * claim. Elsewhere (Citus) they go as SET LOCAL statements of their own (settings.h: they
- * reach the worker that holds the key's shard), in the same pipeline: no round trip more. */
+/* The reservation's parameters (stmt_reserve_as), from the claim's and the settings. */
+static idem__pipe_cmd cmd_reserve(call *c, const idem__tx_settings *s)
+{
+    claim_params *p = &c->cp;
+
+    p->reserve[0] = c->req->tenant;
+    p->reserve[1] = c->req->operation_id;
+    p->reserve[2] = p->not_before;
+    p->reserve[3] = p->not_after;
+    p->reserve[4] = s->claim_wait;
+    p->reserve[5] = s->lock_timeout;
+    p->reserve[6] = s->statement_timeout;
+    memset(p->reserve_lengths, 0, sizeof(p->reserve_lengths));
+    memset(p->reserve_formats, 0, sizeof(p->reserve_formats));
+    p->reserve_lengths[2] = p->reserve_lengths[3] = 8;
+    p->reserve_formats[2] = p->reserve_formats[3] = 1;
+    return (idem__pipe_cmd){&idem__store_stmt_reserve_as, NULL, 0, p->reserve, p->reserve_lengths,
+                            p->reserve_formats, 1, NULL};
+}
+
+/* On plain PostgreSQL BEGIN and the reservation, which makes the settings itself and
+ * writes no row: the record is written once, finished, with COMMIT (cmd_finish()).
+ * Elsewhere (Citus) the settings go as SET LOCAL statements of their own (settings.h:
+ * they reach the worker that holds the key's shard), in the same pipeline, and the claim
+ * writes the pending record that the finishing UPDATE completes: a transaction-scoped
+ * advisory lock would be taken on one node only. No round trip more either way. */
 size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
 {
     idem__tx_settings *s = &c->settings;
-    claim_params *p = &c->cp;
     size_t n = 1;
 
     idem__tx_settings_for(s, conn, c->req->tenant);
     idem__tx_settings_claim_wait(s, IDEM__CLAIM_WAIT_MS);
     cmds[0] = cmd_sql(BEGIN_SQL);
     if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
-        p->values[11] = s->claim_wait;
-        p->values[12] = s->lock_timeout;
-        p->values[13] = s->statement_timeout;
+        c->reserved = 1;
         c->claim_at = 1;
-        cmds[1] =
-            cmd_claim(c, c->identity != NULL ? with_digests(c, 14, &idem__store_stmt_claim_as_id)
-                                             : &idem__store_stmt_claim_as);
+        cmds[1] = cmd_reserve(c, s);
         return 2;
     }
+    c->reserved = 0;
     n += idem__tx_settings_cmds(cmds + n, s, IDEM__SETTINGS_CITUS);
     c->claim_at = n;
     cmds[n++] = cmd_claim(c, c->identity != NULL ? with_digests(c, 11, &idem__store_stmt_claim_id)
@@ -80,19 +99,49 @@ void idem__store_pipe_clear(idem__pipe_cmd *cmds, size_t n)
     }
 }
 
-/* The finishing UPDATE's parameters. */
+/* The finishing statement's parameters. */
 typedef struct finish_params {
-    const char *values[5];
-    int lengths[5];
-    int formats[5];
+    const char *values[12];
+    int lengths[12];
+    int formats[12];
 } finish_params;
+
+/* The record of a reserved key, whole (stmt_record_as): the claim's parameters $1..$9, the
+ * state and the receipt, and a tool's identity digests. */
+static idem__pipe_cmd cmd_record(finish_params *p, const call *c, const char *state,
+                                 const char *receipt, size_t len)
+{
+    const claim_params *cp = &c->cp;
+    int n = 11;
+
+    memcpy(p->values, cp->values, 9 * sizeof(p->values[0]));
+    memcpy(p->lengths, cp->lengths, 9 * sizeof(p->lengths[0]));
+    memcpy(p->formats, cp->formats, 9 * sizeof(p->formats[0]));
+    p->values[9] = state;
+    p->lengths[9] = p->formats[9] = 0;
+    p->values[10] = receipt;
+    p->lengths[10] = (int)len;
+    p->formats[10] = 1;
+    if (c->identity != NULL) {
+        p->values[11] = c->digests.len > 0 ? c->digests.data : NULL;
+        p->lengths[11] = (int)c->digests.len;
+        p->formats[11] = 1;
+        n = 12;
+    }
+    return (idem__pipe_cmd){n == 12 ? &idem__store_stmt_record_as_id : &idem__store_stmt_record_as,
+                            NULL, 0, p->values, p->lengths, p->formats, 0, NULL};
+}
 
 static idem__pipe_cmd cmd_finish(finish_params *p, const call *c, const char *receipt, size_t len,
                                  int failed)
 {
+    const char *state = failed ? "failed" : "completed";
+
+    if (c->reserved)
+        return cmd_record(p, c, state, receipt, len);
     p->values[0] = c->req->tenant;
     p->values[1] = c->req->operation_id;
-    p->values[2] = failed ? "failed" : "completed";
+    p->values[2] = state;
     p->values[3] = receipt;
     p->values[4] = c->claim;
     memset(p->lengths, 0, sizeof(p->lengths));

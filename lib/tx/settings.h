@@ -11,7 +11,7 @@
  *  - plain PostgreSQL, directly or behind a transaction pooler: one statement of
  *    set_config(..., true) calls after BEGIN, or in front of the statements of an implicit
  *    transaction (one Sync). The store's claim carries the same values in its own
- *    statement instead (store_sql.c, idem__store_stmt_claim_as): one statement less.
+ *    statement instead (store_sql.c, idem__store_stmt_reserve_as): one statement less.
  *  - Citus: IDEM__SET_PROPAGATE (citus.h), then one `SET LOCAL name = 'value'` statement per
  *    setting: a SET LOCAL on the coordinator reaches the workers that the transaction's
  *    statements run on, where set_config() changes the coordinator's session only. SET

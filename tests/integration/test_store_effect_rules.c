@@ -18,7 +18,7 @@ TestSuite(store_effect_rules, .init = storetest_init, .fini = storetest_fini, .t
 
 /* Writes a task, then runs ctx's statement (an effect_sql), ignoring how it went. */
 typedef struct effect_sql {
-    char sql[160];
+    char sql[320];
     int rc;   /* what idem_tx_exec() returned for it */
     int runs; /* how many times the effect ran */
 } effect_sql;
@@ -278,25 +278,32 @@ Test(store_effect_rules, an_unknown_effect_result_is_named_as_such)
     cr_assert_eq(storetest_operations(), 0);
 }
 
-/* What an effect does to the tenant setting, to row-level security or to its own claim,
+/* What an effect does to the tenant setting, to row-level security or to its own record,
  * in ways no statement text shows, and what the finishing statement's guard says of it. */
 typedef struct guard_case {
-    char sql[160];
+    char sql[320];
     char says[48]; /* in the call's message */
+    int claim_only; /* it breaks a pending claim, which only Citus writes: on plain
+                       PostgreSQL the key has no row until the call's own, written finished
+                       with COMMIT, so the statement finds nothing and the call creates */
 } guard_case;
 
 ParameterizedTestParameters(store_effect_rules, an_effect_that_breaks_its_record_commits_nothing)
 {
     static guard_case cases[] = {
-        {"SELECT set_config('idem.tenant', 'other', true)", "changed idem.tenant"},
-        {"SELECT set_config('idem.tenant', '', true)", "changed idem.tenant"},
+        {"SELECT set_config('idem.tenant', 'other', true)", "changed idem.tenant", 0},
+        {"SELECT set_config('idem.tenant', '', true)", "changed idem.tenant", 0},
         {"DO $$ BEGIN PERFORM set_config('idem.tenant', 'other', true); END $$",
-         "changed idem.tenant"},
-        {"SELECT set_config('row_security', 'off', true)", "turned row_security off"},
-        {"DELETE FROM idem.operations WHERE operation_id = 'op-guard'", "claimed record"},
+         "changed idem.tenant", 0},
+        {"SELECT set_config('row_security', 'off', true)", "turned row_security off", 0},
+        {"DELETE FROM idem.operations WHERE operation_id = 'op-guard'", "claimed record", 1},
         {"UPDATE idem.operations SET claim_token = '00000000-0000-4000-8000-000000000000'"
          " WHERE operation_id = 'op-guard'",
-         "claimed record"},
+         "claimed record", 1},
+        {"INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
+         " state, claim_token, expires_at) VALUES ('acme', 'op-guard', 'create_support_task', 1,"
+         " sha256(''), 'pending', gen_random_uuid(), now() + interval '1 day')",
+         "claimed record", 0},
     };
     return cr_make_param_array(guard_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
@@ -318,6 +325,14 @@ ParameterizedTest(guard_case *c, store_effect_rules,
     snprintf(e.sql, sizeof(e.sql), "%s", c->sql);
     storetest_open(NULL, 1);
     rc = idem_store_execute(&out, fx.store, &req, write_then_run, &e, &err);
+    if (c->claim_only && pgtest_citus_workers() == NULL) {
+        cr_assert_eq(rc, 0, "%s: %s", c->sql, err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+        cr_assert_eq(storetest_tasks(), 1, "%s: the write commits with its record", c->sql);
+        cr_assert_eq(records_count(fx.check, "completed"), 1, "%s", c->sql);
+        idem_outcome_clear(&out);
+        return;
+    }
     if (rc == 0 && pgtest_citus_workers() != NULL && strstr(c->sql, "set_config") != NULL) {
         cr_assert_eq(out.status, IDEM_STATUS_CREATED);
         cr_assert_eq(storetest_tasks(), 1, "%s: the write commits with its record", c->sql);
@@ -327,7 +342,7 @@ ParameterizedTest(guard_case *c, store_effect_rules,
     }
     cr_assert_eq(rc, IDEM_EEFFECT, "%s: %s", c->sql, err.message);
     cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED, "%s: %s", c->sql, err.message);
-    cr_assert_eq(e.rc, 0, "%s runs", c->sql);
+    cr_assert_eq(e.rc, 0, "%s runs: %s", c->sql, err.message);
     cr_assert_str_eq(err.field, "sql");
     cr_assert(strstr(err.message, c->says) != NULL, "%s: %s", c->sql, err.message);
     cr_assert(strstr(err.message, "nothing of the call is kept") != NULL, "%s", err.message);
