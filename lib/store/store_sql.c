@@ -84,38 +84,33 @@ const idem__stmt idem__store_stmt_claim = {"idem_store_claim",
 const idem__stmt idem__store_stmt_claim_id = {"idem_store_claim_id",
                                               CLAIM_SQL(CLAIM_INSERT_ID, CLAIM_VALUES ", $12"), 12};
 
-/* The reservation: the claim of the callback path on plain PostgreSQL, which writes no row
- * (store_write.c). The key's record is written once, finished, by the statement that
- * travels with COMMIT (stmt_record_as); until then a transaction-scoped advisory lock on
- * the key keeps a second live attempt out, as a claimed row's unique-index entry does: a
- * second attempt waits for it only briefly ($5, the claim's lock timeout) and answers
- * in_progress. The lock's key is the operation ID hashed with the tenant's hash as seed
- * (64 bits; the one-bigint space of advisory locks). The settings are made first (the
- * tenant, before the record is read under row-level security; the claim's lock timeout,
- * before the lock waits; the statement timeout), then the lock, then the record is read:
- * one row tied to the settings' row by a LEFT JOIN, so that it is read after them (as the
- * lookup's is: stmt_lookup_as), its columns NULL when the key has no record.
- * The rows are those of the claim: the record when the key has one (and the attempt made
- * read-only, as a claim that found the key taken does); else one row, state 'claimed',
- * when the database's clock is within $3 to $4 (the effect's lock timeout $6 then set);
- * else none (read-only too: the lookup answers). $7: the statement timeout. */
+/* The reservation: the claim of the callback path on plain PostgreSQL, which neither
+ * writes nor reads a row (store_write.c). Until the call's record is written, once,
+ * finished, by the statement that travels with COMMIT (stmt_record_as), a
+ * transaction-scoped advisory lock on the key keeps a second live attempt out, as a
+ * claimed row's unique-index entry does: a second attempt waits for it only briefly ($5,
+ * the claim's lock timeout) and answers in_progress. The lock's key is the operation ID
+ * hashed with the tenant's hash as seed (64 bits; the one-bigint space of advisory locks).
+ * The settings are made first (the tenant; the claim's lock timeout, before the lock
+ * waits; the statement timeout), then the lock is taken. No read of idem.operations: a
+ * read that finds no row would leave a serializable predicate lock on the index page
+ * where the key would go, the page every other new key is written to (UUIDv7 keys grow),
+ * and concurrent creates would fail each other's serialization. Whether the key has a
+ * record is the record's INSERT to find, as the declared statement does (a key taken:
+ * nothing written, the attempt rolled back, the record then read). One row, state
+ * 'claimed', when the database's clock is within $3 to $4 (the effect's lock timeout $6
+ * then set); else none, the attempt made read-only, and the lookup answers. $7: the
+ * statement timeout. */
 const idem__stmt idem__store_stmt_reserve_as = {
     "idem_store_reserve_as",
     "WITH settings AS MATERIALIZED (SELECT set_config('idem.tenant', $1, true) AS tenant,"
     " set_config('lock_timeout', $5, true) AS claim_wait,"
     " set_config('statement_timeout', $7, true) AS statement_timeout,"
-    " pg_advisory_xact_lock(hashtextextended($2, hashtext($1))) AS held),"
-    " rec AS MATERIALIZED (SELECT o.fingerprint, o.state, o.response, o.receipt_canonical"
-    " FROM settings s LEFT JOIN idem.operations o ON o.tenant = s.tenant AND o.tenant = $1"
-    " AND o.operation_id = $2),"
-    " verdict AS MATERIALIZED (SELECT CASE WHEN r.state IS NOT NULL"
-    " OR NOT (now() BETWEEN $3::timestamptz AND $4::timestamptz)"
-    " THEN set_config('transaction_read_only', 'on', true) IS NULL"
-    " ELSE set_config('lock_timeout', $6, true) IS NOT NULL END AS claimed FROM rec r)"
-    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM verdict"
-    " WHERE claimed"
-    " UNION ALL SELECT fingerprint, state, response, receipt_canonical, now() FROM rec"
-    " WHERE state IS NOT NULL",
+    " pg_advisory_xact_lock(hashtextextended($2, hashtext($1))) AS held)"
+    " SELECT NULL::bytea, 'claimed'::text, NULL::bytea, NULL::boolean, now() FROM settings"
+    " WHERE CASE WHEN now() BETWEEN $3::timestamptz AND $4::timestamptz"
+    " THEN set_config('lock_timeout', $6, true) IS NOT NULL"
+    " ELSE set_config('transaction_read_only', 'on', true) IS NULL END",
     7};
 
 /* The record of a reserved key, written once, finished, in the round trip of COMMIT:
@@ -125,7 +120,9 @@ const idem__stmt idem__store_stmt_reserve_as = {
  * counted from now(), the transaction's start, as a claim's are. The guard is the
  * finishing statement's: the row is written only while the tenant is still the call's,
  * and idem.finish_guard() raises unless it was (IDEM3) and one row was written (IDEM4:
- * the effect wrote the key's record itself); the raise rolls the effect back with it. */
+ * the key has a record, an earlier attempt's or one the effect wrote itself, which the
+ * caller tells apart by looking the key up after the rollback); the raise rolls the
+ * effect back with it. */
 #define RECORD_INSERT                                                                              \
     "WITH done AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"      \
     " fingerprint, trace_id, claim_token, expires_at, forget_at, state, response, completed_at"

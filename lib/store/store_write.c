@@ -259,6 +259,36 @@ static int privilege_missing(call *c, idem_conn *conn, const idem_tx *tx, int *o
     return 1;
 }
 
+/* A reserved key's attempt ended without its record: the record's INSERT found the key
+ * taken (IDEM4), or the effect failed. A record of the key that an earlier attempt
+ * committed decides the call then (a request marked a first attempt that was not one: the
+ * reservation reads nothing, store_sql.c), whatever the effect's statements made of it;
+ * one the effect wrote itself was rolled back with it. Rolls back, looks the key up on
+ * the same connection: 1 when the record decided the call (*out_rc set, tx->decided, or
+ * the lookup's failure), 0 when the key has none (c->err as it was). */
+static int taken_after_all(call *c, idem_conn *conn, idem_tx *tx, int *out_rc)
+{
+    idem_error said = *c->err;
+    int rc = 0, found;
+
+    if (!c->reserved)
+        return 0;
+    idem__store_rollback(conn);
+    found = idem__store_lookup(c, conn, &idem__store_stmt_lookup, &rc);
+    if (found < 0) {
+        *out_rc = found;
+        return 1;
+    }
+    if (found == 1) {
+        COUNT(c->store, claim_races);
+        tx->decided = 1;
+        *out_rc = rc;
+        return 1;
+    }
+    *c->err = said;
+    return 0;
+}
+
 /* The effect failed: what the call turns into. */
 static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, int *out_rc)
 {
@@ -294,6 +324,8 @@ static enum step effect_failure(call *c, idem_conn *conn, idem_tx *tx, int rc, i
         return STEP_DONE;
     }
     if (privilege_missing(c, conn, tx, out_rc))
+        return STEP_DONE;
+    if (taken_after_all(c, conn, tx, out_rc))
         return STEP_DONE;
     COUNT(c->store, effect_failures);
     c->out->status = IDEM_STATUS_EFFECT_FAILED;
@@ -382,6 +414,9 @@ static enum step after_commit(call *c, idem_conn *conn, idem_tx *tx, const PGres
         idem_conn_discard(conn);
         return STEP_RESOLVE; /* COMMIT may or may not have been carried out */
     }
+    if (finish_failed && strcmp(c->err->sqlstate, "IDEM4") == 0 &&
+        taken_after_all(c, conn, tx, out_rc))
+        return STEP_DONE;
     if (finish_failed && finish_refused(c->err))
         return effect_broke_finish(c, conn, out_rc);
     /* The effect went on after one of its statements failed, and the record could not be

@@ -112,9 +112,12 @@ Test(first_attempt, a_new_key_is_created_and_a_first_attempt_on_it_again_replays
     idem_outcome_clear(&b);
 }
 
-/* The claim that finds a record makes the void attempt read-only (plain PostgreSQL): the
- * effect's INSERT behind it fails before it draws an identity value. */
-Test(first_attempt, a_first_attempt_on_a_key_that_exists_writes_nothing_and_draws_no_identity)
+/* A first attempt on a key that exists writes nothing: on plain PostgreSQL the
+ * reservation reads no record (store_sql.c), so the effect's INSERT runs and is rolled
+ * back when the record's INSERT finds the key taken (as a declared statement's is),
+ * drawing an identity value; on Citus the claim finds the record and makes the void
+ * attempt read-only, so the INSERT fails before it draws one. */
+Test(first_attempt, a_first_attempt_on_a_key_that_exists_writes_nothing)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
 
@@ -127,7 +130,9 @@ Test(first_attempt, a_first_attempt_on_a_key_that_exists_writes_nothing_and_draw
     cr_assert_eq(call_with(&out, "op-v2", "{\"text\":\"two\"}", 1, note_effect, NULL), 0);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     cr_assert_eq(notes(), 2);
-    if (pgtest_citus_workers() == NULL)
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM notes WHERE operation_id = 'op-v1'"),
+                 1, "the three void attempts' notes were rolled back");
+    if (pgtest_citus_workers() != NULL)
         cr_assert_eq(pgtest_scalar(check, "SELECT note_id FROM notes WHERE operation_id = 'op-v2'"),
                      2, "the three void attempts drew no identity value");
     idem_outcome_clear(&out);
