@@ -117,7 +117,10 @@ const idem__stmt idem__store_stmt_reserve_as = {
  * $1..$9 the claim's ($1 tenant, $2 operation ID, $3 tool, $4 payload version, $5
  * fingerprint, $6 trace ID, $7 claim token, $8 retention, $9 key memory), $10 the state
  * (completed or failed), $11 the receipt; $12 a tool's identity digests. Its windows are
- * counted from now(), the transaction's start, as a claim's are. The guard is the
+ * counted from now(), the transaction's start, as a claim's are; receipt_canonical is
+ * named (NULL: the receipt is stored canonical already) so that a schema before migration
+ * 0013 refuses the statement, as it refuses every other call's (the deploy order). The
+ * guard is the
  * finishing statement's: the row is written only while the tenant is still the call's,
  * and idem.finish_guard() raises unless it was (IDEM3) and one row was written (IDEM4:
  * the key has a record, an earlier attempt's or one the effect wrote itself, which the
@@ -125,10 +128,11 @@ const idem__stmt idem__store_stmt_reserve_as = {
  * effect back with it. */
 #define RECORD_INSERT                                                                              \
     "WITH done AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"      \
-    " fingerprint, trace_id, claim_token, expires_at, forget_at, state, response, completed_at"
+    " fingerprint, trace_id, claim_token, expires_at, forget_at, state, response, completed_at,"   \
+    " receipt_canonical"
 #define RECORD_VALUES                                                                              \
     " SELECT $1, $2, $3, $4::int4, $5, $6, $7::uuid, now() + make_interval(secs => $8::int8),"     \
-    " now() + make_interval(secs => $9::int8), $10, $11, now()"
+    " now() + make_interval(secs => $9::int8), $10, $11, now(), NULL::boolean"
 #define RECORD_GUARD                                                                               \
     " WHERE current_setting('idem.tenant', true) IS NOT DISTINCT FROM $1"                          \
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1),"                                 \
