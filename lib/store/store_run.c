@@ -101,6 +101,9 @@ static int run(call *c)
             rc = spent(c);
             break;
         }
+        /* A retry that found no record: now its effect needs the arguments parsed. */
+        if ((rc = idem__store_arguments(c)) != 0)
+            break;
         c->out->attempts++;
         step = c->attempt(c, conn, &rc);
         if (step == STEP_RESOLVE)
@@ -121,6 +124,11 @@ static int execute(call *c)
     int rc;
 
     COUNT(store, executes);
+    /* A retry looks its key up first; only if that finds no record are its arguments
+     * needed as a tree, for the effect. (c->req is checked by validate: read it here only
+     * when it is there.) */
+    c->lookup_first = c->req == NULL || c->req->version < 2 || c->req->attempt != 1;
+    c->defer_arguments = c->lookup_first;
     rc = idem__store_validate(c);
     if (rc != 0) {
         out->status = idem_status_from_error(rc);
@@ -129,7 +137,6 @@ static int execute(call *c)
         return rc;
     }
     c->deadline_ms = idem__store_deadline(store);
-    c->lookup_first = c->req->version < 2 || c->req->attempt != 1;
     rc = run(c);
     idem__store_call_clear(c);
     if (rc == 0)
