@@ -127,6 +127,56 @@ int idem__fingerprint_identity(idem_fingerprint *out, const char *tool, int payl
     return rc;
 }
 
+/* A positive int's digits: what RFC 8785 writes for it as a double. */
+static size_t format_version(char out[16], int v)
+{
+    char rev[16];
+    size_t n = 0, k = 0;
+
+    do {
+        rev[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n > 0)
+        out[k++] = rev[--n];
+    return k;
+}
+
+/* The same bytes write_request() writes, the arguments canonicalized from their text. A
+ * validated tool name (a-z 0-9 _ . -) is its own canonical string: nothing to escape. */
+static int write_request_text(idem__buf *buf, const char *tool, int payload_version,
+                              const char *arguments, size_t len)
+{
+    char version[16];
+    size_t version_len = format_version(version, payload_version);
+    int rc;
+
+    if (idem__buf_append(buf, "{\"arguments\":", 13) != 0)
+        return IDEM_ENOMEM;
+    if ((rc = idem__jcs_arguments_fast(buf, arguments, len)) != 1)
+        return rc;
+    if (idem__buf_append(buf, ",\"tool\":\"", 9) != 0 ||
+        idem__buf_append(buf, tool, strlen(tool)) != 0 ||
+        idem__buf_append(buf, "\",\"version\":", 12) != 0 ||
+        idem__buf_append(buf, version, version_len) != 0 || idem__buf_append(buf, "}", 1) != 0)
+        return IDEM_ENOMEM;
+    return 1;
+}
+
+int idem__fingerprint_text(idem_fingerprint *out, const char *tool, int payload_version,
+                           const char *arguments, size_t len, idem_error *err)
+{
+    idem__buf buf = {NULL, 0, 0};
+    int rc = write_request_text(&buf, tool, payload_version, arguments, len);
+
+    if (rc == 1 && idem__sha256(out->bytes, buf.data, buf.len) != 0)
+        rc = idem__error_set(err, IDEM_ENOMEM, "SHA-256 of the request failed in libcrypto");
+    else if (rc == IDEM_ENOMEM)
+        rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
+    idem__buf_free(&buf);
+    return rc;
+}
+
 int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,
                              const json_t *arguments, idem_error *err)
 {

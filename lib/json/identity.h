@@ -66,4 +66,13 @@ int idem__sha256(unsigned char out[IDEM_FINGERPRINT_SIZE], const void *bytes, si
 int idem__fingerprint_identity(idem_fingerprint *out, const char *tool, int payload_version,
                                const json_t *arguments, const json_t *identity, idem_error *err);
 
+/* idem_fingerprint_compute() of a request whose arguments are the JSON text
+ * arguments[0..len), without parsing it into a tree, when the text is in the subset
+ * idem__jcs_arguments_fast() writes (jcs.h); @tool and @payload_version are already
+ * validated (idem_validate_tool(), idem_validate_payload_version()). Returns 1 when *out
+ * is set; 0 when the text is outside the subset (compute it from the parsed arguments
+ * instead, which reports what is wrong with them); IDEM_ENOMEM (fingerprint.c). */
+int idem__fingerprint_text(idem_fingerprint *out, const char *tool, int payload_version,
+                           const char *arguments, size_t len, idem_error *err);
+
 #endif

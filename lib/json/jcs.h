@@ -56,6 +56,15 @@ int idem__jcs_key_compare(const char *a, size_t a_len, const char *b, size_t b_l
  * IDEM_ENOMEM. */
 int idem__jcs_write_text(idem__buf *buf, const char *text, size_t len, idem_error *err);
 
+/* Append the canonical form of a request's arguments, the JSON text[0..len), in one pass,
+ * when the text is in the subset whose canonical form needs no number read as a double
+ * (jcs_args.c: strings without escapes, integers of at most 15 digits, no duplicate names,
+ * shallow nesting), so that idem_json_parse_arguments() accepts it and
+ * idem__jcs_write_value(IDEM__JCS_ARGUMENTS) writes the same bytes for its tree. Returns 1
+ * when written; 0 when the text is outside the subset or not JSON (the buffer is as it
+ * was; the full path then judges it, in its own words); IDEM_ENOMEM. */
+int idem__jcs_arguments_fast(idem__buf *buf, const char *text, size_t len);
+
 /* Buffer size that always holds idem__jcs_format_double()'s output. */
 #define IDEM__JCS_NUMBER_MAX 32
 

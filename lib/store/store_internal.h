@@ -120,7 +120,9 @@ typedef enum step (*attempt_fn)(call *c, idem_conn *conn, int *out_rc);
 struct call {
     idem_store *store;
     const idem_request *req;
-    json_t *arguments;
+    json_t *arguments; /* NULL until parsed: a retry fingerprints from the text where it can
+                          (defer_arguments), and parses only if it goes on to an attempt */
+    int defer_arguments;
     idem_fingerprint fp;
     const idem__identity *identity; /* the tool's policy, or NULL (all arguments) */
     idem__buf digests;              /* with a policy: its fields' digests (identity.h) */
@@ -167,10 +169,17 @@ struct idem_tx {
 
 #define COUNT(store, name) atomic_fetch_add_explicit(&(store)->stats.name, 1, memory_order_relaxed)
 
-/* Validate c->req, parse its arguments into c->arguments and fingerprint them into c->fp
+/* Validate c->req, parse its arguments into c->arguments (with c->defer_arguments and no
+ * identity policy, possibly not: idem__store_arguments()) and fingerprint them into c->fp
  * (with the tool's identity policy: its projection, and its fields' digests into
  * c->digests) (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
 int idem__store_validate(call *c);
+
+/* With c->defer_arguments, idem__store_validate() may fingerprint the arguments from their
+ * text and leave c->arguments NULL: parse them now, before an attempt needs them. Returns 0
+ * or IDEM_EINVAL naming the field (never expected: the text fingerprinted is one the parser
+ * accepts), IDEM_ENOMEM (store_request.c). */
+int idem__store_arguments(call *c);
 
 /* Release what idem__store_validate() made (store_request.c). */
 void idem__store_call_clear(call *c);

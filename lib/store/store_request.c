@@ -63,12 +63,20 @@ int idem__store_validate(call *c)
         return idem__error_field(c->err, IDEM_EINVAL, "arguments",
                                  "%zu bytes exceed the limit of %zu", req->arguments_len,
                                  c->store->opts.max_arguments_bytes);
+    c->identity = idem__store_identity(c->store, req->tool);
+    /* A retry is mostly answered by the lookup, and needs the arguments' fingerprint only:
+     * from their text, in one pass, where their shape allows (identity.h). */
+    if (c->defer_arguments && c->identity == NULL) {
+        rc = idem__fingerprint_text(&c->fp, req->tool, req->payload_version, req->arguments,
+                                    req->arguments_len, c->err);
+        if (rc != 0)
+            return rc == 1 ? 0 : rc;
+    }
     jopts.max_bytes = c->store->opts.max_arguments_bytes;
     rc = idem_json_parse_arguments(&args, req->arguments, req->arguments_len, &jopts, c->err);
     if (rc != 0)
         return blame_field(c->err, rc, "arguments");
     c->arguments = args;
-    c->identity = idem__store_identity(c->store, req->tool);
     if (c->identity != NULL)
         rc = fingerprint_identity(c);
     else
@@ -78,6 +86,19 @@ int idem__store_validate(call *c)
         return blame_field(c->err, rc, "arguments");
     }
     return 0;
+}
+
+int idem__store_arguments(call *c)
+{
+    idem_json_options jopts = IDEM_JSON_OPTIONS_INIT;
+    int rc;
+
+    if (c->arguments != NULL)
+        return 0;
+    jopts.max_bytes = c->store->opts.max_arguments_bytes;
+    rc = idem_json_parse_arguments(&c->arguments, c->req->arguments, c->req->arguments_len, &jopts,
+                                   c->err);
+    return rc != 0 ? blame_field(c->err, rc, "arguments") : 0;
 }
 
 void idem__store_call_clear(call *c)

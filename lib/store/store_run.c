@@ -101,6 +101,9 @@ static int run(call *c)
             rc = spent(c);
             break;
         }
+        /* A retry that found no record: now its effect needs the arguments parsed. */
+        if ((rc = idem__store_arguments(c)) != 0)
+            break;
         c->out->attempts++;
         step = c->attempt(c, conn, &rc);
         if (step == STEP_RESOLVE)
@@ -112,6 +115,17 @@ static int run(call *c)
     return rc;
 }
 
+/* Whether the call looks its key up before claiming it: a retry, or a request of a version
+ * without attempt (0 for a request validation refuses, whose attempt is not read). Only if
+ * that lookup finds no record does the call need its arguments as a tree, for the effect:
+ * until then a retry's arguments are only fingerprinted (c->defer_arguments). */
+static int looks_up_first(const idem_request *req)
+{
+    if (req == NULL || req->version < 1 || req->version > IDEM_REQUEST_VERSION)
+        return 0;
+    return req->version < 2 || req->attempt != 1;
+}
+
 /* Both entry points: validate, run the attempts, turn the result into the call's status. */
 static int execute(call *c)
 {
@@ -121,6 +135,7 @@ static int execute(call *c)
     int rc;
 
     COUNT(store, executes);
+    c->defer_arguments = looks_up_first(c->req);
     rc = idem__store_validate(c);
     if (rc != 0) {
         out->status = idem_status_from_error(rc);
@@ -129,7 +144,7 @@ static int execute(call *c)
         return rc;
     }
     c->deadline_ms = idem__store_deadline(store);
-    c->lookup_first = c->req->version < 2 || c->req->attempt != 1;
+    c->lookup_first = looks_up_first(c->req);
     rc = run(c);
     idem__store_call_clear(c);
     if (rc == 0)

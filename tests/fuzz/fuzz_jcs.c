@@ -4,7 +4,9 @@
  * relies on, and aborts when one fails:
  * - whatever parses also serializes and fingerprints;
  * - the canonical form parses again and is its own canonical form;
- * - a number's text reads back as the same double.
+ * - a number's text reads back as the same double;
+ * - the one-pass fingerprint of arguments text (jcs_args.c), where it answers, is the
+ *   fingerprint of the parsed arguments, which the parser accepts.
  * Built with libFuzzer (-Dfuzzing=true, clang) or with standalone.c (any compiler). */
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "idem/idem.h"
+#include "identity.h"
 #include "jcs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -66,6 +69,21 @@ static void check_number(const uint8_t *data, size_t size)
         abort();
 }
 
+static void check_fingerprint_text(const char *text, size_t size)
+{
+    idem_fingerprint fast, full;
+    json_t *value = NULL;
+    int rc = idem__fingerprint_text(&fast, "fuzz", 1, text, size, NULL);
+
+    if (rc == 0)
+        return;
+    if (rc != 1 || idem_json_parse_arguments(&value, text, size, NULL, NULL) != 0 ||
+        idem_fingerprint_compute(&full, "fuzz", 1, value, NULL) != 0 ||
+        memcmp(fast.bytes, full.bytes, sizeof(fast.bytes)) != 0)
+        abort();
+    json_decref(value);
+}
+
 /* The validators on the input as a C string: any bytes, never a crash. */
 static void check_validators(const uint8_t *data, size_t size)
 {
@@ -85,6 +103,7 @@ static void check_validators(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     check_parse_and_serialize((const char *)data, size);
+    check_fingerprint_text((const char *)data, size);
     check_number(data, size);
     check_validators(data, size);
     return 0;
