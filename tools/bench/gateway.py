@@ -15,8 +15,9 @@ throughput and p50/p99 beside the in-process side's, their ratios, the load aver
 checks that the rows the gateway created equal its non-replayed 201 answers. Where
 idem-bench-http-floor is built (tools/bench/http_floor.c: the least a libmicrohttpd server
 does for the same requests and statements, without idempotency), it runs the same wrk
-rounds against it and prints each process's own CPU per answered call (user + system from
-/proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5.
+rounds against it, checks its answers as the gateway's (a 201 each, replays marked, its
+rows against its 201s), and prints each process's own CPU per answered call (user + system
+from /proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5.
 
 --soak SECONDS instead runs wrk at 64 connections on new keys for that long, sampling the
 gateway's resident set size (VmRSS of /proc/PID/status) every 5 s.
@@ -344,7 +345,17 @@ class Cell:
                                                     if g.r["other"])
         if not all(h.ok for h in self.http):
             line += "; GET /healthz: not every answer a 200"
-        return line + (": ok" if all(g.ok for g in self.gw + self.http) else ": FAILED")
+        if self.floor:
+            line += ("; the minimal server: rows created %d, non-replayed 201s %d, replayed 201s"
+                     " %d, other answers %d" % (
+                         sum(f.rows for f in self.floor), sum(f.r["created"] for f in self.floor),
+                         sum(f.r["replayed"] for f in self.floor),
+                         sum(f.r["other"] for f in self.floor)))
+            first = next((f.r["first_other"] for f in self.floor if f.r["other"]), None)
+            if first is not None:
+                line += "; its first other answer: " + first
+        runs = self.gw + self.http + self.floor
+        return line + (": ok" if all(g.ok for g in runs) else ": FAILED")
 
 
 def measure(args, gw_start, db, token, pool, floor_start):

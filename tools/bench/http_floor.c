@@ -115,6 +115,7 @@ static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key
     int replay = strncmp(key, "gateway-replay-", 15) == 0;
     json_t *args = json_loadb(b->data, b->len, 0, NULL);
     const char *subject = json_string_value(json_object_get(args, "subject"));
+    /* A replay binds the tenant and the key, a new key the tenant, the subject and the key. */
     const char *values[3] = {BENCH_GATEWAY_TENANT, replay ? key : subject, key};
     PGconn *pg = thread_conn(s);
     PGresult *res = NULL;
@@ -124,8 +125,8 @@ static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key
         rc = answer(c, 400, "{\"error\":\"subject\"}", 0);
     else if (pg == NULL)
         rc = answer(c, 500, "{\"error\":\"database\"}", 0);
-    else if (res = PQexecPrepared(pg, replay ? "replay" : "create", replay ? 2 : 3,
-                                  replay ? values + 1 : values, NULL, NULL, 0),
+    else if (res = PQexecPrepared(pg, replay ? "replay" : "create", replay ? 2 : 3, values,
+                                  NULL, NULL, 0),
              PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
         rc = answer(c, 500, "{\"error\":\"statement\"}", 0);
     else
