@@ -84,7 +84,8 @@ int gw_tracestate_ok(const char *tracestate)
 
 /* The CSPRNG's bytes drawn a few hundred at a time, per thread: one RAND_bytes() call
  * costs about as much for 384 bytes as for 8 (its lock, its fork check), and a request
- * takes 24 (its trace and span IDs). Bytes handed out are wiped from the batch. */
+ * takes 34 (its trace and span IDs, its request ID). Bytes handed out are wiped from the
+ * batch. */
 #define RANDOM_BATCH 384
 
 static _Thread_local struct {
@@ -105,7 +106,7 @@ static void add_fork_hook(void)
     (void)pthread_atfork(NULL, NULL, forget_batch);
 }
 
-static int random_bytes(unsigned char *out, size_t n)
+int gw_random_bytes(unsigned char *out, size_t n)
 {
     pthread_once(&fork_hook_once, add_fork_hook);
     if (batch.left < n) {
@@ -127,7 +128,7 @@ static void random_id(char *out, size_t n)
     int any = 0;
 
     while (!any) {
-        if (random_bytes(bytes, n) != 0) { /* no CSPRNG: still unique enough to trace */
+        if (gw_random_bytes(bytes, n) != 0) { /* no CSPRNG: still unique enough to trace */
             struct timespec ts;
 
             clock_gettime(CLOCK_REALTIME, &ts);
