@@ -125,8 +125,8 @@ static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key
         rc = answer(c, 400, "{\"error\":\"subject\"}", 0);
     else if (pg == NULL)
         rc = answer(c, 500, "{\"error\":\"database\"}", 0);
-    else if (res = PQexecPrepared(pg, replay ? "replay" : "create", replay ? 2 : 3, values,
-                                  NULL, NULL, 0),
+    else if (res = PQexecPrepared(pg, replay ? "replay" : "create", replay ? 2 : 3, values, NULL,
+                                  NULL, 0),
              PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
         rc = answer(c, 500, "{\"error\":\"statement\"}", 0);
     else

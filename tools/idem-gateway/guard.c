@@ -239,8 +239,7 @@ void gw_guard_phase(gw_guard *g, gw_conn *c, gw_phase phase)
     was = phase_of(atomic_exchange(&c->state, state_of(phase, idem__now_ms())));
     if (phase != GW_WAITING && was == GW_WAITING) {
         atomic_fetch_add(&g->active, 1);
-    } else if (phase == GW_WAITING && was != GW_WAITING && ended(g) &&
-               atomic_load(&g->draining)) {
+    } else if (phase == GW_WAITING && was != GW_WAITING && ended(g) && atomic_load(&g->draining)) {
         pthread_mutex_lock(&g->lock);
         pthread_cond_broadcast(&g->wake);
         pthread_mutex_unlock(&g->lock);
