@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,7 +40,7 @@ static const char replay_sql[] = "SELECT convert_from(response, 'UTF8') FROM ide
 
 typedef struct server {
     const char *dbname;
-    char token_hex[2 * SHA256_DIGEST_LENGTH + 1];
+    unsigned char token_digest[SHA256_DIGEST_LENGTH];
     pthread_key_t conn_key; /* this thread's PGconn, prepared; closed when the thread ends */
 } server;
 
@@ -99,14 +100,24 @@ static int authorized(const server *s, struct MHD_Connection *c)
 {
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     unsigned char digest[SHA256_DIGEST_LENGTH];
-    char hex[sizeof(s->token_hex)];
 
     if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0)
         return 0;
     SHA256((const unsigned char *)auth + 7, strlen(auth + 7), digest);
-    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
-        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-    return strcmp(hex, s->token_hex) == 0;
+    return CRYPTO_memcmp(digest, s->token_digest, SHA256_DIGEST_LENGTH) == 0;
+}
+
+/* The configured digest's bytes from its hex digits: 0, or -1 when it is not hex. */
+static int read_digest(unsigned char out[SHA256_DIGEST_LENGTH], const char *hex)
+{
+    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+        unsigned int byte;
+
+        if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
+            return -1;
+        out[i] = (unsigned char)byte;
+    }
+    return 0;
 }
 
 /* The statement for the key: the receipt by primary key, or the tool's INSERT. */
@@ -115,6 +126,7 @@ static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key
     int replay = strncmp(key, "gateway-replay-", 15) == 0;
     json_t *args = json_loadb(b->data, b->len, 0, NULL);
     const char *subject = json_string_value(json_object_get(args, "subject"));
+    /* A replay binds the tenant and the key, a new key the tenant, the subject and the key. */
     const char *values[3] = {BENCH_GATEWAY_TENANT, replay ? key : subject, key};
     PGconn *pg = thread_conn(s);
     PGresult *res = NULL;
@@ -124,8 +136,8 @@ static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key
         rc = answer(c, 400, "{\"error\":\"subject\"}", 0);
     else if (pg == NULL)
         rc = answer(c, 500, "{\"error\":\"database\"}", 0);
-    else if (res = PQexecPrepared(pg, replay ? "replay" : "create", replay ? 2 : 3,
-                                  replay ? values + 1 : values, NULL, NULL, 0),
+    else if (res = PQexecPrepared(pg, replay ? "replay" : "create", replay ? 2 : 3, values, NULL,
+                                  NULL, 0),
              PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
         rc = answer(c, 500, "{\"error\":\"statement\"}", 0);
     else
@@ -146,8 +158,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     if (strcmp(method, "GET") == 0 && strcmp(url, "/healthz") == 0)
         return answer(c, 200, "{\"status\":\"ok\"}", 0);
-    if (b == NULL) {
-        b = calloc(1, sizeof(*b));
+    if (b == NULL) { /* not zeroed: only its first len bytes are read */
+        b = malloc(sizeof(*b));
+        if (b != NULL)
+            b->len = 0;
         *state = b;
         return b != NULL ? MHD_YES : MHD_NO;
     }
@@ -195,13 +209,13 @@ int main(int argc, char **argv)
     const union MHD_DaemonInfo *info;
     sigset_t set;
 
-    if (argc != 3 || strlen(argv[2]) != 2 * SHA256_DIGEST_LENGTH) {
+    if (argc != 3 || strlen(argv[2]) != 2 * SHA256_DIGEST_LENGTH ||
+        read_digest(s.token_digest, argv[2]) != 0) {
         fputs("usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX\n", stderr);
         return 64;
     }
     s.dbname = argv[1];
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    snprintf(s.token_hex, sizeof(s.token_hex), "%s", argv[2]);
     pthread_key_create(&s.conn_key, conn_close);
     /* Block the signals before MHD's threads start, so that they inherit the mask. */
     sigemptyset(&set);

@@ -17,12 +17,25 @@ static struct timespec at_ms(uint64_t ms)
     return ts;
 }
 
-/* How long @c may stay in its phase, in ms; 0: no limit. */
-static uint64_t allowed_ms(const gw_guard *g, const gw_conn *c)
+/* A connection's state word (guard.h): its phase and when it began. */
+#define PHASE_BITS 2U
+
+static uint64_t state_of(gw_phase phase, uint64_t since_ms)
 {
-    if (c->phase == GW_WAITING)
+    return since_ms << PHASE_BITS | (uint64_t)phase;
+}
+
+static gw_phase phase_of(uint64_t state)
+{
+    return (gw_phase)(state & ((1U << PHASE_BITS) - 1U));
+}
+
+/* How long a connection may stay in @phase, in ms; 0: no limit. */
+static uint64_t allowed_ms(const gw_guard *g, gw_phase phase)
+{
+    if (phase == GW_WAITING)
         return (uint64_t)g->idle_s * 1000U;
-    if (c->phase == GW_CALL)
+    if (phase == GW_CALL)
         return 0;
     return (uint64_t)g->request_s * 1000U;
 }
@@ -31,20 +44,24 @@ static const char *const phase_names[] = {"its request's headers", "its request'
                                           "its answer"};
 
 /* Shut down every connection over its phase's limit. Called with the lock held: a record
- * (and so its socket) lives until gw_guard_closed(), which takes the lock. */
+ * (and so its socket) lives until gw_guard_closed(), which takes the lock. A phase may
+ * begin meanwhile, after @now: such a connection is within its limit. */
 static void sweep(gw_guard *g, uint64_t now)
 {
     for (gw_conn *c = g->head; c != NULL; c = c->next) {
-        uint64_t limit = allowed_ms(g, c);
+        uint64_t state = atomic_load(&c->state), since = state >> PHASE_BITS;
+        gw_phase phase = phase_of(state);
+        uint64_t limit = allowed_ms(g, phase);
 
-        if (limit == 0 || c->cut || now - c->since_ms <= limit)
+        if (limit == 0 || c->cut || now <= since || now - since <= limit)
             continue;
         c->cut = 1;
         shutdown(c->fd, SHUT_RDWR);
-        if (c->phase != GW_WAITING) /* an idle one is no news */
-            fprintf(stderr, "idem-gateway: a connection was cut: %s took longer than %s\n",
-                    phase_names[c->phase],
-                    c->phase == GW_WAITING ? "http.idle_timeout_s" : "http.request_timeout_s");
+        if (phase != GW_WAITING) /* an idle one is no news */
+            fprintf(stderr,
+                    "idem-gateway: a connection was cut: %s took longer than "
+                    "http.request_timeout_s\n",
+                    phase_names[phase]);
     }
 }
 
@@ -68,7 +85,9 @@ int gw_guard_start(gw_guard *g, unsigned int max, unsigned int idle_s, unsigned 
     pthread_condattr_t attr;
 
     g->head = NULL;
-    g->open = g->active = g->handed = 0;
+    g->open = g->handed = 0;
+    atomic_init(&g->active, 0);
+    atomic_init(&g->draining, 0);
     g->max = max;
     g->idle_s = idle_s;
     g->request_s = request_s;
@@ -130,8 +149,7 @@ static gw_conn *record(gw_guard *g, gw_conn *c, int fd, int was_handed)
         g->open++;
     if (c != NULL) {
         c->fd = fd;
-        c->phase = GW_WAITING;
-        c->since_ms = idem__now_ms();
+        atomic_init(&c->state, state_of(GW_WAITING, idem__now_ms()));
         c->next = g->head;
         if (g->head != NULL)
             g->head->prev = c;
@@ -188,11 +206,10 @@ void gw_guard_lost(gw_guard *g)
         gw_metrics_connection(-1);
 }
 
-/* Leave @c's phase: one request fewer under way when it was in one. Lock held. */
-static void leave(gw_guard *g, gw_conn *c)
+/* A request ended: one fewer under way. Whether that was the last one. */
+static int ended(gw_guard *g)
 {
-    if (c->phase != GW_WAITING && --g->active == 0)
-        pthread_cond_broadcast(&g->wake);
+    return atomic_fetch_sub(&g->active, 1) == 1;
 }
 
 void gw_guard_closed(gw_guard *g, gw_conn *c)
@@ -200,7 +217,8 @@ void gw_guard_closed(gw_guard *g, gw_conn *c)
     pthread_mutex_lock(&g->lock);
     g->open--;
     if (c != NULL) {
-        leave(g, c);
+        if (phase_of(atomic_load(&c->state)) != GW_WAITING && ended(g))
+            pthread_cond_broadcast(&g->wake);
         unlist(g, c);
     }
     pthread_mutex_unlock(&g->lock);
@@ -208,18 +226,24 @@ void gw_guard_closed(gw_guard *g, gw_conn *c)
     gw_metrics_connection(-1);
 }
 
+/* Without the lock: a request's phases are its connection's thread's alone, and the count
+ * of requests under way is atomic. The lock is taken only to wake a drain waiting for the
+ * last one (it stores draining before it reads the count, the thread here the other way
+ * round: one of the two sees the other's write). */
 void gw_guard_phase(gw_guard *g, gw_conn *c, gw_phase phase)
 {
+    gw_phase was;
+
     if (c == NULL)
         return;
-    pthread_mutex_lock(&g->lock);
-    if (phase == GW_WAITING)
-        leave(g, c);
-    else if (c->phase == GW_WAITING)
-        g->active++;
-    c->phase = phase;
-    c->since_ms = idem__now_ms();
-    pthread_mutex_unlock(&g->lock);
+    was = phase_of(atomic_exchange(&c->state, state_of(phase, idem__now_ms())));
+    if (phase != GW_WAITING && was == GW_WAITING) {
+        atomic_fetch_add(&g->active, 1);
+    } else if (phase == GW_WAITING && was != GW_WAITING && ended(g) && atomic_load(&g->draining)) {
+        pthread_mutex_lock(&g->lock);
+        pthread_cond_broadcast(&g->wake);
+        pthread_mutex_unlock(&g->lock);
+    }
 }
 
 unsigned int gw_guard_drain(gw_guard *g, uint64_t deadline_ms)
@@ -227,12 +251,13 @@ unsigned int gw_guard_drain(gw_guard *g, uint64_t deadline_ms)
     unsigned int left;
 
     pthread_mutex_lock(&g->lock);
-    while (g->active > 0 && idem__now_ms() < deadline_ms) {
+    atomic_store(&g->draining, 1);
+    while (atomic_load(&g->active) > 0 && idem__now_ms() < deadline_ms) {
         struct timespec until = at_ms(deadline_ms);
 
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
     }
-    left = g->active;
+    left = atomic_load(&g->active);
     pthread_mutex_unlock(&g->lock);
     return left;
 }

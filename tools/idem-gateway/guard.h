@@ -15,6 +15,7 @@
 #define IDEM_GATEWAY_GUARD_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef enum gw_phase { GW_WAITING, GW_BODY, GW_CALL, GW_ANSWER } gw_phase;
@@ -22,9 +23,10 @@ typedef enum gw_phase { GW_WAITING, GW_BODY, GW_CALL, GW_ANSWER } gw_phase;
 typedef struct gw_conn {
     struct gw_conn *prev, *next;
     int fd;
-    gw_phase phase;
-    uint64_t since_ms; /* when the phase began (idem__now_ms()) */
-    int cut;           /* the watchdog shut it down */
+    /* The phase and when it began (idem__now_ms()) in one word, since_ms << 2 | phase:
+     * its connection's thread writes it without the lock, the watchdog reads both at once. */
+    _Atomic uint64_t state;
+    int cut; /* the watchdog shut it down */
 } gw_conn;
 
 typedef struct gw_guard {
@@ -32,7 +34,8 @@ typedef struct gw_guard {
     pthread_cond_t wake;    /* the watchdog's tick, and the end of a request */
     gw_conn *head;          /* the open connections */
     unsigned int open, max; /* open now; the limit */
-    unsigned int active;    /* requests under way */
+    atomic_uint active;     /* requests under way: counted without the lock */
+    atomic_int draining;    /* a drain waits on wake for active to reach 0 */
     unsigned int handed;    /* counted open, handed to the server, not yet taken */
     unsigned int idle_s, request_s;
     int stop;

@@ -83,7 +83,7 @@ int gw_live_open(gw_live *live, const char *path, idem_log_fn log, char *why, si
     live->boot.windows = NULL;
     live->boot.mcp_origins = NULL;
     live->boot.stdio_tenant = NULL;
-    pthread_mutex_init(&live->lock, NULL);
+    pthread_rwlock_init(&live->lock, NULL);
     return 0;
 }
 
@@ -126,10 +126,10 @@ int gw_live_reload(gw_live *live, char *why, size_t size)
         return -1;
     if ((gen = gen_new(cfg, live->pool, live->log, why, size, &rc)) == NULL)
         return -1;
-    pthread_mutex_lock(&live->lock);
+    pthread_rwlock_wrlock(&live->lock);
     old = live->current;
     live->current = gen;
-    pthread_mutex_unlock(&live->lock);
+    pthread_rwlock_unlock(&live->lock);
     restart_members(why, size, &live->boot, gen->cfg);
     gw_gen_release(old);
     return 0;
@@ -139,10 +139,11 @@ gw_gen *gw_live_acquire(gw_live *live)
 {
     gw_gen *gen;
 
-    pthread_mutex_lock(&live->lock);
+    /* Readers do not wait for each other: the requests of every thread take it. */
+    pthread_rwlock_rdlock(&live->lock);
     gen = live->current;
     atomic_fetch_add(&gen->refs, 1);
-    pthread_mutex_unlock(&live->lock);
+    pthread_rwlock_unlock(&live->lock);
     return gen;
 }
 
@@ -160,5 +161,5 @@ void gw_live_close(gw_live *live)
     live->pool = NULL;
     free(live->boot_address);
     free(live->boot_dsn);
-    pthread_mutex_destroy(&live->lock);
+    pthread_rwlock_destroy(&live->lock);
 }

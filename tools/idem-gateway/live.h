@@ -22,7 +22,7 @@ typedef struct gw_gen {
 } gw_gen;
 
 typedef struct gw_live {
-    pthread_mutex_t lock;
+    pthread_rwlock_t lock;         /* every request reads current; a reload writes it */
     gw_gen *current;               /* one reference is the gw_live's */
     idem_pool *pool;               /* owned; made with the first generation's runtime */
     const char *path;              /* the configuration file; borrowed */

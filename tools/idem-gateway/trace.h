@@ -39,6 +39,10 @@ int gw_tracestate_ok(const char *tracestate);
  * else a new trace with a random trace-id; a new span ID of the gateway's either way. */
 void gw_trace_begin(gw_trace *t, const char *traceparent, const char *tracestate);
 
+/* @n (at most 64) bytes of the CSPRNG into @out, from this thread's batch: 0, or -1 when
+ * the generator failed. */
+int gw_random_bytes(unsigned char *out, size_t n);
+
 /* The traceparent that @t's span sends onward: "00-<trace-id>-<span-id>-<flags>", into @out
  * of GW_TRACEPARENT_LEN + 1 bytes. Returns @out. */
 const char *gw_trace_header(char out[GW_TRACEPARENT_LEN + 1], const gw_trace *t);
