@@ -138,11 +138,11 @@ const idem__stmt idem__store_stmt_reserve_as = {
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1),"                                 \
     " n AS (SELECT count(*) AS finished FROM done)"                                                \
     " SELECT CASE WHEN n.finished = 1 THEN 1 ELSE idem.finish_guard($1, n.finished) END FROM n"
-const idem__stmt idem__store_stmt_record_as = {
-    "idem_store_record_as", RECORD_INSERT ")" RECORD_VALUES RECORD_GUARD, 11};
+const idem__stmt idem__store_stmt_record_as = {"idem_store_record_as",
+                                               RECORD_INSERT ")" RECORD_VALUES RECORD_GUARD, 11};
 const idem__stmt idem__store_stmt_record_as_id = {
-    "idem_store_record_as_id", RECORD_INSERT ", identity_digests)" RECORD_VALUES ", $12" RECORD_GUARD,
-    12};
+    "idem_store_record_as_id",
+    RECORD_INSERT ", identity_digests)" RECORD_VALUES ", $12" RECORD_GUARD, 12};
 
 /* The finishing statement travels with COMMIT. idem.finish_guard() (migration 0010) raises
  * unless the tenant is still the call's and exactly one claimed row was finished: an

@@ -58,8 +58,8 @@ static idem__pipe_cmd cmd_reserve(call *c, const idem__tx_settings *s)
     memset(p->reserve_formats, 0, sizeof(p->reserve_formats));
     p->reserve_lengths[2] = p->reserve_lengths[3] = 8;
     p->reserve_formats[2] = p->reserve_formats[3] = 1;
-    return (idem__pipe_cmd){&idem__store_stmt_reserve_as, NULL, 0, p->reserve, p->reserve_lengths,
-                            p->reserve_formats, 1, NULL};
+    return (idem__pipe_cmd){&idem__store_stmt_reserve_as, NULL, 0,   p->reserve, p->reserve_lengths,
+                            p->reserve_formats,           1,    NULL};
 }
 
 /* On plain PostgreSQL BEGIN and the reservation, which makes the settings itself and
@@ -129,7 +129,13 @@ static idem__pipe_cmd cmd_record(finish_params *p, const call *c, const char *st
         n = 12;
     }
     return (idem__pipe_cmd){n == 12 ? &idem__store_stmt_record_as_id : &idem__store_stmt_record_as,
-                            NULL, 0, p->values, p->lengths, p->formats, 0, NULL};
+                            NULL,
+                            0,
+                            p->values,
+                            p->lengths,
+                            p->formats,
+                            0,
+                            NULL};
 }
 
 static idem__pipe_cmd cmd_finish(finish_params *p, const call *c, const char *receipt, size_t len,

@@ -282,7 +282,7 @@ Test(store_effect_rules, an_unknown_effect_result_is_named_as_such)
  * in ways no statement text shows, and what the finishing statement's guard says of it. */
 typedef struct guard_case {
     char sql[320];
-    char says[48]; /* in the call's message */
+    char says[48];  /* in the call's message */
     int claim_only; /* it breaks a pending claim, which only Citus writes: on plain
                        PostgreSQL the key has no row until the call's own, written finished
                        with COMMIT, so the statement finds nothing and the call creates */

@@ -130,8 +130,8 @@ Test(first_attempt, a_first_attempt_on_a_key_that_exists_writes_nothing)
     cr_assert_eq(call_with(&out, "op-v2", "{\"text\":\"two\"}", 1, note_effect, NULL), 0);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
     cr_assert_eq(notes(), 2);
-    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM notes WHERE operation_id = 'op-v1'"),
-                 1, "the three void attempts' notes were rolled back");
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM notes WHERE operation_id = 'op-v1'"), 1,
+                 "the three void attempts' notes were rolled back");
     if (pgtest_citus_workers() != NULL)
         cr_assert_eq(pgtest_scalar(check, "SELECT note_id FROM notes WHERE operation_id = 'op-v2'"),
                      2, "the three void attempts drew no identity value");

@@ -12,7 +12,8 @@ Test(store_keys, changed_arguments_under_same_key_conflict_and_write_nothing)
     idem_error err = IDEM_ERROR_INIT;
     storetest_open(NULL, 2);
 
-    cr_assert_eq(storetest_create_task(&out, "acme", "op-c", "{\"subject\":\"first\"}", &err), 0, "%s", err.message);
+    cr_assert_eq(storetest_create_task(&out, "acme", "op-c", "{\"subject\":\"first\"}", &err), 0,
+                 "%s", err.message);
     idem_outcome_clear(&out);
     cr_assert_eq(storetest_create_task(&out, "acme", "op-c", "{\"subject\":\"second\"}", &err),
                  IDEM_ECONFLICT);

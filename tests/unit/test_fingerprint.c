@@ -466,9 +466,9 @@ static void assert_text_form(const char *text, int answers)
     cr_assert_eq(rc, answers, "%s: %d", text, rc);
     if (rc != 1)
         return;
-    cr_assert_eq(idem_fingerprint_compute_text(&full, "send_email", 7, text, strlen(text), NULL,
-                                               &err),
-                 0, "%s: %s", text, err.message);
+    cr_assert_eq(
+        idem_fingerprint_compute_text(&full, "send_email", 7, text, strlen(text), NULL, &err), 0,
+        "%s: %s", text, err.message);
     cr_assert_eq(memcmp(fast.bytes, full.bytes, sizeof(fast.bytes)), 0, "%s", text);
 }
 
@@ -479,13 +479,35 @@ Test(fingerprint, text_form_matches_the_parsed_form_or_declines)
         " {\"b\" : 2 , \"a\":[1, {\"z\":null,\"y\":false}, \"x\"]}\n",
         "{\"subject\":\"Benchmark replay\"}", "{\"a\":{},\"b\":[],\"\":0}",
         /* UTF-16 order: U+1F600 (a surrogate pair) sorts before U+FFFD */
-        "{\"\xef\xbf\xbd\":1,\"\xf0\x9f\x98\x80\":2,\"a\":3}",
-        "[[[[[[[[[[1]]]]]]]]]]"};
-    static const char *const declined[] = {
-        "", " ", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{\"a\":1,\"a\":2}", "{a:1}", "01",
-        "-0", "1.5", "1e3", "1E3", "1234567890123456", "-", "\"a\\nb\"", "\"\\u00e9\"",
-        "\"\t\"", "\"\xc3\"", "\"\xed\xa0\x80\"", "tru", "truex", "[1] 2", "nul",
-        "{\"a\":1}}", "\"unterminated", "[1 2]", "{\"a\":1 \"b\":2}"};
+        "{\"\xef\xbf\xbd\":1,\"\xf0\x9f\x98\x80\":2,\"a\":3}", "[[[[[[[[[[1]]]]]]]]]]"};
+    static const char *const declined[] = {"",
+                                           " ",
+                                           "{",
+                                           "[1,]",
+                                           "{\"a\":1,}",
+                                           "{\"a\" 1}",
+                                           "{\"a\":1,\"a\":2}",
+                                           "{a:1}",
+                                           "01",
+                                           "-0",
+                                           "1.5",
+                                           "1e3",
+                                           "1E3",
+                                           "1234567890123456",
+                                           "-",
+                                           "\"a\\nb\"",
+                                           "\"\\u00e9\"",
+                                           "\"\t\"",
+                                           "\"\xc3\"",
+                                           "\"\xed\xa0\x80\"",
+                                           "tru",
+                                           "truex",
+                                           "[1] 2",
+                                           "nul",
+                                           "{\"a\":1}}",
+                                           "\"unterminated",
+                                           "[1 2]",
+                                           "{\"a\":1 \"b\":2}"};
 
     for (size_t i = 0; i < sizeof(answered) / sizeof(answered[0]); i++)
         assert_text_form(answered[i], 1);
@@ -507,8 +529,8 @@ Test(fingerprint, text_form_declines_deep_nesting_and_wide_objects)
     at = 0;
     wide[at++] = '{';
     for (int i = 0; i < 33; i++)
-        at += (size_t)snprintf(wide + at, sizeof(wide) - at, "%s\"k%02d\":%d", i ? "," : "",
-                               32 - i, i);
+        at += (size_t)snprintf(wide + at, sizeof(wide) - at, "%s\"k%02d\":%d", i ? "," : "", 32 - i,
+                               i);
     snprintf(wide + at, sizeof(wide) - at, "}");
     assert_text_form(wide, 0);
     wide[at - 9] = '}'; /* without ,"k00":32: 32 members, answered, sorted */
