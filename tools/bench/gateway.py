@@ -14,7 +14,8 @@ and with the keys gateway-replay-* that the in-process side created (replays). I
 throughput and p50/p99 beside the in-process side's, their ratios, the load average, and
 checks that the rows the gateway created equal its non-replayed 201 answers. Where
 idem-bench-http-floor is built (tools/bench/http_floor.c: the least a libmicrohttpd server
-does for the same requests and statements, without idempotency), it runs the same wrk
+does for the same requests and statements, without idempotency, its database connections
+capped at --pool as the gateway's are), it runs the same wrk
 rounds against it, checks its answers as the gateway's (a 201 each, replays marked, its
 rows against its 201s), and prints each process's own CPU per answered call (user + system
 from /proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5.
@@ -437,7 +438,7 @@ def print_table(cells, pool, args):
 CPU_TARGET = 1.5
 
 
-def print_process_cpu(cells):
+def print_process_cpu(cells, pool):
     """idem-gateway's CPU per call beside the minimal libmicrohttpd server's, the same
     requests under wrk, each process alone (not wrk, not PostgreSQL)."""
     if not any(c.floor for c in cells):
@@ -446,9 +447,10 @@ def print_process_cpu(cells):
         return
     print("\nCPU per answered call of the server process alone (user + system from"
           " /proc/PID/stat over the calls it answered), µs: idem-gateway against"
-          " idem-bench-http-floor (libmicrohttpd, one thread per connection, the same requests:"
+          " idem-bench-http-floor (libmicrohttpd, one thread per connection, at most %d database"
+          " connections as the gateway, the same requests:"
           " the tool's INSERT for a new key, the receipt by primary key for a replay; no"
-          " idempotency), target gateway / floor <= %.1f" % CPU_TARGET)
+          " idempotency), target gateway / floor <= %.1f" % (pool, CPU_TARGET))
     print("cpu %-5s %-8s %10s %10s %7s %-7s %s" % ("conns", "requests", "gateway", "floor",
                                                    "ratio", "target", "load average"))
     for c in cells:
@@ -551,7 +553,8 @@ def main():
 
     def floor_start():
         gws.append(Gateway(None, None, os.path.join(tmp, "floor.log"),
-                           [floor_exe, db, hashlib.sha256(token.encode()).hexdigest()]))
+                           [floor_exe, db, hashlib.sha256(token.encode()).hexdigest(),
+                            str(args.pool)]))
         say("minimal libmicrohttpd server pid %d, port %d" % (gws[-1].proc.pid, gws[-1].port))
         return gws[-1]
 
@@ -572,7 +575,7 @@ def main():
                                 floor_start if os.path.exists(floor_exe) else None)
             print_table(cells, args.pool, args)
             print_targets(cells)
-            print_process_cpu(cells)
+            print_process_cpu(cells, args.pool)
             print("gateway RSS at the end: %d kB; load average at the end %s" % (
                 rss_kb(gw.proc.pid), loadavg()))
             print("\nchecks: the rows the gateway created against its non-replayed 201s")

@@ -4,11 +4,14 @@
  * call beside it. Not an idempotent server: it has none of idem's work, only what any
  * server answering the same requests with the same statement does.
  *
- * Usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX
+ * Usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL]
  *
  * It listens on 127.0.0.1 at a free port, says "listening on http://127.0.0.1:PORT/" on
  * stderr, and answers until SIGTERM or SIGINT, one thread per connection as idem-gateway
- * runs libmicrohttpd, one libpq connection per thread (PG* environment, database DBNAME):
+ * runs libmicrohttpd, with at most POOL libpq connections shared by its threads as any
+ * server caps its database connections (the least such a pool does: a mutex, a condition
+ * variable, a stack of idle connections; PG* environment, database DBNAME), or without
+ * POOL one libpq connection per thread:
  *
  *   GET /healthz                 200
  *   POST with the bearer token whose SHA-256 is TOKEN-SHA256-HEX, an Idempotency-Key and
@@ -38,10 +41,18 @@
 static const char replay_sql[] = "SELECT convert_from(response, 'UTF8') FROM idem.operations"
                                  " WHERE tenant = $1 AND operation_id = $2";
 
+#define MAX_POOL 64
+
 typedef struct server {
     const char *dbname;
     unsigned char token_digest[SHA256_DIGEST_LENGTH];
-    pthread_key_t conn_key; /* this thread's PGconn, prepared; closed when the thread ends */
+    pthread_key_t conn_key; /* without a pool: this thread's PGconn, prepared; closed when
+                               the thread ends */
+    /* With a pool (size > 0): idle[0..nidle) are free, opened counts all made. */
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    unsigned int size, opened, nidle;
+    PGconn *idle[MAX_POOL];
 } server;
 
 typedef struct body {
@@ -54,17 +65,14 @@ static void conn_close(void *pg)
     PQfinish(pg);
 }
 
-/* This thread's connection, opened and its two statements prepared on first use. */
-static PGconn *thread_conn(server *s)
+/* A new connection with its two statements prepared, or NULL. */
+static PGconn *open_conn(const server *s)
 {
-    PGconn *pg = pthread_getspecific(s->conn_key);
     const char *keys[] = {"dbname", NULL}, *values[] = {s->dbname, NULL};
+    PGconn *pg = PQconnectdbParams(keys, values, 1);
     PGresult *a, *b;
     int ok;
 
-    if (pg != NULL)
-        return pg;
-    pg = PQconnectdbParams(keys, values, 1);
     a = PQprepare(pg, "replay", replay_sql, 2, NULL);
     b = PQprepare(pg, "create", BENCH_GATEWAY_SQL, 3, NULL);
     ok = PQresultStatus(a) == PGRES_COMMAND_OK && PQresultStatus(b) == PGRES_COMMAND_OK;
@@ -76,8 +84,46 @@ static PGconn *thread_conn(server *s)
         PQfinish(pg);
         return NULL;
     }
-    pthread_setspecific(s->conn_key, pg);
     return pg;
+}
+
+/* A connection for one call: the pool's (waiting while all are busy), or this thread's,
+ * opened on first use. */
+static PGconn *conn_take(server *s)
+{
+    PGconn *pg;
+    int open_one = 0;
+
+    if (s->size == 0) {
+        if ((pg = pthread_getspecific(s->conn_key)) == NULL && (pg = open_conn(s)) != NULL)
+            pthread_setspecific(s->conn_key, pg);
+        return pg;
+    }
+    pthread_mutex_lock(&s->lock);
+    while (s->nidle == 0 && s->opened == s->size)
+        pthread_cond_wait(&s->freed, &s->lock);
+    if (s->nidle > 0)
+        pg = s->idle[--s->nidle];
+    else
+        pg = NULL, open_one = 1, s->opened++;
+    pthread_mutex_unlock(&s->lock);
+    if (open_one && (pg = open_conn(s)) == NULL) {
+        pthread_mutex_lock(&s->lock);
+        s->opened--;
+        pthread_cond_signal(&s->freed);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return pg;
+}
+
+static void conn_give(server *s, PGconn *pg)
+{
+    if (s->size == 0 || pg == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->idle[s->nidle++] = pg;
+    pthread_cond_signal(&s->freed);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static enum MHD_Result answer(struct MHD_Connection *c, unsigned int status, const char *text,
@@ -128,7 +174,7 @@ static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key
     const char *subject = json_string_value(json_object_get(args, "subject"));
     /* A replay binds the tenant and the key, a new key the tenant, the subject and the key. */
     const char *values[3] = {BENCH_GATEWAY_TENANT, replay ? key : subject, key};
-    PGconn *pg = thread_conn(s);
+    PGconn *pg = conn_take(s);
     PGresult *res = NULL;
     enum MHD_Result rc;
 
@@ -143,6 +189,7 @@ static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key
     else
         rc = answer(c, 201, PQgetvalue(res, 0, 0), replay);
     PQclear(res);
+    conn_give(s, pg);
     json_decref(args);
     return rc;
 }
@@ -209,11 +256,14 @@ int main(int argc, char **argv)
     const union MHD_DaemonInfo *info;
     sigset_t set;
 
-    if (argc != 3 || strlen(argv[2]) != 2 * SHA256_DIGEST_LENGTH ||
-        read_digest(s.token_digest, argv[2]) != 0) {
-        fputs("usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX\n", stderr);
+    if (argc < 3 || argc > 4 || strlen(argv[2]) != 2 * SHA256_DIGEST_LENGTH ||
+        read_digest(s.token_digest, argv[2]) != 0 ||
+        (argc == 4 && (sscanf(argv[3], "%u", &s.size) != 1 || s.size < 1 || s.size > MAX_POOL))) {
+        fputs("usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL (1 to 64)]\n", stderr);
         return 64;
     }
+    pthread_mutex_init(&s.lock, NULL);
+    pthread_cond_init(&s.freed, NULL);
     s.dbname = argv[1];
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     pthread_key_create(&s.conn_key, conn_close);
