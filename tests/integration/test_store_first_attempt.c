@@ -217,3 +217,46 @@ Test(first_attempt, many_threads_first_attempting_one_key_create_exactly_one_eff
     cr_assert_eq(notes(), 1);
     cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.operations"), 1);
 }
+
+/* Inserts a note into a table whose key is the operation: a second run for the same key
+ * fails on that constraint (23505) whatever the effect means by it. */
+static int unique_note_effect(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                              idem_error *err)
+{
+    const char *values[2] = {idem_tx_tenant(tx), idem_tx_operation_id(tx)};
+    PGresult *res = NULL;
+    int rc = idem_tx_exec(&res, tx,
+                          "INSERT INTO unique_notes (tenant, operation_id) VALUES ($1, $2)"
+                          " RETURNING operation_id",
+                          2, values, err);
+
+    (void)arguments, (void)ctx;
+    if (rc != 0)
+        return rc;
+    *response = json_pack("{s:s}", "noted", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return IDEM_EFFECT_OK;
+}
+
+/* A first attempt on a key that has a record, whose effect fails because the first
+ * attempt's row is there (its own unique constraint): the record answers, a replay, not
+ * effect_failed; nothing more is written. */
+Test(first_attempt, an_effect_that_fails_on_the_first_attempts_row_still_replays)
+{
+    idem_outcome a = IDEM_OUTCOME_INIT, b = IDEM_OUTCOME_INIT;
+
+    open_store("first_unique");
+    PQclear(pgtest_exec(check, "CREATE TABLE unique_notes (tenant text, operation_id text,"
+                               " PRIMARY KEY (tenant, operation_id))"));
+    cr_assert_eq(call_with(&a, "op-u", "{}", 1, unique_note_effect, NULL), 0);
+    cr_assert_eq(a.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(call_with(&b, "op-u", "{}", 1, unique_note_effect, NULL), 0, "status %s",
+                 idem_status_name(b.status));
+    cr_assert_eq(b.status, IDEM_STATUS_REPLAYED);
+    cr_assert_eq(b.receipt_len, a.receipt_len);
+    cr_assert_eq(memcmp(a.receipt, b.receipt, a.receipt_len), 0);
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM unique_notes"), 1);
+    cr_assert_eq(pgtest_scalar(check, "SELECT count(*) FROM idem.operations"), 1);
+    idem_outcome_clear(&a);
+    idem_outcome_clear(&b);
+}
