@@ -278,6 +278,21 @@ void idem__store_claim_params_init(call *c);
  * wait running out: another live attempt holds the key. */
 int idem__store_claim_busy(const call *c, size_t failed_at, const char *sqlstate);
 
+/* A command of SQL text without parameters (store_cmds.c). */
+idem__pipe_cmd idem__store_cmd_sql(const char *sql);
+
+/* The statement that writes the callback path's record with COMMIT: on plain PostgreSQL
+ * the record whole (stmt_record_as, after a reservation: c->reserved), on Citus the
+ * finishing UPDATE of the claim; @failed: the state failed instead of completed. @p holds
+ * the parameters while the pipeline runs (store_cmds.c). */
+typedef struct finish_params {
+    const char *values[12];
+    int lengths[12];
+    int formats[12];
+} finish_params;
+idem__pipe_cmd idem__store_cmd_finish(finish_params *p, const call *c, const char *receipt,
+                                      size_t len, int failed);
+
 /* PQclear each command's result. */
 void idem__store_pipe_clear(idem__pipe_cmd *cmds, size_t n);
 
