@@ -75,8 +75,32 @@ static void unlink_waiter_locked(idem_pool *pool, waiter *w)
     pool->nwaiting--;
 }
 
-/* A connection comes back: the longest-waiting caller gets it, else it goes idle. */
-static void give_conn_locked(idem_pool *pool, idem_conn *conn, long long now)
+/* Tell the waiters of @woken, handed a connection or a slot under the pool's lock, that
+ * they may go: after that lock is released, so that a woken thread does not wait for it
+ * again behind the thread that woke it and every other caller. Once its lock is released,
+ * a waiter may be gone (its struct lived on its stack). */
+static void wake_all(waiter *woken)
+{
+    while (woken != NULL) {
+        waiter *w = woken;
+
+        woken = w->next_woken;
+        pthread_mutex_lock(&w->lock);
+        w->done = 1;
+        pthread_cond_signal(&w->wake);
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+static void hand_over_locked(waiter *w, waiter **woken)
+{
+    w->next_woken = *woken;
+    *woken = w;
+}
+
+/* A connection comes back: the longest-waiting caller gets it (told by wake_all()), else
+ * it goes idle. */
+static void give_conn_locked(idem_pool *pool, idem_conn *conn, long long now, waiter **woken)
 {
     waiter *w = dequeue_locked(pool);
 
@@ -84,7 +108,7 @@ static void give_conn_locked(idem_pool *pool, idem_conn *conn, long long now)
     if (w != NULL) {
         w->conn = conn;
         pool->st.acquires++;
-        pthread_cond_signal(&w->wake);
+        hand_over_locked(w, woken);
         return;
     }
     conn->next = pool->idle;
@@ -92,8 +116,9 @@ static void give_conn_locked(idem_pool *pool, idem_conn *conn, long long now)
     pool->nidle++;
 }
 
-/* A connection is gone: its slot goes to the longest-waiting caller, else it is freed. */
-static void give_slot_locked(idem_pool *pool)
+/* A connection is gone: its slot goes to the longest-waiting caller (told by wake_all()),
+ * else it is freed. */
+static void give_slot_locked(idem_pool *pool, waiter **woken)
 {
     waiter *w = dequeue_locked(pool);
 
@@ -103,13 +128,13 @@ static void give_slot_locked(idem_pool *pool)
     }
     w->slot = 1;
     pool->nopening++;
-    pthread_cond_signal(&w->wake);
+    hand_over_locked(w, woken);
 }
 
 /* Move to *closing the idle connections past their lifetime, or idle too long above
  * min_idle. No background thread: acquire and release call this, at most every
  * prune_every_ms. */
-static void prune_locked(idem_pool *pool, long long now, idem_conn **closing)
+static void prune_locked(idem_pool *pool, long long now, idem_conn **closing, waiter **woken)
 {
     const idem_pool_options *o = &pool->opts;
     idem_conn **p = &pool->idle;
@@ -132,7 +157,7 @@ static void prune_locked(idem_pool *pool, long long now, idem_conn **closing)
         *p = c->next;
         pool->nidle--;
         idem__pool_count_close_locked(pool, c->close_reason);
-        give_slot_locked(pool);
+        give_slot_locked(pool, woken);
         c->next = *closing;
         *closing = c;
     }
@@ -189,30 +214,39 @@ static int exhausted_locked(const idem_pool *pool, step_limit wait, idem_error *
                            pool->st.timeouts);
 }
 
-/* Queue up until a release hands over a connection or a slot, or the time is up
- * (acquire_timeout_ms, or the call's deadline when sooner). */
-static int wait_locked(idem_conn **out, idem_pool *pool, long long until, idem_error *err)
+/* Wait, queued as @w since the pool's lock was last held, until a release hands over a
+ * connection or a slot, or the time is up (acquire_timeout_ms, or the call's deadline when
+ * sooner). Called and returns without the pool's lock; takes it only when the time is up. */
+static int wait_handed(idem_conn **out, idem_pool *pool, waiter *w, step_limit limit,
+                       idem_error *err)
 {
-    waiter w = {.conn = NULL, .slot = 0, .next = NULL};
-    step_limit limit =
-        step_limit_for(pool->opts.acquire_timeout_ms, 0, "acquire_timeout_ms", until);
     struct timespec deadline;
-    int timed_out = 0;
+    int timed_out = 0, done, rc = 0;
 
-    if (pthread_cond_init(&w.wake, &pool->cond_attr) != 0)
-        return idem__error_set(err, IDEM_ENOMEM, "cannot create a condition variable");
     idem__deadline_after(&deadline, limit.ms);
-    enqueue_locked(pool, &w);
-    while (w.conn == NULL && !w.slot && !timed_out)
-        timed_out = pthread_cond_timedwait(&w.wake, &pool->lock, &deadline) == ETIMEDOUT;
-    pthread_cond_destroy(&w.wake);
-    if (w.conn == NULL && !w.slot) {
-        unlink_waiter_locked(pool, &w);
-        pool->st.timeouts++;
-        return exhausted_locked(pool, limit, err);
+    pthread_mutex_lock(&w->lock);
+    while (!w->done && !timed_out)
+        timed_out = pthread_cond_timedwait(&w->wake, &w->lock, &deadline) == ETIMEDOUT;
+    done = w->done;
+    pthread_mutex_unlock(&w->lock);
+    if (!done) {
+        pthread_mutex_lock(&pool->lock);
+        if (w->conn == NULL && !w->slot) {
+            unlink_waiter_locked(pool, w);
+            pool->st.timeouts++;
+            rc = exhausted_locked(pool, limit, err);
+        }
+        pthread_mutex_unlock(&pool->lock);
+        /* Handed over as the time ran out: the hand-over's wake_all() is under way and
+         * touches *w; go only once it is done. */
+        pthread_mutex_lock(&w->lock);
+        while (rc == 0 && !w->done)
+            pthread_cond_wait(&w->wake, &w->lock);
+        pthread_mutex_unlock(&w->lock);
     }
-    *out = w.conn;
-    return 0;
+    if (rc == 0)
+        *out = w->conn;
+    return rc;
 }
 
 /* An idle connection (*out), else a reserved slot to open one in (*out NULL), else wait
@@ -221,13 +255,14 @@ static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, long l
                     idem_error *err)
 {
     idem_conn *pruned = NULL;
+    waiter w = {.conn = NULL, .slot = 0, .done = 0, .next = NULL}, *woken = NULL;
+    step_limit limit = {0, NULL};
     long long now = idem__coarse_ms();
-    int rc = 0;
+    int rc = 0, queued = 0;
 
     *now_out = now;
-
     pthread_mutex_lock(&pool->lock);
-    prune_locked(pool, now, &pruned);
+    prune_locked(pool, now, &pruned, &woken);
     if (pool->idle != NULL) {
         *out = idem__pool_pop_idle_locked(pool);
         pool->st.acquires++;
@@ -235,11 +270,24 @@ static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, long l
         pool->size++;
         pool->nopening++;
         *out = NULL;
+    } else if (pthread_mutex_init(&w.lock, NULL) != 0) {
+        rc = idem__error_set(err, IDEM_ENOMEM, "cannot create a mutex");
+    } else if (pthread_cond_init(&w.wake, &pool->cond_attr) != 0) {
+        pthread_mutex_destroy(&w.lock);
+        rc = idem__error_set(err, IDEM_ENOMEM, "cannot create a condition variable");
     } else {
-        rc = wait_locked(out, pool, until, err);
+        limit = step_limit_for(pool->opts.acquire_timeout_ms, 0, "acquire_timeout_ms", until);
+        enqueue_locked(pool, &w);
+        queued = 1;
     }
     pthread_mutex_unlock(&pool->lock);
+    wake_all(woken);
     idem__pool_close_list(pool, pruned);
+    if (queued) {
+        rc = wait_handed(out, pool, &w, limit, err);
+        pthread_cond_destroy(&w.wake);
+        pthread_mutex_destroy(&w.lock);
+    }
     return rc;
 }
 
@@ -303,6 +351,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
                             idem_error *err)
 {
     idem_conn *conn = calloc(1, sizeof(*conn));
+    waiter *woken = NULL;
     long long now;
     int rc;
 
@@ -319,9 +368,10 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
         conn->expires_ms = expiry_locked(pool, now);
     } else {
         pool->st.connect_failures++;
-        give_slot_locked(pool);
+        give_slot_locked(pool, &woken);
     }
     pthread_mutex_unlock(&pool->lock);
+    wake_all(woken);
     if (rc < 0) {
         idem__conn_close(conn);
         return rc;
@@ -401,6 +451,7 @@ void idem_pool_release(idem_conn *conn)
 {
     idem_pool *pool;
     idem_conn *pruned = NULL;
+    waiter *woken = NULL;
     enum idem__conn_state state;
     long long now;
     int reason = 0;
@@ -425,13 +476,14 @@ void idem_pool_release(idem_conn *conn)
     pthread_mutex_lock(&pool->lock);
     pool->st.rolled_back += state == IDEM__CONN_ROLLED_BACK;
     if (reason == 0) {
-        give_conn_locked(pool, conn, now); /* from here on, conn may be another's */
+        give_conn_locked(pool, conn, now, &woken); /* from here on, conn may be another's */
     } else {
         idem__pool_count_close_locked(pool, reason);
-        give_slot_locked(pool);
+        give_slot_locked(pool, &woken);
     }
-    prune_locked(pool, now, &pruned);
+    prune_locked(pool, now, &pruned, &woken);
     pthread_mutex_unlock(&pool->lock);
+    wake_all(woken);
     if (reason != 0)
         idem__pool_close_conn(pool, conn);
     idem__pool_close_list(pool, pruned);

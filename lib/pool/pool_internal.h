@@ -9,12 +9,18 @@
 #include "conn.h"
 
 /* A thread queued in idem_pool_acquire(). Callers are served in arrival order, and a
- * release hands its connection (or a closed connection's slot) straight to the first. */
+ * release hands its connection (or a closed connection's slot) straight to the first: conn
+ * or slot set under the pool's lock, then, once that lock is released, done set and wake
+ * signalled under the waiter's own lock, so that the woken thread never queues for the
+ * pool's lock again (pool.c). */
 typedef struct waiter {
+    pthread_mutex_t lock; /* done and wake */
     pthread_cond_t wake;
+    int done;        /* handed over and told so: the waiter may go */
     idem_conn *conn; /* handed over: the caller's now */
     int slot;        /* or: a slot reserved for the caller to open a connection in */
     struct waiter *next;
+    struct waiter *next_woken; /* in the list of those to tell, once the pool's lock is free */
 } waiter;
 
 #define MAX_KEYS 9
