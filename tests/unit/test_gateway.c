@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "answer.h"
+#include "auth.h"
 #include "config.h"
 #include "http_api.h"
 #include "mcp.h"
@@ -727,4 +728,45 @@ Test(gateway, a_traceparent_in_meta_becomes_the_requests_trace_context)
     cr_assert_eq(refused, 0);
     cr_assert_not_null(json_object_get(reply, "result"), "and is no error");
     json_decref(reply);
+}
+
+/* Tokens token-a (tenant acme) and token-b (tenant beta), by their SHA-256. */
+#define TOKEN_A_DIGEST "a70bf50e531ce1a817561f2f5d5b6645d4e806becf58ccc5e8cf6b8045a090a8"
+#define TOKEN_B_DIGEST "49e2bb7eab54cf09b409ffafd3fa8a8a955a60eb972faacaefbed3dbd3207132"
+static const char auth_config[] =
+    "{\"http\": {\"address\": \"127.0.0.1\", \"port\": 0},"
+    " \"database\": {\"dsn\": \"dbname=never_reached\"},"
+    " \"tenants\": {"
+    "  \"acme\": {\"tokens\": "
+    "[\"4f7d6b4a64ad6f4f6a7d2c5d3d1b0a2b7f0c3a7a6a3b8a8f0a8a4a0d1c5b2e9a\","
+    "   \"" TOKEN_A_DIGEST "\"]},"
+    "  \"beta\": {\"tokens\": [\"" TOKEN_B_DIGEST "\"]}},"
+    " \"tools\": {\"note\": {\"arguments\": {\"type\": \"object\"},"
+    "  \"sql\": {\"statement\": \"SELECT json_build_object('t', $1::text)\","
+    "           \"params\": [\"/text\"]}}}}";
+
+/* The thread remembers the digest of the token it saw last (a connection's requests carry
+ * the same one): a different token, however alike, is digested and decided anew. */
+Test(gateway, each_request_s_token_decides_its_tenant_whatever_the_thread_saw_before)
+{
+    gw_config *auth = NULL;
+    char why[1024];
+    const gw_tenant *t;
+
+    cr_assert_eq(gw_config_load(&auth, write_config(auth_config), why, sizeof(why)), 0, "%s", why);
+    for (int round = 0; round < 2; round++) {
+        cr_assert_not_null(t = gw_auth_tenant(auth, "Bearer token-a"));
+        cr_assert_str_eq(t->name, "acme");
+        cr_assert_null(gw_auth_tenant(auth, "Bearer token-c"),
+                       "an unknown token of the same length");
+        cr_assert_null(gw_auth_tenant(auth, "Bearer token-aa"));
+        cr_assert_null(gw_auth_tenant(auth, "Bearer token-"));
+        cr_assert_not_null(t = gw_auth_tenant(auth, "Bearer  token-a  "));
+        cr_assert_str_eq(t->name, "acme");
+        cr_assert_not_null(t = gw_auth_tenant(auth, "Bearer token-b"));
+        cr_assert_str_eq(t->name, "beta");
+        cr_assert_null(gw_auth_tenant(auth, "Basic token-b"));
+        cr_assert_null(gw_auth_tenant(auth, NULL));
+    }
+    gw_config_free(auth);
 }
