@@ -251,6 +251,12 @@ class Run:
                 max(self.r["answered"], 1))
 
 
+def process_cpu_us(runs):
+    """A server process's own CPU per answered call over @runs, µs (nan without runs)."""
+    n = sum(r.r["answered"] for r in runs)
+    return 1e6 * sum(r.gw_cpu_s for r in runs) / n if n else float("nan")
+
+
 def median(xs):
     xs = sorted(xs)
     n = len(xs)
@@ -268,24 +274,24 @@ class Cell:
     def __init__(self, connections, what):
         self.connections, self.what = connections, what
         self.gw, self.lib, self.loads, self.http, self.floor = [], [], [], [], []
+        self.floor_record = []
 
-    def add(self, run, lib, load, http, floor):
+    def add(self, run, lib, load, http, floor, floor_record=None):
         self.gw.append(run)
         self.lib.append(lib)
         self.loads.append(load)
         self.http.append(http)
         if floor is not None:
             self.floor.append(floor)
+        if floor_record is not None:
+            self.floor_record.append(floor_record)
 
     def process_cpu_us(self):
         """The server process's own CPU per answered call, µs (user + system of
         /proc/PID/stat over the calls answered): idem-gateway's, the minimal server's (nan
         without it), and the load average at their last runs."""
-        def per_call(runs):
-            n = sum(r.r["answered"] for r in runs)
-            return 1e6 * sum(r.gw_cpu_s for r in runs) / n if n else float("nan")
         load = (self.floor or self.gw)[-1].load.split()[0]
-        return per_call(self.gw), per_call(self.floor), load
+        return process_cpu_us(self.gw), process_cpu_us(self.floor), load
 
     def total_us(self):
         """Medians over the rounds of all the CPU a request costs, µs: through the gateway
@@ -355,7 +361,15 @@ class Cell:
             first = next((f.r["first_other"] for f in self.floor if f.r["other"]), None)
             if first is not None:
                 line += "; its first other answer: " + first
-        runs = self.gw + self.http + self.floor
+        if self.floor_record:
+            line += ("; in its record mode: rows created %d, non-replayed 201s %d, other"
+                     " answers %d" % (sum(f.rows for f in self.floor_record),
+                                      sum(f.r["created"] for f in self.floor_record),
+                                      sum(f.r["other"] for f in self.floor_record)))
+            first = next((f.r["first_other"] for f in self.floor_record if f.r["other"]), None)
+            if first is not None:
+                line += "; its first other answer: " + first
+        runs = self.gw + self.http + self.floor + self.floor_record
         return line + (": ok" if all(g.ok for g in runs) else ": FAILED")
 
 
@@ -369,8 +383,8 @@ def warm_up(gw, token, connections):
     wrk(gw.url(), "replay", token, connections, 2, "warm")
 
 
-def measure(args, gw_start, db, token, pool, floor_start):
-    cells, gw, floor = [], None, None
+def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
+    cells, gw, floor, floor_record = [], None, None, None
     step = args.duration / args.rounds
     for c in args.connections:
         new, replay = Cell(c, "new keys"), Cell(c, "replays")
@@ -387,14 +401,18 @@ def measure(args, gw_start, db, token, pool, floor_start):
             new_run = Run(gw, db, token, "new", c, step)
             replay_run = Run(gw, db, token, "replay", c, step)
             http = Run(gw, db, token, "healthz", c, step)
-            floor_new = floor_replay = None
+            floor_new = floor_replay = floor_record_new = None
             if floor_start is not None:
                 floor = floor or floor_start()
                 if k == 0:
                     warm_up(floor, token, c)
                 floor_new = Run(floor, db, token, "new", c, step)
                 floor_replay = Run(floor, db, token, "replay", c, step)
-            new.add(new_run, new_in, load, http, floor_new)
+                floor_record = floor_record or floor_record_start()
+                if k == 0:
+                    warm_up(floor_record, token, c)
+                floor_record_new = Run(floor_record, db, token, "new", c, step)
+            new.add(new_run, new_in, load, http, floor_new, floor_record_new)
             replay.add(replay_run, replay_in, load, http, floor_replay)
     return cells, gw
 
@@ -458,6 +476,20 @@ def print_process_cpu(cells, pool):
         r = ratio(gw, fl)
         print("cpu %-5d %-8s %10.1f %10.1f %7.2f %-7s %s" % (
             c.connections, c.what, gw, fl, r, "met" if r <= CPU_TARGET else "MISSED", load))
+    print("\nThe same for new keys beside idem-bench-http-floor in its record mode (for"
+          " information, no target): the tool's INSERT and a record of the call on a lean"
+          " table of its own in one pipelined SERIALIZABLE transaction, as idem-bench's create"
+          " floor; its database wait per call is like the gateway's. On a virtual machine a"
+          " process's CPU per call also counts its wake-ups from idle, which grow with the"
+          " time each call waits on the database")
+    print("cpu %-5s %-8s %10s %10s %7s %s" % ("conns", "requests", "gateway", "floor+rec",
+                                             "ratio", "load average"))
+    for c in cells:
+        if c.floor_record:
+            gw, fr = process_cpu_us(c.gw), process_cpu_us(c.floor_record)
+            print("cpu %-5d %-8s %10.1f %10.1f %7.2f %s" % (
+                c.connections, c.what, gw, fr, ratio(gw, fr),
+                c.floor_record[-1].load.split()[0]))
 
 
 def print_targets(cells):
@@ -551,11 +583,12 @@ def main():
 
     floor_exe = os.path.join(args.build, "tools", "idem-bench-http-floor")
 
-    def floor_start():
-        gws.append(Gateway(None, None, os.path.join(tmp, "floor.log"),
+    def floor_start(*mode):
+        gws.append(Gateway(None, None, os.path.join(tmp, "floor%s.log" % "".join(mode)),
                            [floor_exe, db, hashlib.sha256(token.encode()).hexdigest(),
-                            str(args.pool)]))
-        say("minimal libmicrohttpd server pid %d, port %d" % (gws[-1].proc.pid, gws[-1].port))
+                            str(args.pool)] + list(mode)))
+        say("minimal libmicrohttpd server%s pid %d, port %d" % (
+            "".join(" (%s)" % m for m in mode), gws[-1].proc.pid, gws[-1].port))
         return gws[-1]
 
     psql("postgres", "CREATE DATABASE " + db)
@@ -572,7 +605,8 @@ def main():
             _, ok = soak(args, gw_start, db, token, args.pool)
         else:
             cells, gw = measure(args, gw_start, db, token, args.pool,
-                                floor_start if os.path.exists(floor_exe) else None)
+                                floor_start if os.path.exists(floor_exe) else None,
+                                lambda: floor_start("record"))
             print_table(cells, args.pool, args)
             print_targets(cells)
             print_process_cpu(cells, args.pool)

@@ -4,7 +4,7 @@
  * call beside it. Not an idempotent server: it has none of idem's work, only what any
  * server answering the same requests with the same statement does.
  *
- * Usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL]
+ * Usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL [record]]
  *
  * It listens on 127.0.0.1 at a free port, says "listening on http://127.0.0.1:PORT/" on
  * stderr, and answers until SIGTERM or SIGINT, one thread per connection as idem-gateway
@@ -19,7 +19,13 @@
  *     key gateway-replay-*       the stored receipt by primary key (tenant gateway-bench):
  *                                201 with Idempotent-Replayed: true, as the gateway answers
  *     any other key              the gateway bench's tool statement (BENCH_GATEWAY_SQL) in
- *                                autocommit: 201 with its receipt
+ *                                autocommit: 201 with its receipt; with "record", the
+ *                                same statement and a record of the call (key, the body's
+ *                                SHA-256, the receipt) on a lean table of its own
+ *                                (public.bench_http_floor_ops) in one pipelined
+ *                                SERIALIZABLE transaction, one round trip, retried on
+ *                                40001/40P01: the least any server that remembers its
+ *                                calls does, as idem-bench's create floor (create.c)
  *   anything else                400, 401 or 500
  */
 #include <arpa/inet.h>
@@ -41,10 +47,21 @@
 static const char replay_sql[] = "SELECT convert_from(response, 'UTF8') FROM idem.operations"
                                  " WHERE tenant = $1 AND operation_id = $2";
 
+/* The record mode's table and statement: the tool's INSERT and the call's record in one
+ * statement, since the record holds the receipt. */
+static const char record_table_sql[] =
+    "CREATE TABLE IF NOT EXISTS public.bench_http_floor_ops (tenant text, operation_id text,"
+    " digest text, response text, PRIMARY KEY (tenant, operation_id))";
+static const char record_sql[] =
+    "WITH task AS (" BENCH_GATEWAY_SQL ")"
+    " INSERT INTO public.bench_http_floor_ops SELECT $1, $3, $4, t.receipt::text FROM task"
+    " AS t(receipt) RETURNING response";
+
 #define MAX_POOL 64
 
 typedef struct server {
     const char *dbname;
+    int record; /* new keys in a transaction with their record */
     unsigned char token_digest[SHA256_DIGEST_LENGTH];
     pthread_key_t conn_key; /* without a pool: this thread's PGconn, prepared; closed when
                                the thread ends */
@@ -74,7 +91,8 @@ static PGconn *open_conn(const server *s)
     int ok;
 
     a = PQprepare(pg, "replay", replay_sql, 2, NULL);
-    b = PQprepare(pg, "create", BENCH_GATEWAY_SQL, 3, NULL);
+    b = s->record ? PQprepare(pg, "create", record_sql, 4, NULL)
+                  : PQprepare(pg, "create", BENCH_GATEWAY_SQL, 3, NULL);
     ok = PQresultStatus(a) == PGRES_COMMAND_OK && PQresultStatus(b) == PGRES_COMMAND_OK;
     if (!ok)
         fprintf(stderr, "idem-bench-http-floor: connecting: %s", PQerrorMessage(pg));
@@ -166,6 +184,70 @@ static int read_digest(unsigned char out[SHA256_DIGEST_LENGTH], const char *hex)
     return 0;
 }
 
+/* The result of one pipelined command: its last result (the caller clears it), or NULL
+ * when it had none. */
+static PGresult *pipe_result(PGconn *pg)
+{
+    PGresult *res, *last = NULL;
+
+    while ((res = PQgetResult(pg)) != NULL) {
+        PQclear(last);
+        last = res;
+    }
+    return last;
+}
+
+static int retryable(const PGresult *res)
+{
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+    return state != NULL && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0);
+}
+
+/* The record mode's new key: BEGIN, the statement, COMMIT in one round trip; the
+ * statement's result (one row: the receipt), or NULL. Retried while serializable
+ * transactions collide. */
+static PGresult *create_recorded(PGconn *pg, const char *const values[4])
+{
+    for (int attempt = 0; attempt < 10; attempt++) {
+        PGresult *begin, *res, *commit, *sync;
+        int again;
+
+        if (!PQenterPipelineMode(pg) ||
+            !PQsendQueryParams(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, NULL,
+                               0) ||
+            !PQsendQueryPrepared(pg, "create", 4, values, NULL, NULL, 0) ||
+            !PQsendQueryParams(pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) || !PQpipelineSync(pg))
+            return NULL;
+        begin = pipe_result(pg);
+        res = pipe_result(pg);
+        commit = pipe_result(pg);
+        sync = PQgetResult(pg); /* PGRES_PIPELINE_SYNC */
+        again = retryable(res) || retryable(commit);
+        if (PQresultStatus(commit) != PGRES_COMMAND_OK) {
+            PQclear(res);
+            res = NULL;
+        }
+        PQclear(begin);
+        PQclear(commit);
+        PQclear(sync);
+        PQexitPipelineMode(pg);
+        if (res != NULL || !again)
+            return res;
+    }
+    return NULL;
+}
+
+/* The body's SHA-256 in hex, the record mode's stand-in for the arguments' fingerprint. */
+static void body_digest(char out[2 * SHA256_DIGEST_LENGTH + 1], const body *b)
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+
+    SHA256((const unsigned char *)b->data, b->len, d);
+    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
 /* The statement for the key: the receipt by primary key, or the tool's INSERT. */
 static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key, const body *b)
 {
@@ -173,17 +255,21 @@ static enum MHD_Result call(server *s, struct MHD_Connection *c, const char *key
     json_t *args = json_loadb(b->data, b->len, 0, NULL);
     const char *subject = json_string_value(json_object_get(args, "subject"));
     /* A replay binds the tenant and the key, a new key the tenant, the subject and the key. */
-    const char *values[3] = {BENCH_GATEWAY_TENANT, replay ? key : subject, key};
+    char digest[2 * SHA256_DIGEST_LENGTH + 1];
+    const char *values[4] = {BENCH_GATEWAY_TENANT, replay ? key : subject, key, digest};
     PGconn *pg = conn_take(s);
     PGresult *res = NULL;
     enum MHD_Result rc;
 
+    if (s->record && !replay)
+        body_digest(digest, b);
     if (subject == NULL)
         rc = answer(c, 400, "{\"error\":\"subject\"}", 0);
     else if (pg == NULL)
         rc = answer(c, 500, "{\"error\":\"database\"}", 0);
-    else if (res = PQexecPrepared(pg, replay ? "replay" : "create", replay ? 2 : 3, values, NULL,
-                                  NULL, 0),
+    else if (res = s->record && !replay ? create_recorded(pg, values)
+                                        : PQexecPrepared(pg, replay ? "replay" : "create",
+                                                         replay ? 2 : 3, values, NULL, NULL, 0),
              PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
         rc = answer(c, 500, "{\"error\":\"statement\"}", 0);
     else
@@ -236,6 +322,21 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
     *state = NULL;
 }
 
+/* The record mode's table, made once before any thread prepares its statement. */
+static int make_record_table(const char *dbname)
+{
+    const char *keys[] = {"dbname", NULL}, *values[] = {dbname, NULL};
+    PGconn *pg = PQconnectdbParams(keys, values, 1);
+    PGresult *res = PQexec(pg, record_table_sql);
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+
+    if (!ok)
+        fprintf(stderr, "idem-bench-http-floor: the record table: %s", PQerrorMessage(pg));
+    PQclear(res);
+    PQfinish(pg);
+    return ok ? 0 : -1;
+}
+
 static int wait_for_signal(void)
 {
     sigset_t set;
@@ -256,12 +357,17 @@ int main(int argc, char **argv)
     const union MHD_DaemonInfo *info;
     sigset_t set;
 
-    if (argc < 3 || argc > 4 || strlen(argv[2]) != 2 * SHA256_DIGEST_LENGTH ||
+    if (argc < 3 || argc > 5 || strlen(argv[2]) != 2 * SHA256_DIGEST_LENGTH ||
         read_digest(s.token_digest, argv[2]) != 0 ||
-        (argc == 4 && (sscanf(argv[3], "%u", &s.size) != 1 || s.size < 1 || s.size > MAX_POOL))) {
-        fputs("usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL (1 to 64)]\n", stderr);
+        (argc >= 4 && (sscanf(argv[3], "%u", &s.size) != 1 || s.size < 1 || s.size > MAX_POOL)) ||
+        (argc == 5 && strcmp(argv[4], "record") != 0)) {
+        fputs("usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL (1 to 64) [record]]\n",
+              stderr);
         return 64;
     }
+    s.record = argc == 5;
+    if (s.record && make_record_table(argv[1]) != 0)
+        return 69;
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.freed, NULL);
     s.dbname = argv[1];
