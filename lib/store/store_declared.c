@@ -20,25 +20,28 @@
  * timestamptz, store_claim.c: for a UUIDv7 operation ID, its time less the clock skew
  * allowance to its time plus the key memory and the allowance; unbounded for other IDs),
  * and max_response_bytes. The tool's SQL ends its line: a trailing -- comment must not
- * swallow what follows. The record is written completed, with the statement's JSON as its
- * receipt, if the key is free and within its window; a receipt that is SQL NULL or over
- * the limit is written as a marker instead, a byte 0 (never the first byte of JSON text)
- * followed by the receipt's size in decimal, nothing for NULL: the record then only
- * decides whether the key was free. The last SELECT returns the receipt when the statement
- * returned exactly one row and the record was written with a real one, and otherwise calls
- * idem.declared_outcome() (migration 0014) with the window's start, which raises (IDEM1: no
- * record was written, because the key has one or is outside its window, and the lookup
- * that follows answers, a key dated ahead before anything else; IDEM2: not one row, or a
- * refused receipt, see REFUSED_NULL), so that COMMIT, later in the same pipeline, is never
- * carried out. A second row of the tool's statement meets the first one's record and is
- * skipped; IDEM2 then undoes both.
+ * swallow what follows.
+ *
+ * One aggregate over the tool's rows gives their count and receipt in one row, whatever
+ * they are, and the record is written from it, completed, if the key is free and within
+ * its window: with the receipt as written, or with a marker instead, a byte 0 (never the
+ * first byte of JSON text) followed by 'n' and the count when the statement did not return
+ * exactly one row, else by the receipt's size in decimal for a receipt over the limit, or
+ * by nothing for SQL NULL. The last SELECT returns the receipt the record was written
+ * with; otherwise it calls idem.declared_outcome() (migration 0014), which raises, so that
+ * COMMIT, later in the same pipeline, is never carried out: IDEM1 when no record was
+ * written (told one row and no receipt; the key has a record, or is outside its window:
+ * the lookup that follows answers, a key dated ahead before anything else, whatever the
+ * tool's rows), IDEM2 for a marker (told the count it holds, or one row for a refused
+ * receipt: refused_receipt()). A first attempt whose statement returns no row or several
+ * on a key that has a record is thus answered from the record, as its retry would be.
  *
  * The server prepares every part of the statement each time it runs it, evaluated or not,
- * so everything only a failure needs is in that function, and the success path costs two
- * CASEs, three comparisons, the window's two and the tool's rows counted once: the receipt
- * made into text once (OFFSET 0 keeps the planner from copying that expression into the
- * CASE's uses). For a tool with an identity policy the statement's second form (stmt_id)
- * writes its fields' digests too, $n+13. */
+ * so the success path is kept to what it needs: the tool's rows read once, by the
+ * aggregate, the receipt made into text once, and the record's RETURNING read once; what
+ * only a failure needs is in the function and in the ELSE and COALESCE arms, which are not
+ * evaluated on success. For a tool with an identity policy the statement's second form
+ * (stmt_id) writes its fields' digests too, $n+13. */
 #define OWN_PARAMS 12
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
@@ -46,18 +49,20 @@ static const char declared_sql[] =
     " fingerprint, state, response, receipt_canonical, trace_id, claim_token, expires_at,"
     " completed_at, forget_at%s)"
     " SELECT $%zu, $%zu, $%zu, $%zu::int4, $%zu, 'completed',"
-    " CASE WHEN octet_length(e.body) <= $%zu::int8 THEN e.body"
+    " CASE WHEN e.n <> 1 THEN E'\\\\x006e'::bytea || convert_to(e.n::text, 'UTF8')"
+    " WHEN octet_length(e.body) <= $%zu::int8 THEN e.body"
     " ELSE E'\\\\x00'::bytea || coalesce(convert_to(octet_length(e.body)::text, 'UTF8'), '') END,"
     " true, $%zu, $%zu::uuid,"
     " now() + make_interval(secs => $%zu::int8), now(),"
     " now() + make_interval(secs => $%zu::int8)%s"
-    " FROM (SELECT convert_to(receipt::json::text, 'UTF8') AS body FROM effect OFFSET 0) e"
+    " FROM (SELECT count(*) AS n, convert_to(max(receipt::json::text), 'UTF8') AS body"
+    " FROM effect) e"
     " WHERE now() BETWEEN $%zu::timestamptz AND $%zu::timestamptz"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
-    " SELECT CASE WHEN r.n = 1 AND r.response >= E'\\\\x01'::bytea THEN r.response"
-    " ELSE idem.declared_outcome(r.response, r.n, $%zu::timestamptz) END"
-    " FROM (SELECT (SELECT response FROM ins LIMIT 1) AS response,"
-    " (SELECT count(*) FROM effect) AS n) AS r";
+    " SELECT coalesce((SELECT CASE WHEN response >= E'\\\\x01'::bytea THEN response"
+    " ELSE idem.declared_outcome(response, CASE WHEN substr(response, 2, 1) = E'\\\\x6e'::bytea"
+    " THEN convert_from(substr(response, 3), 'UTF8')::int8 ELSE 1 END, $%zu::timestamptz) END"
+    " FROM ins), idem.declared_outcome(NULL, 1, $%zu::timestamptz))";
 
 /* idem.declared_outcome() raises IDEM2 naming the rule the statement broke in the error's
  * constraint name (migration 0016); for a receipt over max_response_bytes its DETAIL starts
@@ -137,7 +142,7 @@ static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
     }
     if (out != NULL)
         snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10);
+                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10, n + 10);
     return out;
 }
 

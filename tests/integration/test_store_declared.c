@@ -362,6 +362,43 @@ Test(store_declared, a_statement_that_fails_returns_no_row_several_rows_or_non_j
         "a missing table whose name ends like idem's", pgtest_server_says("does not exist"));
 }
 
+/* A first attempt on a key that has a record is answered from the record whatever its
+ * statement returns, no row or several as much as one: a retry finds what the first attempt
+ * did, and the rows of the statement are rolled back. (Until this release such an attempt
+ * ended effect_failed, the statement's rule checked before the key's record.) */
+Test(store_declared,
+     a_statement_returning_no_row_or_several_on_a_taken_key_is_answered_from_its_record)
+{
+    static const char *const bad[] = {
+        "UPDATE idem_example.support_tasks SET status = 'closed'"
+        " WHERE false RETURNING '{\"id\" : ' || task_id::text || '}'",
+        "INSERT INTO idem_example.support_tasks (tenant, subject, operation_id)"
+        " VALUES ('acme', 'a', 'x'), ('acme', 'b', 'x')"
+        " RETURNING '{\"id\" : ' || task_id::text || '}'",
+    };
+    idem_outcome first = IDEM_OUTCOME_INIT, out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    storetest_open(NULL, 2);
+
+    cr_assert_eq(task(&first, "acme", "op-kept", "s", 1), 0);
+    cr_assert_eq(first.status, IDEM_STATUS_CREATED);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        idem_declared *d = NULL;
+
+        cr_assert_eq(idem_declared_new(&d, bad[i], NULL, 0, &err), 0, "%s", err.message);
+        cr_assert_eq(run_declared(&out, d, "acme", "op-kept", "{\"subject\":\"s\"}", 1, &err), 0,
+                     "statement %zu: %s", i, err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_REPLAYED, "statement %zu", i);
+        cr_assert_eq(out.receipt_len, first.receipt_len);
+        cr_assert_eq(memcmp(out.receipt, first.receipt, first.receipt_len), 0);
+        idem_declared_free(d);
+    }
+    cr_assert_eq(storetest_operations(), 1);
+    cr_assert_eq(storetest_tasks(), 1, "the two rows of the second statement rolled back");
+    idem_outcome_clear(&first);
+    idem_outcome_clear(&out);
+}
+
 /* The statement's text does not depend on how the server reads string literals: a role or
  * database that turns standard_conforming_strings off creates and replays alike. */
 Test(store_declared, a_session_without_standard_conforming_strings_creates_and_replays)
