@@ -19,6 +19,11 @@ capped at --pool as the gateway's are), it runs the same wrk
 rounds against it, checks its answers as the gateway's (a 201 each, replays marked, its
 rows against its 201s), and prints each process's own CPU per answered call (user + system
 from /proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5.
+For new keys it also runs the minimal server in its record mode (the tool's INSERT and a
+record of the call on a lean table in one pipelined SERIALIZABLE transaction, as
+idem-bench's create floor) and prints the gateway's CPU per call against it, for
+information: on a virtual machine a process's CPU per call counts its wake-ups from idle
+too, and those grow with the time each call waits on the database.
 
 --soak SECONDS instead runs wrk at 64 connections on new keys for that long, sampling the
 gateway's resident set size (VmRSS of /proc/PID/status) every 5 s.
