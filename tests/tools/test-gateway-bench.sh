@@ -48,6 +48,15 @@ for l in rows:
     m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) (met|MISSED) ", l)
     assert m and all(float(x) > 0 for x in m.groups()[:3]), l
 ' "$out"
+# And beside the minimal server in its record mode (the INSERT and a record of the call in
+# one transaction), for new keys only, without a target.
+expect "the gateway's CPU per call beside the minimal server's record mode" python3 -c '
+import re, sys
+rows = [l for l in sys.argv[1].splitlines() if re.match(r"cpu-rec 2 +", l)]
+assert len(rows) == 1 and " new keys " in rows[0], rows
+m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) [\d.]+$", rows[0])
+assert m and all(float(x) > 0 for x in m.groups()), rows[0]
+' "$out"
 expect "no targets without a run at 16 connections" lacks "target at"
 expect "the server's durability said" contains "fsync "
 leftover=$(q postgres "SELECT datname FROM pg_database WHERE datname LIKE 'idem_gwbench_%'")

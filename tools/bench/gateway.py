@@ -487,12 +487,12 @@ def print_process_cpu(cells, pool):
           " floor; its database wait per call is like the gateway's. On a virtual machine a"
           " process's CPU per call also counts its wake-ups from idle, which grow with the"
           " time each call waits on the database")
-    print("cpu %-5s %-8s %10s %10s %7s %s" % ("conns", "requests", "gateway", "floor+rec",
-                                             "ratio", "load average"))
+    print("cpu-rec %-5s %-8s %10s %10s %7s %s" % ("conns", "requests", "gateway", "floor+rec",
+                                                 "ratio", "load average"))
     for c in cells:
         if c.floor_record:
             gw, fr = process_cpu_us(c.gw), process_cpu_us(c.floor_record)
-            print("cpu %-5d %-8s %10.1f %10.1f %7.2f %s" % (
+            print("cpu-rec %-5d %-8s %10.1f %10.1f %7.2f %s" % (
                 c.connections, c.what, gw, fr, ratio(gw, fr),
                 c.floor_record[-1].load.split()[0]))
 
