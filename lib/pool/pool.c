@@ -37,78 +37,17 @@ static long long expiry_locked(idem_pool *pool, long long now)
     return now + life - (long long)(idem__random64() % (life / 10 + 1));
 }
 
-static waiter *dequeue_locked(idem_pool *pool)
-{
-    waiter *w = pool->first;
-
-    if (w != NULL) {
-        pool->first = w->next;
-        if (pool->first == NULL)
-            pool->last = NULL;
-        pool->nwaiting--;
-    }
-    return w;
-}
-
-static void enqueue_locked(idem_pool *pool, waiter *w)
-{
-    if (pool->last != NULL)
-        pool->last->next = w;
-    else
-        pool->first = w;
-    pool->last = w;
-    pool->nwaiting++;
-}
-
-static void unlink_waiter_locked(idem_pool *pool, waiter *w)
-{
-    waiter **p = &pool->first;
-    waiter *prev = NULL;
-
-    while (*p != w) {
-        prev = *p;
-        p = &(*p)->next;
-    }
-    *p = w->next;
-    if (pool->last == w)
-        pool->last = prev;
-    pool->nwaiting--;
-}
-
-/* Tell the waiters of @woken, handed a connection or a slot under the pool's lock, that
- * they may go: after that lock is released, so that a woken thread does not wait for it
- * again behind the thread that woke it and every other caller. Once its lock is released,
- * a waiter may be gone (its struct lived on its stack). */
-static void wake_all(waiter *woken)
-{
-    while (woken != NULL) {
-        waiter *w = woken;
-
-        woken = w->next_woken;
-        pthread_mutex_lock(&w->lock);
-        w->done = 1;
-        pthread_cond_signal(&w->wake);
-        pthread_mutex_unlock(&w->lock);
-    }
-}
-
-static void hand_over_locked(waiter *w, waiter **woken)
-{
-    w->next_woken = *woken;
-    *woken = w;
-}
-
-/* A connection comes back: the longest-waiting caller gets it (told by wake_all()), else
+/* A connection comes back: the longest-waiting caller gets it (told by idem__pool_wake_all()), else
  * it goes idle. */
 static void give_conn_locked(idem_pool *pool, idem_conn *conn, long long now, waiter **woken)
 {
-    waiter *w = dequeue_locked(pool);
+    waiter *w = idem__pool_dequeue_locked(pool);
 
     conn->idle_since_ms = now;
     if (w != NULL) {
         w->conn = conn;
         pool->st.acquires++;
-        hand_over_locked(w, woken);
+        idem__pool_hand_over_locked(w, woken);
         return;
     }
     conn->next = pool->idle;
@@ -116,11 +55,11 @@ static void give_conn_locked(idem_pool *pool, idem_conn *conn, long long now, wa
     pool->nidle++;
 }
 
-/* A connection is gone: its slot goes to the longest-waiting caller (told by wake_all()),
- * else it is freed. */
+/* A connection is gone: its slot goes to the longest-waiting caller (told by
+ * idem__pool_wake_all()), else it is freed. */
 static void give_slot_locked(idem_pool *pool, waiter **woken)
 {
-    waiter *w = dequeue_locked(pool);
+    waiter *w = idem__pool_dequeue_locked(pool);
 
     if (w == NULL) {
         pool->size--;
@@ -128,7 +67,7 @@ static void give_slot_locked(idem_pool *pool, waiter **woken)
     }
     w->slot = 1;
     pool->nopening++;
-    hand_over_locked(w, woken);
+    idem__pool_hand_over_locked(w, woken);
 }
 
 /* Move to *closing the idle connections past their lifetime, or idle too long above
@@ -232,12 +171,12 @@ static int wait_handed(idem_conn **out, idem_pool *pool, waiter *w, step_limit l
     if (!done) {
         pthread_mutex_lock(&pool->lock);
         if (w->conn == NULL && !w->slot) {
-            unlink_waiter_locked(pool, w);
+            idem__pool_unlink_waiter_locked(pool, w);
             pool->st.timeouts++;
             rc = exhausted_locked(pool, limit, err);
         }
         pthread_mutex_unlock(&pool->lock);
-        /* Handed over as the time ran out: the hand-over's wake_all() is under way and
+        /* Handed over as the time ran out: the hand-over's idem__pool_wake_all() is under way and
          * touches *w; go only once it is done. */
         pthread_mutex_lock(&w->lock);
         while (rc == 0 && !w->done)
@@ -277,11 +216,11 @@ static int checkout(idem_conn **out, long long *now_out, idem_pool *pool, long l
         rc = idem__error_set(err, IDEM_ENOMEM, "cannot create a condition variable");
     } else {
         limit = step_limit_for(pool->opts.acquire_timeout_ms, 0, "acquire_timeout_ms", until);
-        enqueue_locked(pool, &w);
+        idem__pool_enqueue_locked(pool, &w);
         queued = 1;
     }
     pthread_mutex_unlock(&pool->lock);
-    wake_all(woken);
+    idem__pool_wake_all(woken);
     idem__pool_close_list(pool, pruned);
     if (queued) {
         rc = wait_handed(out, pool, &w, limit, err);
@@ -371,7 +310,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
         give_slot_locked(pool, &woken);
     }
     pthread_mutex_unlock(&pool->lock);
-    wake_all(woken);
+    idem__pool_wake_all(woken);
     if (rc < 0) {
         idem__conn_close(conn);
         return rc;
@@ -483,7 +422,7 @@ void idem_pool_release(idem_conn *conn)
     }
     prune_locked(pool, now, &pruned, &woken);
     pthread_mutex_unlock(&pool->lock);
-    wake_all(woken);
+    idem__pool_wake_all(woken);
     if (reason != 0)
         idem__pool_close_conn(pool, conn);
     idem__pool_close_list(pool, pruned);

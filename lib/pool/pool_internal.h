@@ -64,6 +64,22 @@ extern unsigned long idem__fork_generation;
 int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire, long long until,
                             idem_error *err);
 
+/* The queue of waiters (pool_wait.c), the pool's lock held: the first out (NULL when
+ * none), one in at the end, one whose time ran out taken out wherever it stands. */
+waiter *idem__pool_dequeue_locked(idem_pool *pool);
+void idem__pool_enqueue_locked(idem_pool *pool, waiter *w);
+void idem__pool_unlink_waiter_locked(idem_pool *pool, waiter *w);
+
+/* Add @w, handed a connection or a slot under the pool's lock, to the list *@woken of
+ * waiters to tell once that lock is released. */
+void idem__pool_hand_over_locked(waiter *w, waiter **woken);
+
+/* Tell the waiters of @woken that they may go: after the pool's lock is released, so that
+ * a woken thread does not wait for it again behind the thread that woke it and every
+ * other caller. Once its own lock is released, a waiter may be gone (its struct lived on
+ * its stack). */
+void idem__pool_wake_all(waiter *woken);
+
 /* Take the most recently released idle connection (the pool's lock held, or no other
  * user). */
 idem_conn *idem__pool_pop_idle_locked(idem_pool *pool);
