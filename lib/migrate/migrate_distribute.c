@@ -42,6 +42,12 @@ static const char SQL_TABLES_CITUS[] =
 static const char SQL_DISTRIBUTE[] =
     "SELECT create_distributed_table($1::regclass, 'tenant', colocate_with => $2)";
 static const char SQL_REFERENCE[] = "SELECT create_reference_table($1::regclass)";
+/* A shard's row is not of type idem.operations: the CHECK constraint goes back to
+ * migration 0008's form, one argument per column (migration 0017), before the table is
+ * distributed. A schema from before 0017 has that form already. */
+static const char SQL_CHECK_PER_FIELD[] =
+    "DO $$ BEGIN IF to_regprocedure('idem.operations_check_per_field()') IS NOT NULL THEN"
+    " PERFORM idem.operations_check_per_field(); END IF; END $$";
 static int query(PGresult **out, PGconn *conn, const char *sql, int n, const char *const *values,
                  const char *what, idem_error *err)
 {
@@ -192,7 +198,16 @@ static int place(idem_distributed_table *t, PGconn *conn, const char *colocate, 
 {
     const char *values[2] = {t->name, colocate};
     PGresult *res = NULL;
-    int rc = t->tenant
+    int rc = 0;
+
+    if (strcmp(t->name, "idem.operations") == 0 &&
+        (rc = query(&res, conn, SQL_CHECK_PER_FIELD, 0, NULL,
+                    "putting back the per-column form of operations_consistent", err)) == 0) {
+        PQclear(res);
+        res = NULL;
+    }
+    if (rc == 0)
+        rc = t->tenant
                  ? query(&res, conn, SQL_DISTRIBUTE, 2, values, "distributing", err)
                  : query(&res, conn, SQL_REFERENCE, 1, values, "making a reference table", err);
 

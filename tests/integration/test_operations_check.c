@@ -147,3 +147,91 @@ Test(operations_check, the_rules_function_answers_every_combination_as_the_rules
     PQfinish(conn);
     free(conninfo);
 }
+
+/* The constraint's form: the row whole (migration 0017) outside Citus, 0008's one argument
+ * per column where the citus extension is installed (a shard's row is of its own type). */
+static int constraint_reads_the_row_whole(PGconn *conn)
+{
+    return pgtest_scalar(conn, "SELECT count(*) FROM pg_constraint"
+                               " WHERE conrelid = 'idem.operations'::regclass"
+                               " AND conname = 'operations_consistent'"
+                               " AND pg_get_constraintdef(oid) LIKE '%operation_row_consistent%'") ==
+           1;
+}
+
+/* Migration 0017's function on a row answers as 0008's on that row's columns, for every
+ * state the table knows and two it does not, three fingerprint lengths (the column is NOT
+ * NULL), each of the six columns set or not: the constraint refuses no row that stood
+ * before it. */
+Test(operations_check, the_row_function_answers_as_the_per_column_one_for_every_row)
+{
+    char *conninfo = pgtest_new_migrated_database("oprow");
+    PGconn *conn = pgtest_connect(conninfo);
+    PGresult *res = PQexec(
+        conn,
+        "SELECT s, f, g, idem.operation_row_consistent(r)::text,"
+        " coalesce(idem.operation_consistent(s, octet_length((r).fingerprint), (g & 1) > 0,"
+        " (g & 2) > 0, (g & 4) > 0, (g & 8) > 0, (g & 16) > 0, (g & 32) > 0), false)::text"
+        " FROM unnest(ARRAY['pending', 'completed', 'failed', 'expired', 'outcome_unknown',"
+        " 'claimed', '']) AS s, unnest(ARRAY[32, 31, 0]) AS f, generate_series(0, 63) AS g,"
+        " LATERAL (SELECT jsonb_populate_record(NULL::idem.operations, jsonb_build_object("
+        " 'tenant', 'acme', 'operation_id', 'op-1', 'state', s,"
+        " 'fingerprint', '\\x' || repeat('ab', f),"
+        " 'response', CASE WHEN (g & 1) = 0 THEN '\\x7b7d' END,"
+        " 'completed_at', CASE WHEN (g & 2) = 0 THEN now() END,"
+        " 'expired_at', CASE WHEN (g & 4) = 0 THEN now() END,"
+        " 'downstream_key', CASE WHEN (g & 8) = 0 THEN 'down-1' END,"
+        " 'attempts', CASE WHEN (g & 16) = 0 THEN 1 END,"
+        " 'lease_expires_at', CASE WHEN (g & 32) = 0 THEN now() END)) AS r) AS one");
+    int accepted = 0;
+
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQerrorMessage(conn));
+    cr_assert_eq(PQntuples(res), 7 * 3 * 64);
+    for (int i = 0; i < PQntuples(res); i++) {
+        cr_assert(!PQgetisnull(res, i, 3), "never NULL, which a CHECK would take for true");
+        cr_assert_str_eq(PQgetvalue(res, i, 3), PQgetvalue(res, i, 4),
+                         "state '%s', fingerprint %s bytes, nulls %s: the row's %s, the "
+                         "columns' %s",
+                         PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
+                         PQgetvalue(res, i, 3), PQgetvalue(res, i, 4));
+        accepted += !strcmp(PQgetvalue(res, i, 3), "true");
+    }
+    cr_assert_eq(accepted, 11, "the shapes of a row, as above");
+    PQclear(res);
+    PQfinish(conn);
+    free(conninfo);
+}
+
+/* What `idem-migrate distribute` does before distributing idem.operations: 0008's form
+ * comes back, under the same name, with the same rules; a second call changes nothing. */
+Test(operations_check, the_per_column_form_comes_back_for_citus_with_the_same_rules)
+{
+    char *conninfo = pgtest_new_migrated_database("opfield");
+    PGconn *conn = pgtest_connect(conninfo);
+    char sql[1024];
+    PGresult *res;
+
+    cr_assert_eq(constraint_reads_the_row_whole(conn), pgtest_citus_workers() == NULL,
+                 "the row whole outside Citus, one argument per column on it");
+    for (int round = 0; round < 2; round++)
+        PQclear(pgtest_exec(conn, "SELECT idem.operations_check_per_field()"));
+    cr_assert_not(constraint_reads_the_row_whole(conn));
+    cr_assert_eq(pgtest_scalar(conn, "SELECT count(*) FROM pg_constraint WHERE conrelid ="
+                                     " 'idem.operations'::regclass AND contype = 'c'"),
+                 1, "one CHECK constraint");
+    for (size_t i = 0; i < NCASES; i++) {
+        insert_row(sql, sizeof(sql), &cases[i]);
+        res = PQexec(conn, sql);
+        cr_assert_eq(PQresultStatus(res) == PGRES_COMMAND_OK, cases[i].accepted, "%s: %s",
+                     cases[i].why, PQerrorMessage(conn));
+        if (!cases[i].accepted)
+            cr_assert_str_eq(PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) != NULL
+                                 ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME)
+                                 : "",
+                             "operations_consistent", "%s", cases[i].why);
+        PQclear(res);
+        PQclear(pgtest_exec(conn, "DELETE FROM idem.operations"));
+    }
+    PQfinish(conn);
+    free(conninfo);
+}
