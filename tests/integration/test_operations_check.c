@@ -152,11 +152,11 @@ Test(operations_check, the_rules_function_answers_every_combination_as_the_rules
  * per column where the citus extension is installed (a shard's row is of its own type). */
 static int constraint_reads_the_row_whole(PGconn *conn)
 {
-    return pgtest_scalar(conn, "SELECT count(*) FROM pg_constraint"
-                               " WHERE conrelid = 'idem.operations'::regclass"
-                               " AND conname = 'operations_consistent'"
-                               " AND pg_get_constraintdef(oid) LIKE '%operation_row_consistent%'") ==
-           1;
+    return pgtest_scalar(conn,
+                         "SELECT count(*) FROM pg_constraint"
+                         " WHERE conrelid = 'idem.operations'::regclass"
+                         " AND conname = 'operations_consistent'"
+                         " AND pg_get_constraintdef(oid) LIKE '%operation_row_consistent%'") == 1;
 }
 
 /* Migration 0017's function on a row answers as 0008's on that row's columns, for every
@@ -168,21 +168,20 @@ Test(operations_check, the_row_function_answers_as_the_per_column_one_for_every_
     char *conninfo = pgtest_new_migrated_database("oprow");
     PGconn *conn = pgtest_connect(conninfo);
     PGresult *res = PQexec(
-        conn,
-        "SELECT s, f, g, idem.operation_row_consistent(r)::text,"
-        " coalesce(idem.operation_consistent(s, octet_length((r).fingerprint), (g & 1) > 0,"
-        " (g & 2) > 0, (g & 4) > 0, (g & 8) > 0, (g & 16) > 0, (g & 32) > 0), false)::text"
-        " FROM unnest(ARRAY['pending', 'completed', 'failed', 'expired', 'outcome_unknown',"
-        " 'claimed', '']) AS s, unnest(ARRAY[32, 31, 0]) AS f, generate_series(0, 63) AS g,"
-        " LATERAL (SELECT jsonb_populate_record(NULL::idem.operations, jsonb_build_object("
-        " 'tenant', 'acme', 'operation_id', 'op-1', 'state', s,"
-        " 'fingerprint', '\\x' || repeat('ab', f),"
-        " 'response', CASE WHEN (g & 1) = 0 THEN '\\x7b7d' END,"
-        " 'completed_at', CASE WHEN (g & 2) = 0 THEN now() END,"
-        " 'expired_at', CASE WHEN (g & 4) = 0 THEN now() END,"
-        " 'downstream_key', CASE WHEN (g & 8) = 0 THEN 'down-1' END,"
-        " 'attempts', CASE WHEN (g & 16) = 0 THEN 1 END,"
-        " 'lease_expires_at', CASE WHEN (g & 32) = 0 THEN now() END)) AS r) AS one");
+        conn, "SELECT s, f, g, idem.operation_row_consistent(r)::text,"
+              " coalesce(idem.operation_consistent(s, octet_length((r).fingerprint), (g & 1) > 0,"
+              " (g & 2) > 0, (g & 4) > 0, (g & 8) > 0, (g & 16) > 0, (g & 32) > 0), false)::text"
+              " FROM unnest(ARRAY['pending', 'completed', 'failed', 'expired', 'outcome_unknown',"
+              " 'claimed', '']) AS s, unnest(ARRAY[32, 31, 0]) AS f, generate_series(0, 63) AS g,"
+              " LATERAL (SELECT jsonb_populate_record(NULL::idem.operations, jsonb_build_object("
+              " 'tenant', 'acme', 'operation_id', 'op-1', 'state', s,"
+              " 'fingerprint', '\\x' || repeat('ab', f),"
+              " 'response', CASE WHEN (g & 1) = 0 THEN '\\x7b7d' END,"
+              " 'completed_at', CASE WHEN (g & 2) = 0 THEN now() END,"
+              " 'expired_at', CASE WHEN (g & 4) = 0 THEN now() END,"
+              " 'downstream_key', CASE WHEN (g & 8) = 0 THEN 'down-1' END,"
+              " 'attempts', CASE WHEN (g & 16) = 0 THEN 1 END,"
+              " 'lease_expires_at', CASE WHEN (g & 32) = 0 THEN now() END)) AS r) AS one");
     int accepted = 0;
 
     cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQerrorMessage(conn));
