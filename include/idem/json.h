@@ -78,6 +78,34 @@ IDEM_API int idem_json_parse(json_t **out, const char *text, size_t len,
 IDEM_API int idem_json_parse_arguments(json_t **out, const char *text, size_t len,
                                        const idem_json_options *opts, idem_error *err);
 
+/**
+ * A request's arguments parsed once: a copy of their text and the tree
+ * idem_json_parse_arguments() made of it. For a caller that reads the arguments itself
+ * before it calls the store (a check against the tool's schema, say): handed over in
+ * idem_request.parsed, the store takes that tree instead of parsing the same text again.
+ * Opaque and immutable once made; free it after the call.
+ */
+typedef struct idem_arguments idem_arguments;
+
+/**
+ * Parse arguments as idem_json_parse_arguments() does, keeping a copy of @p text.
+ * @param out  on success the new object; caller frees it with idem_arguments_free().
+ *             Untouched on failure.
+ * @param opts NULL for the defaults. The store takes the tree only when its own parse
+ *             allows as deep a nesting (IDEM_JSON_MAX_DEPTH_DEFAULT): with a deeper
+ *             max_depth it parses the text itself.
+ * @return as idem_json_parse_arguments(); IDEM_EINVAL with err->field "out" for NULL.
+ */
+IDEM_API int idem_arguments_parse(idem_arguments **out, const char *text, size_t len,
+                                  const idem_json_options *opts, idem_error *err);
+
+/** The tree of @p args, owned by it (borrowed: valid until idem_arguments_free()); NULL for
+ *  NULL. Read it; never change it. */
+IDEM_API const json_t *idem_arguments_json(const idem_arguments *args);
+
+/** Free @p args and its tree's reference (NULL is fine). */
+IDEM_API void idem_arguments_free(idem_arguments *args);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,7 @@
 #include "common.h"
 #include "fingerprint.h"
 #include "identity.h"
+#include "json.h"
 #include "pool.h"
 #include "retry.h"
 #include "status.h"
@@ -208,12 +209,20 @@ typedef struct idem_request {
                                so that a replay costs one round trip; 0 (the default, and
                                version 1 requests), unknown: as a retry. Every value is
                                correct for every key; it only chooses the cheaper path. */
+    /* version 3 */
+    const idem_arguments *parsed; /**< optional (NULL): the arguments as the caller already
+                                       parsed them with idem_arguments_parse(), from the same
+                                       bytes as `arguments`; the store then takes their tree
+                                       instead of parsing the text again. Made from other
+                                       bytes: the call is refused, IDEM_EINVAL, field
+                                       "parsed", with nothing written. Owned by the caller;
+                                       only read during the call. */
 } idem_request;
 
-#define IDEM_REQUEST_VERSION 2
+#define IDEM_REQUEST_VERSION 3
 #define IDEM_REQUEST_INIT                                                                          \
     {                                                                                              \
-        IDEM_REQUEST_VERSION, NULL, NULL, NULL, 1, NULL, 0, NULL, 0                                \
+        IDEM_REQUEST_VERSION, NULL, NULL, NULL, 1, NULL, 0, NULL, 0, NULL                          \
     }
 
 /** Fill @p req with an empty request of struct version @p version (payload_version 1).

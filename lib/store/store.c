@@ -37,8 +37,9 @@ int idem_store_options_init(idem_store_options *opts, unsigned int version)
 int idem_request_init(idem_request *req, unsigned int version)
 {
     static const idem_request defaults = IDEM_REQUEST_INIT;
-    static const size_t size[IDEM_REQUEST_VERSION + 1] = {
-        [1] = offsetof(idem_request, attempt), [2] = sizeof(idem_request)};
+    static const size_t size[IDEM_REQUEST_VERSION + 1] = {[1] = offsetof(idem_request, attempt),
+                                                          [2] = offsetof(idem_request, parsed),
+                                                          [3] = sizeof(idem_request)};
 
     if (version > IDEM_REQUEST_VERSION)
         return IDEM_EINVAL;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arguments.h"
 #include "error.h"
 #include "exec.h"
 #include "store_internal.h"
@@ -43,8 +44,6 @@ static int fingerprint_identity(call *c)
 int idem__store_validate(call *c)
 {
     const idem_request *req = c->req;
-    json_t *args = NULL;
-    idem_json_options jopts = IDEM_JSON_OPTIONS_INIT;
     int rc;
 
     if (req == NULL)
@@ -63,6 +62,11 @@ int idem__store_validate(call *c)
         return idem__error_field(c->err, IDEM_EINVAL, "arguments",
                                  "%zu bytes exceed the limit of %zu", req->arguments_len,
                                  c->store->opts.max_arguments_bytes);
+    if (req->version >= 3 && req->parsed != NULL &&
+        (rc = idem__arguments_tree(&c->arguments, req->parsed, req->arguments, req->arguments_len,
+                                   IDEM_JSON_MAX_DEPTH_DEFAULT)) < 0)
+        return idem__error_field(c->err, IDEM_EINVAL, "parsed",
+                                 "was parsed from other bytes than the request's arguments");
     c->identity = idem__store_identity(c->store, req->tool);
     /* A retry is mostly answered by the lookup, and needs the arguments' fingerprint only:
      * from their text, in one pass, where their shape allows (identity.h). */
@@ -72,15 +76,13 @@ int idem__store_validate(call *c)
         if (rc != 0)
             return rc == 1 ? 0 : rc;
     }
-    jopts.max_bytes = c->store->opts.max_arguments_bytes;
-    rc = idem_json_parse_arguments(&args, req->arguments, req->arguments_len, &jopts, c->err);
-    if (rc != 0)
-        return blame_field(c->err, rc, "arguments");
-    c->arguments = args;
+    if ((rc = idem__store_arguments(c)) != 0)
+        return rc;
     if (c->identity != NULL)
         rc = fingerprint_identity(c);
     else
-        rc = idem_fingerprint_compute(&c->fp, req->tool, req->payload_version, args, c->err);
+        rc =
+            idem_fingerprint_compute(&c->fp, req->tool, req->payload_version, c->arguments, c->err);
     if (rc != 0) {
         idem__store_call_clear(c);
         return blame_field(c->err, rc, "arguments");

@@ -138,6 +138,7 @@ static int execute(call *c)
     c->defer_arguments = looks_up_first(c->req);
     rc = idem__store_validate(c);
     if (rc != 0) {
+        idem__store_call_clear(c); /* a tree taken from the request's parsed arguments */
         out->status = idem_status_from_error(rc);
         if (rc == IDEM_EINVAL)
             COUNT(store, invalid);

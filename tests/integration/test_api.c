@@ -318,3 +318,96 @@ Test(api, an_effect_reports_its_own_failure_through_idem_error_set)
     cr_assert(strstr(err.message, "quota service says no (429)") != NULL, "%s", err.message);
     free(conninfo);
 }
+
+/* insert_item(), telling *ctx which tree it was given. */
+static int insert_item_seen(json_t **response, idem_tx *tx, const json_t *arguments, void *ctx,
+                            idem_error *err)
+{
+    *(const json_t **)ctx = arguments;
+    return insert_item(response, tx, arguments, NULL, err);
+}
+
+/* Arguments parsed once by the caller (idem_arguments_parse(), idem_request version 3): the
+ * effect gets that very tree, the record's fingerprint is the text's (a retry that sends
+ * only the text replays it), and arguments parsed from other bytes are refused before
+ * anything is written. A version 2 request never reads the member; a parse that allowed
+ * deeper nesting than the store's is parsed again by the store. */
+Test(api, arguments_parsed_once_are_the_tree_the_effect_gets_and_other_bytes_are_refused)
+{
+    char *conninfo = pgtest_new_migrated_database("api_parsed");
+    PGconn *admin = pgtest_connect(conninfo);
+    idem_json_options deep = IDEM_JSON_OPTIONS_INIT;
+    idem_arguments *parsed = NULL, *other = NULL, *deeper = NULL, *untouched = NULL;
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_request req = request("op-parsed");
+    const json_t *seen = NULL;
+
+    PQclear(pgtest_exec(admin, "CREATE TABLE api_items (n int)"));
+    open_on(conninfo, NULL);
+    req.arguments = "{\"n\":7}";
+    req.arguments_len = strlen(req.arguments);
+    cr_assert_eq(idem_arguments_parse(&parsed, req.arguments, req.arguments_len, NULL, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(json_integer_value(json_object_get(idem_arguments_json(parsed), "n")), 0,
+                 "numbers are read as doubles");
+    cr_assert_eq(json_real_value(json_object_get(idem_arguments_json(parsed), "n")), 7.0);
+    req.parsed = parsed;
+    req.attempt = 1;
+    cr_assert_eq(idem_store_execute(&out, store, &req, insert_item_seen, &seen, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(seen, idem_arguments_json(parsed), "the caller's tree, not a second parse");
+    idem_outcome_clear(&out);
+
+    req.parsed = NULL; /* a retry with the text alone: the same fingerprint */
+    req.attempt = 2;
+    cr_assert_eq(idem_store_execute(&out, store, &req, insert_item, NULL, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    idem_outcome_clear(&out);
+
+    req = request("op-other");
+    cr_assert_eq(idem_arguments_parse(&other, "{\"n\": 7}", 8, NULL, &err), 0, "%s", err.message);
+    req.parsed = other;
+    cr_assert_eq(idem_store_execute(&out, store, &req, insert_item, NULL, &err), IDEM_EINVAL);
+    cr_assert_eq(out.status, IDEM_STATUS_INVALID);
+    cr_assert_str_eq(err.field, "parsed");
+    cr_assert_not_null(strstr(err.message, "other bytes"), "%s", err.message);
+    cr_assert_eq(pgtest_scalar(admin, "SELECT count(*) FROM idem.operations"), 1);
+    cr_assert_eq(pgtest_scalar(admin, "SELECT count(*) FROM api_items"), 1);
+    idem_outcome_clear(&out);
+
+    req.version = 2; /* the member is not read */
+    req.attempt = 1;
+    cr_assert_eq(idem_store_execute(&out, store, &req, insert_item, NULL, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    idem_outcome_clear(&out);
+
+    req = request("op-deeper");
+    deep.max_depth = 1000;
+    cr_assert_eq(idem_arguments_parse(&deeper, req.arguments, req.arguments_len, &deep, &err), 0);
+    req.parsed = deeper;
+    seen = NULL;
+    cr_assert_eq(idem_store_execute(&out, store, &req, insert_item_seen, &seen, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert(seen != NULL && seen != idem_arguments_json(deeper), "parsed by the store's rules");
+    idem_outcome_clear(&out);
+
+    cr_assert_eq(idem_arguments_parse(NULL, "{}", 2, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "out");
+    cr_assert_eq(idem_arguments_parse(&untouched, "{\"n\":1e400}", 11, NULL, &err), IDEM_EINVAL);
+    cr_assert_null(untouched);
+    cr_assert_eq(idem_arguments_parse(&untouched, "{\"n\":1,\"n\":2}", 13, NULL, &err),
+                 IDEM_EINVAL);
+    cr_assert_null(untouched);
+    cr_assert_null(idem_arguments_json(NULL));
+    idem_arguments_free(NULL);
+    idem_arguments_free(parsed);
+    idem_arguments_free(other);
+    idem_arguments_free(deeper);
+    PQfinish(admin);
+    free(conninfo);
+}

@@ -94,26 +94,32 @@ static int bound_values(gw_run *run, const gw_tool *tool, const json_t *args)
     return 0;
 }
 
-int gw_check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *tool, const char *body,
-                       size_t len)
+int gw_check_arguments(idem_arguments **parsed, gw_run *run, const gw_config *cfg,
+                       const gw_tool *tool, const char *body, size_t len)
 {
     idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
-    json_t *args = NULL;
+    idem_arguments *a = NULL;
+    const json_t *args;
     gw_pointer at;
     char why[512];
     int rc;
 
     opts.max_bytes = cfg->max_body_bytes;
-    if (idem_json_parse_arguments(&args, body, len, &opts, &run->err) != 0) {
+    if (idem_arguments_parse(&a, body, len, &opts, &run->err) != 0) {
         unparsed(run, body, len, &opts);
         return -1;
     }
+    args = idem_arguments_json(a);
     gw_pointer_init(&at);
     rc = gw_schema_validate(tool->schema, args, &at, why, sizeof(why));
     if (rc != 0)
         gw_run_invalid(run, at.text, "%.150s: %.300s", at.len > 0 ? at.text : "the arguments", why);
     else
         rc = bound_values(run, tool, args);
-    json_decref(args);
-    return rc != 0 ? -1 : 0;
+    if (rc != 0) {
+        idem_arguments_free(a);
+        return -1;
+    }
+    *parsed = a;
+    return 0;
 }

@@ -67,16 +67,20 @@ static void execute(gw_run *run, const gw_config *cfg, const gw_runtime *rt,
 {
     idem_request req = IDEM_REQUEST_INIT;
     const char *trace_id = ctx != NULL ? ctx->trace_id : NULL;
+    idem_arguments *parsed = NULL;
 
-    if (gw_check_arguments(run, cfg, tool, body, len) != 0)
+    if (gw_check_arguments(&parsed, run, cfg, tool, body, len) != 0)
         return;
     if (tool->http != NULL) {
+        idem_arguments_free(parsed);
         gw_http_run(run, cfg, gw_runtime_upstream(rt, tool), tenant, tool, key, body, len, ctx);
         return;
     }
     gw_request(&req, tenant, tool, key, body, len, trace_id);
     req.attempt = gw_seen(tenant->name, key) ? 2 : 1; /* the cheaper way in (seen.h) */
+    req.parsed = parsed;                              /* parsed once: the store takes the tree */
     idem_store_execute_declared(&run->out, rt->store, &req, tool->effect, &run->err);
+    idem_arguments_free(parsed);
     if (run->out.status == IDEM_STATUS_INVALID && strcmp(run->err.field, "arguments") == 0)
         gw_run_invalid(run, "", NULL); /* the library's refusal of a value: the whole */
 }

@@ -22,9 +22,11 @@ void gw_run_call(gw_run *run, const gw_config *cfg, const gw_runtime *rt, const 
 
 /* The arguments of a call of @tool, @len bytes of JSON text (arguments.c): read by the
  * library's parser (I-JSON), validated against the tool's schema, and for a sql tool the
- * values its statement binds checked. 0, or -1 with @run invalid (gw_run_invalid()). */
-int gw_check_arguments(gw_run *run, const gw_config *cfg, const gw_tool *tool, const char *body,
-                       size_t len);
+ * values its statement binds checked. 0, the parse in *parsed (the caller frees it with
+ * idem_arguments_free(); the store takes its tree instead of parsing again), or -1 with
+ * @run invalid (gw_run_invalid()) and nothing in *parsed. */
+int gw_check_arguments(idem_arguments **parsed, gw_run *run, const gw_config *cfg,
+                       const gw_tool *tool, const char *body, size_t len);
 
 /* An http tool's call (http_call.c), its arguments valid against its schema: the upstream
  * call as an external effect through the tool's @client (runtime.h), its outcome into @run
