@@ -61,10 +61,21 @@ static void timeouts(uint64_t deadline_ms, uint64_t *lock_ms, uint64_t *statemen
     *statement_ms = left - (left - *lock_ms) / 2;
 }
 
-/* @ms as a set_config() value: "<ms>ms", 0 raised to 1 (0 would mean "no timeout"). */
+/* @ms as a set_config() value: "<ms>ms", 0 raised to 1 (0 would mean "no timeout"). Two
+ * per transaction: written by hand, not by snprintf(). */
 static void ms_value(char out[24], uint64_t ms)
 {
-    snprintf(out, 24, "%llums", (unsigned long long)(ms > 0 ? ms : 1));
+    char digits[21];
+    size_t at = sizeof(digits), n;
+
+    if (ms == 0)
+        ms = 1;
+    do
+        digits[--at] = (char)('0' + ms % 10);
+    while ((ms /= 10) > 0);
+    n = sizeof(digits) - at;
+    memcpy(out, digits + at, n);
+    memcpy(out + n, "ms", 3);
 }
 
 void idem__tx_settings_init(idem__tx_settings *s, const char *tenant, uint64_t deadline_ms,
