@@ -45,8 +45,11 @@ import re, sys
 rows = [l for l in sys.argv[1].splitlines() if re.match(r"cpu 2 +(new keys|replays) ", l)]
 assert len(rows) == 2, rows
 for l in rows:
-    m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) (met|MISSED) ", l)
-    assert m and all(float(x) > 0 for x in m.groups()[:3]), l
+    m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) +\[([\d.]+)-([\d.]+)\] +(met|MISSED) ", l)
+    assert m and all(float(x) > 0 for x in m.groups()[:5]), l
+    # the median of the rounds lies within them, and the verdict follows it
+    assert float(m.group(4)) <= float(m.group(3)) <= float(m.group(5)), l
+    assert (m.group(6) == "met") == (float(m.group(3)) <= 1.5), l
 ' "$out"
 # And beside the minimal server in its record mode (the INSERT and a record of the call in
 # one transaction), for new keys only, without a target.
@@ -54,8 +57,9 @@ expect "the gateway's CPU per call beside the minimal server's record mode" pyth
 import re, sys
 rows = [l for l in sys.argv[1].splitlines() if re.match(r"cpu-rec 2 +", l)]
 assert len(rows) == 1 and " new keys " in rows[0], rows
-m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) [\d.]+$", rows[0])
+m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) +\[([\d.]+)-([\d.]+)\] +[\d.]+$", rows[0])
 assert m and all(float(x) > 0 for x in m.groups()), rows[0]
+assert float(m.group(4)) <= float(m.group(3)) <= float(m.group(5)), rows[0]
 ' "$out"
 expect "no targets without a run at 16 connections" lacks "target at"
 expect "the server's durability said" contains "fsync "

@@ -18,7 +18,8 @@ does for the same requests and statements, without idempotency, its database con
 capped at --pool as the gateway's are), it runs the same wrk
 rounds against it, checks its answers as the gateway's (a 201 each, replays marked, its
 rows against its 201s), and prints each process's own CPU per answered call (user + system
-from /proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5.
+from /proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5
+for the median of the per-round ratios (each round's runs one right after the other).
 For new keys it also runs the minimal server in its record mode (the tool's INSERT and a
 record of the call on a lean table in one pipelined SERIALIZABLE transaction, as
 idem-bench's create floor) and prints the gateway's CPU per call against it, for
@@ -262,6 +263,12 @@ def process_cpu_us(runs):
     return 1e6 * sum(r.gw_cpu_s for r in runs) / n if n else float("nan")
 
 
+def round_cpu_ratios(runs, floors):
+    """Round by round, one process's CPU per answered call over another's, measured one
+    right after the other: what the machine did meanwhile weighs on both alike."""
+    return [ratio(process_cpu_us([a]), process_cpu_us([b])) for a, b in zip(runs, floors)]
+
+
 def median(xs):
     xs = sorted(xs)
     n = len(xs)
@@ -474,27 +481,35 @@ def print_process_cpu(cells, pool):
           " connections as the gateway, the same requests:"
           " the tool's INSERT for a new key, the receipt by primary key for a replay; no"
           " idempotency), target gateway / floor <= %.1f" % (pool, CPU_TARGET))
-    print("cpu %-5s %-8s %10s %10s %7s %-7s %s" % ("conns", "requests", "gateway", "floor",
-                                                   "ratio", "target", "load average"))
+    print("(µs over all rounds; the ratio is the median of the per-round ratios [min-max], each"
+          " round's gateway run beside the minimal server's run right after it, and the"
+          " target is checked on it)")
+    print("cpu %-5s %-8s %10s %10s %7s %-13s %-7s %s" % ("conns", "requests", "gateway", "floor",
+                                                         "ratio", "[rounds]", "target",
+                                                         "load average"))
     for c in cells:
         gw, fl, load = c.process_cpu_us()
-        r = ratio(gw, fl)
-        print("cpu %-5d %-8s %10.1f %10.1f %7.2f %-7s %s" % (
-            c.connections, c.what, gw, fl, r, "met" if r <= CPU_TARGET else "MISSED", load))
+        rounds = round_cpu_ratios(c.gw, c.floor)
+        r = median(rounds)
+        print("cpu %-5d %-8s %10.1f %10.1f %7.2f %-13s %-7s %s" % (
+            c.connections, c.what, gw, fl, r, "[%.2f-%.2f]" % (min(rounds), max(rounds)),
+            "met" if r <= CPU_TARGET else "MISSED", load))
     print("\nThe same for new keys beside idem-bench-http-floor in its record mode (for"
           " information, no target): the tool's INSERT and a record of the call on a lean"
           " table of its own in one pipelined SERIALIZABLE transaction, as idem-bench's create"
           " floor; its database wait per call is like the gateway's. On a virtual machine a"
           " process's CPU per call also counts its wake-ups from idle, which grow with the"
           " time each call waits on the database")
-    print("cpu-rec %-5s %-8s %10s %10s %7s %s" % ("conns", "requests", "gateway", "floor+rec",
-                                                 "ratio", "load average"))
+    print("cpu-rec %-5s %-8s %10s %10s %7s %-13s %s" % ("conns", "requests", "gateway",
+                                                       "floor+rec", "ratio", "[rounds]",
+                                                       "load average"))
     for c in cells:
         if c.floor_record:
             gw, fr = process_cpu_us(c.gw), process_cpu_us(c.floor_record)
-            print("cpu-rec %-5d %-8s %10.1f %10.1f %7.2f %s" % (
-                c.connections, c.what, gw, fr, ratio(gw, fr),
-                c.floor_record[-1].load.split()[0]))
+            rounds = round_cpu_ratios(c.gw, c.floor_record)
+            print("cpu-rec %-5d %-8s %10.1f %10.1f %7.2f %-13s %s" % (
+                c.connections, c.what, gw, fr, median(rounds),
+                "[%.2f-%.2f]" % (min(rounds), max(rounds)), c.floor_record[-1].load.split()[0]))
 
 
 def print_targets(cells):
