@@ -16,6 +16,7 @@
 #include "http_api.h"
 #include "mcp.h"
 #include "run.h"
+#include "reqlog.h"
 #include "trace.h"
 
 #define DIGEST "0000000000000000000000000000000000000000000000000000000000000000"
@@ -769,4 +770,62 @@ Test(gateway, each_request_s_token_decides_its_tenant_whatever_the_thread_saw_be
         cr_assert_null(gw_auth_tenant(auth, NULL));
     }
     gw_config_free(auth);
+}
+
+/* The request log's plain line, built without printf, reads as printf would write it
+ * (each field, "-" for a missing one, the milliseconds to one decimal), and a line longer
+ * than its buffer comes out whole the other way. */
+static void logged(char *out, size_t size, const gw_log_entry *e)
+{
+    int fds[2], saved = dup(STDERR_FILENO);
+    ssize_t n;
+
+    cr_assert_eq(pipe(fds), 0);
+    fflush(stderr);
+    dup2(fds[1], STDERR_FILENO);
+    gw_log_request(e, 0);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(fds[1]);
+    n = read(fds[0], out, size - 1);
+    close(fds[0]);
+    cr_assert_gt(n, 0);
+    out[n] = '\0';
+}
+
+static void printf_line(char *out, size_t size, const gw_log_entry *e)
+{
+    snprintf(out, size,
+             "idem-gateway: request id=%s route=%s tenant=%s tool=%s key=%s code=%u status=%s "
+             "ms=%.1f trace=%s span=%s\n",
+             e->id, e->route, e->tenant != NULL ? e->tenant : "-", e->tool,
+             e->key != NULL ? e->key : "-", e->code, e->status != NULL ? e->status : "-",
+             e->seconds * 1000.0, e->trace_id != NULL ? e->trace_id : "-",
+             e->span_id != NULL ? e->span_id : "-");
+}
+
+Test(gateway, the_plain_request_log_line_reads_as_printf_would_write_it)
+{
+    static char key[1500], got[4096], want[4096];
+    const double seconds[] = {0.0, 0.0123, 1.5, 0.000449, 12.34567};
+    gw_log_entry e = {"req-1",           "call", "acme",
+                      "create_task",     "op-1", 201,
+                      "created",         0.0,    "4bf92f3577b34da6a3ce929d0e0e4736",
+                      "00f067aa0ba902b7"};
+
+    for (size_t i = 0; i < sizeof(seconds) / sizeof(seconds[0]); i++) {
+        e.seconds = seconds[i];
+        logged(got, sizeof(got), &e);
+        printf_line(want, sizeof(want), &e);
+        cr_assert_str_eq(got, want);
+    }
+    e.tenant = e.key = e.status = e.trace_id = e.span_id = NULL;
+    logged(got, sizeof(got), &e);
+    printf_line(want, sizeof(want), &e);
+    cr_assert_str_eq(got, want, "missing fields are '-'");
+    memset(key, 'k', sizeof(key) - 1);
+    e.key = key;
+    logged(got, sizeof(got), &e);
+    printf_line(want, sizeof(want), &e);
+    cr_assert_str_eq(got, want, "a line over the buffer comes out whole");
 }
