@@ -94,7 +94,8 @@ typedef struct idem_arguments idem_arguments;
  * @param opts NULL for the defaults. The store takes the tree only when its own parse
  *             allows as deep a nesting (IDEM_JSON_MAX_DEPTH_DEFAULT): with a deeper
  *             max_depth it parses the text itself.
- * @return as idem_json_parse_arguments(); IDEM_EINVAL with err->field "out" for NULL.
+ * @return as idem_json_parse_arguments(); IDEM_EINVAL with err->field "out" for a NULL
+ *         @p out, "text" for a NULL @p text of non-zero @p len.
  */
 IDEM_API int idem_arguments_parse(idem_arguments **out, const char *text, size_t len,
                                   const idem_json_options *opts, idem_error *err);

@@ -22,6 +22,8 @@ int idem_arguments_parse(idem_arguments **out, const char *text, size_t len,
 
     if (out == NULL)
         return idem__error_field(err, IDEM_EINVAL, "out", "must not be NULL");
+    if (text == NULL && len > 0)
+        return idem__error_field(err, IDEM_EINVAL, "text", "is NULL with %zu bytes", len);
     if ((rc = idem_json_parse_arguments(&tree, text, len, opts, err)) != 0)
         return rc;
     a = calloc(1, sizeof(*a));

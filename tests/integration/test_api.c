@@ -398,6 +398,9 @@ Test(api, arguments_parsed_once_are_the_tree_the_effect_gets_and_other_bytes_are
 
     cr_assert_eq(idem_arguments_parse(NULL, "{}", 2, NULL, &err), IDEM_EINVAL);
     cr_assert_str_eq(err.field, "out");
+    cr_assert_eq(idem_arguments_parse(&untouched, NULL, 2, NULL, &err), IDEM_EINVAL);
+    cr_assert_str_eq(err.field, "text");
+    cr_assert_null(untouched);
     cr_assert_eq(idem_arguments_parse(&untouched, "{\"n\":1e400}", 11, NULL, &err), IDEM_EINVAL);
     cr_assert_null(untouched);
     cr_assert_eq(idem_arguments_parse(&untouched, "{\"n\":1,\"n\":2}", 13, NULL, &err),
