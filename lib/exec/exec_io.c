@@ -76,7 +76,9 @@ int idem__exec_fault_take(const char *name)
 
 const char *idem__exec_cmd_name(const idem__pipe_cmd *cmd)
 {
-    return cmd->stmt != NULL ? cmd->stmt->name : cmd->sql;
+    if (cmd->stmt == NULL)
+        return cmd->sql;
+    return idem__exec_is_tx_control(cmd->stmt) ? cmd->stmt->sql : cmd->stmt->name;
 }
 
 #ifdef IDEM_TESTING

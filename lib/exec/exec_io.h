@@ -10,7 +10,11 @@
 #include "exec.h"
 #include "conn.h"
 
-/* The command's name: its statement's, or its SQL text. */
+/* Whether @stmt is one of the transaction-control statements (exec.h), named by its SQL. */
+int idem__exec_is_tx_control(const idem__stmt *stmt);
+
+/* The command's name: its statement's (a transaction-control statement's SQL), or its SQL
+ * text. */
 const char *idem__exec_cmd_name(const idem__pipe_cmd *cmd);
 
 #ifdef IDEM_TESTING

@@ -87,9 +87,21 @@ static int is_text_stmt(const idem_conn *conn, const idem__stmt *stmt)
     return 0;
 }
 
+const idem__stmt idem__stmt_begin_serializable = {"idem_tx_begin_serializable",
+                                                  "BEGIN ISOLATION LEVEL SERIALIZABLE", 0};
+const idem__stmt idem__stmt_begin_read_committed = {"idem_tx_begin_read_committed",
+                                                    "BEGIN ISOLATION LEVEL READ COMMITTED", 0};
+const idem__stmt idem__stmt_commit = {"idem_tx_commit", "COMMIT", 0};
+
+int idem__exec_is_tx_control(const idem__stmt *stmt)
+{
+    return stmt == &idem__stmt_begin_serializable || stmt == &idem__stmt_begin_read_committed ||
+           stmt == &idem__stmt_commit;
+}
+
 const char *idem__exec_stmt_what(const idem_conn *conn, const idem__stmt *stmt)
 {
-    return is_text_stmt(conn, stmt) ? stmt->sql : stmt->name;
+    return is_text_stmt(conn, stmt) || idem__exec_is_tx_control(stmt) ? stmt->sql : stmt->name;
 }
 
 /* A kept text statement failed because its plan no longer fits its table, changed since it

@@ -12,7 +12,6 @@
  * (claimed, completed, swept) while one call looks. */
 #define MAX_TRIES 4
 
-#define BEGIN_SQL          "BEGIN ISOLATION LEVEL READ COMMITTED"
 #define CLAIM_STMTS        4 /* claim, forget, lapse, start (external_sql.c) */
 #define CLAIM_CMDS         (1 + IDEM__SETTINGS_CMDS + CLAIM_STMTS + 1)
 #define LOCK_NOT_AVAILABLE "55P03"
@@ -163,7 +162,8 @@ static size_t claim_cmds(begin *b, idem_conn *conn, idem__pipe_cmd *cmds, size_t
 
     idem__tx_settings_for(s, conn, b->c.req->tenant);
     idem__tx_settings_claim_wait(s, b->ext->opts.claim_wait_ms);
-    cmds[n++] = (idem__pipe_cmd){NULL, BEGIN_SQL, 0, NULL, NULL, NULL, 0, NULL};
+    cmds[n++] =
+        (idem__pipe_cmd){&idem__stmt_begin_read_committed, NULL, 0, NULL, NULL, NULL, 0, NULL};
     n += idem__tx_settings_cmds(cmds + n, s,
                                 idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT
                                     ? IDEM__SETTINGS_PLAIN
@@ -175,7 +175,7 @@ static size_t claim_cmds(begin *b, idem_conn *conn, idem__pipe_cmd *cmds, size_t
         (idem__pipe_cmd){&idem__external_stmt_forget, NULL, 0, b->forget, NULL, NULL, 0, NULL};
     cmds[n++] = (idem__pipe_cmd){&idem__external_stmt_lapse, NULL, 0, b->mine, NULL, NULL, 0, NULL};
     cmds[n++] = (idem__pipe_cmd){&idem__external_stmt_start, NULL, 0, b->mine, NULL, NULL, 0, NULL};
-    cmds[n++] = (idem__pipe_cmd){NULL, "COMMIT", 0, NULL, NULL, NULL, 0, NULL};
+    cmds[n++] = (idem__pipe_cmd){&idem__stmt_commit, NULL, 0, NULL, NULL, NULL, 0, NULL};
     return n;
 }
 

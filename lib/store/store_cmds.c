@@ -10,11 +10,9 @@
 /* The write path costs two round trips (after a lookup only for a retry): BEGIN, the
  * reservation or claim with its settings and the effect's first statement travel in one
  * pipeline; the record's statement and COMMIT in another. */
-#define BEGIN_SQL "BEGIN ISOLATION LEVEL SERIALIZABLE"
-
-idem__pipe_cmd idem__store_cmd_sql(const char *sql)
+idem__pipe_cmd idem__store_cmd_stmt(const idem__stmt *stmt)
 {
-    return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
+    return (idem__pipe_cmd){stmt, NULL, 0, NULL, NULL, NULL, 0, NULL};
 }
 
 static idem__pipe_cmd cmd_claim(const call *c, const idem__stmt *stmt)
@@ -67,7 +65,7 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
 
     idem__tx_settings_for(s, conn, c->req->tenant);
     idem__tx_settings_claim_wait(s, IDEM__CLAIM_WAIT_MS);
-    cmds[0] = idem__store_cmd_sql(BEGIN_SQL);
+    cmds[0] = idem__store_cmd_stmt(&idem__stmt_begin_serializable);
     if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
         c->reserved = 1;
         c->claim_at = 1;

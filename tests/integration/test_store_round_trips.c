@@ -9,6 +9,7 @@
  * that the statements are prepared on the pool's one connection. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec.h"
@@ -168,4 +169,43 @@ Test(round_trips, a_new_key_on_a_fresh_connection_costs_no_more_round_trips)
     cr_assert_eq(call(DECLARED, "rt-fresh-declared", 1), IDEM_STATUS_CREATED);
     idem__exec_trace_take(&s.round_trips, &s.statements);
     expect(s, 1, 4, "declared create on a fresh connection");
+}
+
+/* idem's statements prepared on the pool's one connection whose names start with @prefix
+ * (named statements, not from SQL's PREPARE). */
+static long prepared_as(const char *prefix)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    const char *values[] = {prefix};
+    PGresult *res;
+    long n;
+
+    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
+    res = PQexecParams(idem_conn_pg(conn),
+                       "SELECT count(*) FROM pg_prepared_statements"
+                       " WHERE NOT from_sql AND starts_with(name, $1)",
+                       1, NULL, values, NULL, NULL, 0);
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQresultErrorMessage(res));
+    n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    idem_pool_release(conn);
+    return n;
+}
+
+/* BEGIN and COMMIT are prepared once per connection like idem's other statements (a text
+ * is parsed again on every call); behind a transaction pooler nothing stays prepared. */
+Test(round_trips, transaction_control_is_prepared_once_per_connection)
+{
+    long want = pgtest_through_pgbouncer() ? 0 : 1;
+
+    for (int i = 0; i < 3; i++) {
+        char op[32];
+
+        snprintf(op, sizeof(op), "rt-tx-%d", i);
+        cr_assert_eq(call(i == 1 ? DECLARED : CALLBACK, op, 1), IDEM_STATUS_CREATED);
+    }
+    cr_expect_eq(prepared_as("idem_tx_begin_serializable_"), want);
+    cr_expect_eq(prepared_as("idem_tx_commit_"), want);
+    cr_expect_eq(prepared_as("idem_tx_begin_read_committed_"), 0, "no external effect ran");
 }
