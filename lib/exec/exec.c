@@ -401,6 +401,11 @@ static int pipe_run(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *fai
     return rc;
 }
 
+idem__pipe_cmd idem__pipe_stmt(const idem__stmt *stmt, const char *const *values)
+{
+    return (idem__pipe_cmd){stmt, NULL, 0, values, NULL, NULL, 0, NULL};
+}
+
 int idem__conn_pipeline(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, size_t *failed_at,
                         idem_error *err)
 {

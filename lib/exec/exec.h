@@ -83,6 +83,9 @@ typedef struct idem__pipe_cmd {
     PGresult *result; /* out: set for each command that succeeded; caller PQclear()s */
 } idem__pipe_cmd;
 
+/* A command of named statement @stmt with its text parameters @values (NULL: none). */
+idem__pipe_cmd idem__pipe_stmt(const idem__stmt *stmt, const char *const *values);
+
 /* Send every command in one pipeline closed by one Sync, so that they cost one round trip,
  * and collect their results. A named statement this connection has not prepared yet is
  * prepared in the pipeline, in front of its first command (no round trip of its own): one

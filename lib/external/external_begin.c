@@ -162,8 +162,7 @@ static size_t claim_cmds(begin *b, idem_conn *conn, idem__pipe_cmd *cmds, size_t
 
     idem__tx_settings_for(s, conn, b->c.req->tenant);
     idem__tx_settings_claim_wait(s, b->ext->opts.claim_wait_ms);
-    cmds[n++] =
-        (idem__pipe_cmd){&idem__stmt_begin_read_committed, NULL, 0, NULL, NULL, NULL, 0, NULL};
+    cmds[n++] = idem__pipe_stmt(&idem__stmt_begin_read_committed, NULL);
     n += idem__tx_settings_cmds(cmds + n, s,
                                 idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT
                                     ? IDEM__SETTINGS_PLAIN
@@ -171,11 +170,10 @@ static size_t claim_cmds(begin *b, idem_conn *conn, idem__pipe_cmd *cmds, size_t
     *at = n;
     cmds[n++] = (idem__pipe_cmd){
         &idem__external_stmt_claim, NULL, 0, b->values, b->lengths, b->formats, 0, NULL};
-    cmds[n++] =
-        (idem__pipe_cmd){&idem__external_stmt_forget, NULL, 0, b->forget, NULL, NULL, 0, NULL};
-    cmds[n++] = (idem__pipe_cmd){&idem__external_stmt_lapse, NULL, 0, b->mine, NULL, NULL, 0, NULL};
-    cmds[n++] = (idem__pipe_cmd){&idem__external_stmt_start, NULL, 0, b->mine, NULL, NULL, 0, NULL};
-    cmds[n++] = (idem__pipe_cmd){&idem__stmt_commit, NULL, 0, NULL, NULL, NULL, 0, NULL};
+    cmds[n++] = idem__pipe_stmt(&idem__external_stmt_forget, b->forget);
+    cmds[n++] = idem__pipe_stmt(&idem__external_stmt_lapse, b->mine);
+    cmds[n++] = idem__pipe_stmt(&idem__external_stmt_start, b->mine);
+    cmds[n++] = idem__pipe_stmt(&idem__stmt_commit, NULL);
     return n;
 }
 

@@ -1,19 +1,14 @@
 /* The commands of the callback path's two pipelines (store_write.c): BEGIN with the
  * reservation (plain PostgreSQL) or the claim and its settings (Citus), and the statement
- * that writes or finishes the record, each with its parameters. */
+ * that writes or finishes the record, each with its parameters. The write path costs two
+ * round trips (after a lookup only for a retry): BEGIN, the reservation or claim with its
+ * settings and the effect's first statement travel in one pipeline; the record's statement
+ * and COMMIT in another. */
 #include <string.h>
 
 #include "exec.h"
 #include "store_internal.h"
 #include "tenant.h"
-
-/* The write path costs two round trips (after a lookup only for a retry): BEGIN, the
- * reservation or claim with its settings and the effect's first statement travel in one
- * pipeline; the record's statement and COMMIT in another. */
-idem__pipe_cmd idem__store_cmd_stmt(const idem__stmt *stmt)
-{
-    return (idem__pipe_cmd){stmt, NULL, 0, NULL, NULL, NULL, 0, NULL};
-}
 
 static idem__pipe_cmd cmd_claim(const call *c, const idem__stmt *stmt)
 {
@@ -65,7 +60,7 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds)
 
     idem__tx_settings_for(s, conn, c->req->tenant);
     idem__tx_settings_claim_wait(s, IDEM__CLAIM_WAIT_MS);
-    cmds[0] = idem__store_cmd_stmt(&idem__stmt_begin_serializable);
+    cmds[0] = idem__pipe_stmt(&idem__stmt_begin_serializable, NULL);
     if (idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT) {
         c->reserved = 1;
         c->claim_at = 1;

@@ -273,7 +273,7 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
         lengths[n + OWN_PARAMS] = (int)c->digests.len;
         formats[n + OWN_PARAMS] = 1;
     }
-    cmds[k++] = idem__store_cmd_stmt(&idem__stmt_begin_serializable);
+    cmds[k++] = idem__pipe_stmt(&idem__stmt_begin_serializable, NULL);
     idem__tx_settings_for(&c->settings, conn, c->req->tenant);
     k += idem__tx_settings_cmds(cmds + k, &c->settings,
                                 idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT
@@ -288,7 +288,7 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
                                  formats,
                                  1,
                                  NULL};
-    cmds[k++] = idem__store_cmd_stmt(&idem__stmt_commit);
+    cmds[k++] = idem__pipe_stmt(&idem__stmt_commit, NULL);
     return k;
 }
 

@@ -278,9 +278,6 @@ void idem__store_claim_params_init(call *c);
  * wait running out: another live attempt holds the key. */
 int idem__store_claim_busy(const call *c, size_t failed_at, const char *sqlstate);
 
-/* A command of a named statement without parameters (store_cmds.c). */
-idem__pipe_cmd idem__store_cmd_stmt(const idem__stmt *stmt);
-
 /* The statement that writes the callback path's record with COMMIT: on plain PostgreSQL
  * the record whole (stmt_record_as, after a reservation: c->reserved), on Citus the
  * finishing UPDATE of the claim; @failed: the state failed instead of completed. @p holds

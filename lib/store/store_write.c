@@ -306,7 +306,7 @@ static enum step finish_and_commit(call *c, idem_conn *conn, idem_tx *tx, const 
         n = idem__store_begin_cmds(c, conn, cmds);
     finish_at = n;
     cmds[n++] = idem__store_cmd_finish(&fp, c, receipt, len, failed);
-    cmds[n++] = idem__store_cmd_stmt(&idem__stmt_commit);
+    cmds[n++] = idem__pipe_stmt(&idem__stmt_commit, NULL);
     rc = idem__conn_pipeline(conn, cmds, n, &failed_at, c->err);
     if (rc != 0 && !tx->begun && idem__store_claim_busy(c, failed_at, c->err->sqlstate))
         step = busy(c, conn, out_rc);

@@ -120,11 +120,6 @@ static const idem__stmt set_timeouts = {"idem_settings_set_timeouts",
 static const idem__stmt set_tenant = {"idem_settings_set_tenant",
                                       "SELECT set_config('idem.tenant', $1, true)", 1};
 
-static idem__pipe_cmd stmt_cmd(const idem__stmt *stmt, const char *const *values)
-{
-    return (idem__pipe_cmd){stmt, NULL, 0, values, NULL, NULL, 0, NULL};
-}
-
 static idem__pipe_cmd text_cmd(const char *sql)
 {
     return (idem__pipe_cmd){NULL, sql, 0, NULL, NULL, NULL, 0, NULL};
@@ -142,9 +137,9 @@ static size_t plain_cmds(idem__pipe_cmd *out, idem__tx_settings *s)
     s->values[1] = s->tenant != NULL ? first_lock_timeout(s) : s->statement_timeout;
     s->values[2] = s->statement_timeout;
     if (s->timed)
-        out[0] = stmt_cmd(s->tenant != NULL ? &set_all : &set_timeouts, s->values);
+        out[0] = idem__pipe_stmt(s->tenant != NULL ? &set_all : &set_timeouts, s->values);
     else if (s->tenant != NULL)
-        out[0] = stmt_cmd(&set_tenant, s->values);
+        out[0] = idem__pipe_stmt(&set_tenant, s->values);
     else
         return 0;
     return 1;
