@@ -39,9 +39,12 @@
  * The server prepares every part of the statement each time it runs it, evaluated or not,
  * so the success path is kept to what it needs: the tool's rows read once, by the
  * aggregate, the receipt made into text once, and the record's RETURNING read once; what
- * only a failure needs is in the function and in the ELSE and COALESCE arms, which are not
- * evaluated on success. For a tool with an identity policy the statement's second form
- * (stmt_id) writes its fields' digests too, $n+13. */
+ * only a failure needs is in the function and in the ELSE arms, which are not evaluated on
+ * success. The record's RETURNING is joined to one row, so that a key that wrote no record
+ * still gets one (all NULL: the function's IDEM1); the windows are the seconds given as
+ * interval text (a bare number is seconds), not make_interval()'s seven arguments. For a
+ * tool with an identity policy the statement's second form (stmt_id) writes its fields'
+ * digests too, $n+13. */
 #define OWN_PARAMS 12
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
@@ -53,16 +56,15 @@ static const char declared_sql[] =
     " WHEN octet_length(e.body) <= $%zu::int8 THEN e.body"
     " ELSE E'\\\\x00'::bytea || coalesce(convert_to(octet_length(e.body)::text, 'UTF8'), '') END,"
     " true, $%zu, $%zu::uuid,"
-    " now() + make_interval(secs => $%zu::int8), now(),"
-    " now() + make_interval(secs => $%zu::int8)%s"
+    " now() + $%zu::interval, now(), now() + $%zu::interval%s"
     " FROM (SELECT count(*) AS n, convert_to(max(receipt::json::text), 'UTF8') AS body"
     " FROM effect) e"
     " WHERE now() BETWEEN $%zu::timestamptz AND $%zu::timestamptz"
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING response)"
-    " SELECT coalesce((SELECT CASE WHEN response >= E'\\\\x01'::bytea THEN response"
-    " ELSE idem.declared_outcome(response, CASE WHEN substr(response, 2, 1) = E'\\\\x6e'::bytea"
-    " THEN convert_from(substr(response, 3), 'UTF8')::int8 ELSE 1 END, $%zu::timestamptz) END"
-    " FROM ins), idem.declared_outcome(NULL, 1, $%zu::timestamptz))";
+    " SELECT CASE WHEN i.response >= E'\\\\x01'::bytea THEN i.response"
+    " ELSE idem.declared_outcome(i.response, CASE WHEN substr(i.response, 2, 1) = E'\\\\x6e'::bytea"
+    " THEN convert_from(substr(i.response, 3), 'UTF8')::int8 ELSE 1 END, $%zu::timestamptz) END"
+    " FROM (SELECT) AS one LEFT JOIN ins i ON true";
 
 /* idem.declared_outcome() raises IDEM2 naming the rule the statement broke in the error's
  * constraint name (migration 0016); for a receipt over max_response_bytes its DETAIL starts
@@ -142,7 +144,7 @@ static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
     }
     if (out != NULL)
         snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10, n + 10);
+                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10);
     return out;
 }
 

@@ -49,7 +49,9 @@ const idem__stmt idem__store_stmt_resolve_as = {
  * it; otherwise one row with state 'claimed'. Every statement names the tenant: on Citus it
  * runs on one shard.
  *
- * Both deadlines are fixed here from the tool's windows: $8 retention, $9 key memory. The
+ * Both deadlines are fixed here from the tool's windows: $8 retention, $9 key memory, in
+ * seconds (interval text: a bare number is seconds, cheaper to prepare than make_interval()
+ * with its seven arguments; the record statement below takes them the same way). The
  * key claims only while the database's clock is within $10 to $11 (store_claim.c: for a
  * UUIDv7 operation ID, its time less the clock skew allowance to its time plus the key
  * memory and the allowance; unbounded for other IDs). Outside it, with no record either,
@@ -64,7 +66,7 @@ const idem__stmt idem__store_stmt_resolve_as = {
     " state, trace_id, claim_token, expires_at, forget_at"
 #define CLAIM_VALUES                                                                               \
     " $2, $3, $4::int4, $5, 'pending', $6, $7::uuid,"                                              \
-    " now() + make_interval(secs => $8::int8), now() + make_interval(secs => $9::int8)"
+    " now() + $8::interval, now() + $9::interval"
 #define CLAIM_FRESH       " now() BETWEEN $10::timestamptz AND $11::timestamptz"
 #define CLAIM_ON_CONFLICT " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1)"
 #define CLAIM_TAKEN                                                                                \
@@ -134,8 +136,8 @@ const idem__stmt idem__store_stmt_reserve_as = {
     " fingerprint, trace_id, claim_token, expires_at, forget_at, state, response, completed_at,"   \
     " receipt_canonical"
 #define RECORD_VALUES                                                                              \
-    " SELECT $1, $2, $3, $4::int4, $5, $6, $7::uuid, now() + make_interval(secs => $8::int8),"     \
-    " now() + make_interval(secs => $9::int8), $10, $11, now(), NULL::boolean"
+    " SELECT $1, $2, $3, $4::int4, $5, $6, $7::uuid, now() + $8::interval,"                        \
+    " now() + $9::interval, $10, $11, now(), NULL::boolean"
 #define RECORD_GUARD                                                                               \
     " WHERE current_setting('idem.tenant', true) IS NOT DISTINCT FROM $1"                          \
     " ON CONFLICT (tenant, operation_id) DO NOTHING RETURNING 1 AS written)"                       \
