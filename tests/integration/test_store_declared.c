@@ -686,3 +686,47 @@ Test(store_declared, a_missing_privilege_on_the_applications_table_is_misconfigu
     idem_declared_free(d);
     idem_outcome_clear(&out);
 }
+
+/* A unique violation in a table of the application's whose key has the name of idem's
+ * (operations_pkey, here in idem_example.operations) is the statement's failure, never
+ * taken for the key's record, on a first attempt or a retry; the key stays free. */
+Test(store_declared, a_unique_violation_of_an_application_key_named_like_idems_is_the_effects)
+{
+    static const char *const params[] = {"$tenant"};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+
+    if (pgtest_citus_workers() != NULL)
+        cr_skip_test("the application's local tables: plain PostgreSQL only");
+    PQclear(pgtest_exec(fx.check,
+                        "CREATE TABLE idem_example.operations (tenant text,"
+                        " operation_id text,"
+                        " CONSTRAINT operations_pkey PRIMARY KEY (tenant, operation_id))"));
+    PQclear(pgtest_exec(fx.check, "INSERT INTO idem_example.operations VALUES ('acme', 'op-app')"));
+    PQclear(
+        pgtest_exec(fx.check, "GRANT SELECT, INSERT ON idem_example.operations TO " PGTEST_APP));
+    storetest_open(NULL, 2);
+    cr_assert_eq(
+        idem_declared_new(&d,
+                          "INSERT INTO idem_example.operations (tenant, operation_id)"
+                          " VALUES ($1, 'op-app') RETURNING json_build_object('t', tenant)",
+                          params, 1, &err),
+        0, "%s", err.message);
+    for (unsigned int attempt = 1; attempt <= 2; attempt++) {
+        cr_assert_eq(run_declared(&out, d, "acme", "op-app", "{}", attempt, &err), IDEM_EEFFECT,
+                     "attempt %u: %s", attempt, err.message);
+        cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
+        cr_assert_str_eq(err.sqlstate, "23505");
+        cr_assert_str_eq(err.constraint, "operations_pkey", "the server's name, as it gave it");
+        cr_assert_not_null(strstr(err.message, pgtest_server_says("duplicate key")), "%s",
+                           err.message);
+    }
+    cr_assert_eq(storetest_operations(), 0, "nothing stored");
+    cr_assert_eq(task(&out, "acme", "op-app", "s", 1), 0, "the key is still free");
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(task(&out, "acme", "op-app", "s", 1), 0, "a first attempt on the key taken");
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    idem_declared_free(d);
+    idem_outcome_clear(&out);
+}
