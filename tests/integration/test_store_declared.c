@@ -653,24 +653,34 @@ Test(store_declared, a_statement_that_changes_the_tenant_stores_nothing)
                          "tenant changed", "changed idem.tenant");
 }
 
-/* A privilege the application's role lacks on its own table: misconfigured, as on the
- * callback path, with the GRANT in the hint; nothing is stored. */
-Test(store_declared, a_missing_privilege_on_the_applications_table_is_misconfigured)
+/* A declared statement @sql, of one parameter ($tenant), on a table of the application's
+ * that @setup makes (as the owner), with the store opened after it. Plain PostgreSQL only:
+ * the test is skipped on Citus. */
+static idem_declared *on_application_table(const char *setup, const char *sql)
 {
     static const char *const params[] = {"$tenant"};
-    idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
     idem_declared *d = NULL;
 
     if (pgtest_citus_workers() != NULL)
         cr_skip_test("the application's local tables: plain PostgreSQL only");
-    PQclear(pgtest_exec(fx.check, "CREATE TABLE idem_example.private_notes (tenant text)"));
+    PQclear(pgtest_exec(fx.check, setup));
     storetest_open(NULL, 2);
-    cr_assert_eq(idem_declared_new(&d,
-                                   "INSERT INTO idem_example.private_notes (tenant) VALUES ($1)"
-                                   " RETURNING json_build_object('t', tenant)",
-                                   params, 1, &err),
-                 0, "%s", err.message);
+    cr_assert_eq(idem_declared_new(&d, sql, params, 1, &err), 0, "%s", err.message);
+    return d;
+}
+
+/* A privilege the application's role lacks on its own table: misconfigured, as on the
+ * callback path, with the GRANT in the hint; nothing is stored. */
+Test(store_declared, a_missing_privilege_on_the_applications_table_is_misconfigured)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d =
+        on_application_table("CREATE TABLE idem_example.private_notes (tenant text)",
+                             "INSERT INTO idem_example.private_notes (tenant) VALUES ($1)"
+                             " RETURNING json_build_object('t', tenant)");
+
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         cr_assert_eq(run_declared(&out, d, "acme", "op-denied", "{}", attempt, &err), IDEM_EPERM,
                      "attempt %u: %s", attempt, err.message);
@@ -692,27 +702,16 @@ Test(store_declared, a_missing_privilege_on_the_applications_table_is_misconfigu
  * taken for the key's record, on a first attempt or a retry; the key stays free. */
 Test(store_declared, a_unique_violation_of_an_application_key_named_like_idems_is_the_effects)
 {
-    static const char *const params[] = {"$tenant"};
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
-    idem_declared *d = NULL;
+    idem_declared *d =
+        on_application_table("CREATE TABLE idem_example.operations (tenant text, operation_id text,"
+                             " CONSTRAINT operations_pkey PRIMARY KEY (tenant, operation_id));"
+                             " INSERT INTO idem_example.operations VALUES ('acme', 'op-app');"
+                             " GRANT SELECT, INSERT ON idem_example.operations TO " PGTEST_APP,
+                             "INSERT INTO idem_example.operations (tenant, operation_id)"
+                             " VALUES ($1, 'op-app') RETURNING json_build_object('t', tenant)");
 
-    if (pgtest_citus_workers() != NULL)
-        cr_skip_test("the application's local tables: plain PostgreSQL only");
-    PQclear(pgtest_exec(fx.check,
-                        "CREATE TABLE idem_example.operations (tenant text,"
-                        " operation_id text,"
-                        " CONSTRAINT operations_pkey PRIMARY KEY (tenant, operation_id))"));
-    PQclear(pgtest_exec(fx.check, "INSERT INTO idem_example.operations VALUES ('acme', 'op-app')"));
-    PQclear(
-        pgtest_exec(fx.check, "GRANT SELECT, INSERT ON idem_example.operations TO " PGTEST_APP));
-    storetest_open(NULL, 2);
-    cr_assert_eq(
-        idem_declared_new(&d,
-                          "INSERT INTO idem_example.operations (tenant, operation_id)"
-                          " VALUES ($1, 'op-app') RETURNING json_build_object('t', tenant)",
-                          params, 1, &err),
-        0, "%s", err.message);
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         cr_assert_eq(run_declared(&out, d, "acme", "op-app", "{}", attempt, &err), IDEM_EEFFECT,
                      "attempt %u: %s", attempt, err.message);
