@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,42 +21,97 @@ static uint64_t unix_ms(void)
 
 /* The system CSPRNG's bytes, drawn a few hundred at a time: one RAND_bytes() call costs
  * microseconds, and a call of the store makes an identifier or two. Per thread, so
- * without a lock; a process made by fork() never hands out its parent's bytes. */
+ * without a lock; a process made by fork() never hands out its parent's bytes.
+ *
+ * Each thread's batch lives in a page of its own that the kernel hands a child zeroed
+ * (MADV_WIPEONFORK, Linux 4.14): an empty batch, drawn again, however the child was made
+ * (fork(), _Fork(), which runs no atfork handler, or a raw clone), with no system call per
+ * identifier to tell. Where no such page can be had, the batch is a thread-local one that
+ * the atfork handler empties and that is drawn again whenever the process ID changed
+ * (getpid() on every draw). */
 #define RANDOM_BATCH 320
-static _Thread_local struct {
+typedef struct batch {
     unsigned char bytes[RANDOM_BATCH];
     size_t left;
-    pid_t pid;
-} random_batch;
+    pid_t pid; /* the thread-local batch's: the process that drew it */
+} batch;
+
+#define BATCH_PAGE 4096 /* whole pages to madvise(); a batch fits in one */
+_Static_assert(sizeof(batch) <= BATCH_PAGE, "a batch fits in its page");
+
+static _Thread_local batch *thread_batch; /* this thread's: its page, or plain_batch */
+static _Thread_local batch plain_batch;
+static pthread_key_t page_key; /* unmaps a thread's page when the thread ends */
+static int page_key_made;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
 /* In a child made by fork(), the forking thread (its only one) drops what its batch had
- * left; the process ID check covers a fork that skipped the handlers (a raw clone). */
+ * left (its page is wiped already, if it has one). */
 static void forget_batch(void)
 {
-    memset(&random_batch, 0, sizeof(random_batch));
+    memset(&plain_batch, 0, sizeof(plain_batch));
 }
 
-static pthread_once_t fork_hook_once = PTHREAD_ONCE_INIT;
+static void unmap_page(void *page)
+{
+    if (thread_batch == page)
+        thread_batch = NULL; /* a later draw in this thread's exit maps another */
+    munmap(page, BATCH_PAGE);
+}
 
-static void add_fork_hook(void)
+static void setup(void)
 {
     (void)pthread_atfork(NULL, NULL, forget_batch);
+    page_key_made = pthread_key_create(&page_key, unmap_page) == 0;
+}
+
+/* Unloaded by dlclose(), the library leaves no destructor of its own to threads that
+ * still run (their pages stay theirs). */
+__attribute__((destructor)) static void drop_page_key(void)
+{
+    if (page_key_made)
+        pthread_key_delete(page_key);
+}
+
+/* A page the kernel wipes in a child, registered to be unmapped at the thread's end; NULL
+ * where the kernel or the system has none. */
+static batch *wiped_page(void)
+{
+#ifdef MADV_WIPEONFORK
+    void *page = mmap(NULL, BATCH_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (page == MAP_FAILED)
+        return NULL;
+    if (page_key_made && madvise(page, BATCH_PAGE, MADV_WIPEONFORK) == 0 &&
+        pthread_setspecific(page_key, page) == 0)
+        return page;
+    munmap(page, BATCH_PAGE);
+#endif
+    return NULL;
 }
 
 static int random_bytes(unsigned char *out, size_t n)
 {
-    pid_t pid = getpid();
+    batch *b = thread_batch;
+    pid_t pid = 0;
 
-    pthread_once(&fork_hook_once, add_fork_hook);
-    if (random_batch.left < n || random_batch.pid != pid) {
-        if (RAND_bytes(random_batch.bytes, RANDOM_BATCH) != 1)
-            return -1;
-        random_batch.left = RANDOM_BATCH;
-        random_batch.pid = pid;
+    if (b == NULL) {
+        pthread_once(&setup_once, setup);
+        b = thread_batch = wiped_page();
+        if (b == NULL)
+            b = thread_batch = &plain_batch;
     }
-    random_batch.left -= n;
-    memcpy(out, random_batch.bytes + random_batch.left, n);
-    memset(random_batch.bytes + random_batch.left, 0, n); /* never handed out twice */
+    if (b == &plain_batch)
+        pid = getpid();
+    if (b->left < n || b->pid != pid) {
+        if (RAND_bytes(b->bytes, RANDOM_BATCH) != 1)
+            return -1;
+        b->left = RANDOM_BATCH;
+        b->pid = pid;
+    }
+    b->left -= n;
+    memcpy(out, b->bytes + b->left, n);
+    memset(b->bytes + b->left, 0, n); /* never handed out twice */
     return 0;
 }
 

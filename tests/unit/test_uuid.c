@@ -1,4 +1,7 @@
+#define _GNU_SOURCE /* _Fork() */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -58,6 +61,87 @@ Test(uuid, v7_ids_differ_between_a_process_and_its_fork)
         cr_assert_str_neq(parent + 14, child + 14, "%s and %s share their random bits", parent,
                           child);
     }
+}
+
+/* _Fork() makes a child without running the atfork handlers: the batch's page, which the
+ * kernel wipes in a child, still keeps the child from handing out the parent's bytes. */
+Test(uuid, v7_ids_differ_between_a_process_and_a_child_made_without_atfork_handlers)
+{
+    char parent[IDEM_UUID_STRING_SIZE], child[IDEM_UUID_STRING_SIZE] = "";
+    int fds[2], status = 0;
+    pid_t pid;
+
+    for (int round = 0; round < 20; round++) {
+        cr_assert_eq(idem_uuid_v7(parent, NULL), 0);
+        cr_assert_eq(pipe(fds), 0);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
+        pid = _Fork();
+#else
+        cr_skip_test("no _Fork() in this C library");
+#endif
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+            int ok = idem_uuid_v7(child, NULL) == 0 &&
+                     write(fds[1], child, sizeof(child)) == (ssize_t)sizeof(child);
+            _exit(ok ? 0 : 1);
+        }
+        cr_assert_eq(idem_uuid_v7(parent, NULL), 0);
+        cr_assert_eq(read(fds[0], child, sizeof(child)), (ssize_t)sizeof(child));
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(fds[0]);
+        close(fds[1]);
+        cr_assert_str_neq(parent + 14, child + 14, "%s and %s share their random bits", parent,
+                          child);
+    }
+}
+
+static void *one_id(void *arg)
+{
+    char id[IDEM_UUID_STRING_SIZE];
+
+    *(int *)arg = idem_uuid_v7(id, NULL);
+    return NULL;
+}
+
+/* The process's mapped memory, kB (VmSize). */
+static long mapped_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+
+    cr_assert_not_null(f);
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    cr_assert_gt(kb, 0);
+    return kb;
+}
+
+/* Each thread's batch is a page of its own: given back when the thread ends (200 pages
+ * kept would be 800 kB; the C library reuses an ended thread's stack for the next). */
+Test(uuid, threads_that_made_ids_leave_no_pages_behind)
+{
+    long before;
+    int rc = -1;
+
+    for (int i = 0; i < 4; i++) { /* the first thread's stack and the once-made key */
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, one_id, &rc), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+    }
+    before = mapped_kb();
+    for (int i = 0; i < 200; i++) {
+        pthread_t t;
+        rc = -1;
+        cr_assert_eq(pthread_create(&t, NULL, one_id, &rc), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_assert_eq(rc, 0);
+    }
+    cr_assert_lt(mapped_kb(), before + 200, "%ld kB mapped before 200 threads, %ld kB after",
+                 before, mapped_kb());
 }
 
 Test(uuid, time_of_a_known_id)
