@@ -51,16 +51,30 @@ for l in rows:
     assert float(m.group(4)) <= float(m.group(3)) <= float(m.group(5)), l
     assert (m.group(6) == "met") == (float(m.group(3)) <= 1.5), l
 ' "$out"
-# And beside the minimal server in its record mode (the INSERT and a record of the call in
-# one transaction), for new keys only, without a target.
-expect "the gateway's CPU per call beside the minimal server's record mode" python3 -c '
+# And beside the minimal server in its record modes (the INSERT and a record of the call in
+# one transaction: on a lean table, as a row of idem.operations), for new keys only,
+# without a target; then each process's CPU per call as user and system time.
+expect "the gateway's CPU per call beside the minimal server's record modes" python3 -c '
 import re, sys
 rows = [l for l in sys.argv[1].splitlines() if re.match(r"cpu-rec 2 +", l)]
 assert len(rows) == 1 and " new keys " in rows[0], rows
-m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) +\[([\d.]+)-([\d.]+)\] +[\d.]+$", rows[0])
+m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) +\[([\d.]+)-([\d.]+)\]"
+              r" +([\d.]+) +([\d.]+) +\[([\d.]+)-([\d.]+)\] +[\d.]+$", rows[0])
 assert m and all(float(x) > 0 for x in m.groups()), rows[0]
-assert float(m.group(4)) <= float(m.group(3)) <= float(m.group(5)), rows[0]
+for at in (3, 7):
+    assert float(m.group(at + 1)) <= float(m.group(at)) <= float(m.group(at + 2)), rows[0]
 ' "$out"
+expect "user and system CPU per call of each process" python3 -c '
+import re, sys
+rows = [l for l in sys.argv[1].splitlines() if re.match(r"cpu-part 2 +", l)]
+assert len(rows) == 2, rows
+new = [l for l in rows if " new keys " in l][0]
+parts = re.findall(r"([\d.]+) / ([\d.]+)", new)
+assert len(parts) == 4 and all(float(u) + float(k) > 0 for u, k in parts), new
+replay = [l for l in rows if " replays " in l][0]
+assert len(re.findall(r"([\d.]+) / ([\d.]+)", replay)) == 2, replay
+' "$out"
+expect "the idem-record mode's check" grep -q "^2 connections, new keys: .*in its idem-record mode: rows created [1-9]" <<<"$out"
 expect "no targets without a run at 16 connections" lacks "target at"
 expect "the server's durability said" contains "fsync "
 leftover=$(q postgres "SELECT datname FROM pg_database WHERE datname LIKE 'idem_gwbench_%'")

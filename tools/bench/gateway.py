@@ -20,11 +20,13 @@ rounds against it, checks its answers as the gateway's (a 201 each, replays mark
 rows against its 201s), and prints each process's own CPU per answered call (user + system
 from /proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5
 for the median of the per-round ratios (each round's runs one right after the other).
-For new keys it also runs the minimal server in its record mode (the tool's INSERT and a
-record of the call on a lean table in one pipelined SERIALIZABLE transaction, as
-idem-bench's create floor) and prints the gateway's CPU per call against it, for
-information: on a virtual machine a process's CPU per call counts its wake-ups from idle
-too, and those grow with the time each call waits on the database.
+For new keys it also runs the minimal server in its two record modes (the tool's INSERT
+and a record of the call in one pipelined SERIALIZABLE transaction, as idem-bench's create
+floor: on a lean table, and as a row of idem.operations, the database's work of the
+gateway's call without idem) and prints the gateway's CPU per call against each, for
+information, and every process's CPU per call as user and system time: on a virtual
+machine a process's CPU per call counts the switches to its threads as they wake, whose
+cost grows with what the database does per call.
 
 --soak SECONDS instead runs wrk at 64 connections on new keys for that long, sampling the
 gateway's resident set size (VmRSS of /proc/PID/status) every 5 s.
@@ -147,11 +149,17 @@ class Gateway:
                 self.proc.wait()
 
 
-def cpu_s(pid):
-    """User + system CPU seconds of process @pid so far (/proc/PID/stat)."""
+def cpu_split(pid):
+    """User and system CPU seconds of process @pid so far (/proc/PID/stat)."""
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_s(pid):
+    """User + system CPU seconds of process @pid so far (/proc/PID/stat)."""
+    return sum(cpu_split(pid))
 
 
 SERVER_PID = [0]  # the postmaster's, once known (watch_server())
@@ -232,13 +240,15 @@ class Run:
     """One gateway measurement with its check: rows created against non-replayed 201s."""
 
     def __init__(self, gw, db, token, what, connections, seconds):
-        before, cpu = settled_rows(db), cpu_s(gw.proc.pid)
+        before, cpu = settled_rows(db), cpu_split(gw.proc.pid)
         self.what = what
         self.load = loadavg()
         server = server_s()
         self.r = wrk(gw.url(), what, token, connections, seconds, secrets.token_hex(4))
         self.server_s = server_s() - server
-        self.gw_cpu_s = cpu_s(gw.proc.pid) - cpu
+        after = cpu_split(gw.proc.pid)
+        self.gw_user_s, self.gw_sys_s = after[0] - cpu[0], after[1] - cpu[1]
+        self.gw_cpu_s = self.gw_user_s + self.gw_sys_s
         self.rows = settled_rows(db) - before
         r = self.r
         # Requests wrk made and had no answer for when it stopped: the gateway finishes a
@@ -261,6 +271,14 @@ def process_cpu_us(runs):
     """A server process's own CPU per answered call over @runs, µs (nan without runs)."""
     n = sum(r.r["answered"] for r in runs)
     return 1e6 * sum(r.gw_cpu_s for r in runs) / n if n else float("nan")
+
+
+def process_split_us(runs):
+    """A server process's user and system CPU per answered call over @runs, µs."""
+    n = sum(r.r["answered"] for r in runs)
+    if not n:
+        return float("nan"), float("nan")
+    return (1e6 * sum(r.gw_user_s for r in runs) / n, 1e6 * sum(r.gw_sys_s for r in runs) / n)
 
 
 def round_cpu_ratios(runs, floors):
@@ -286,9 +304,9 @@ class Cell:
     def __init__(self, connections, what):
         self.connections, self.what = connections, what
         self.gw, self.lib, self.loads, self.http, self.floor = [], [], [], [], []
-        self.floor_record = []
+        self.floor_record, self.floor_idem = [], []
 
-    def add(self, run, lib, load, http, floor, floor_record=None):
+    def add(self, run, lib, load, http, floor, floor_record=None, floor_idem=None):
         self.gw.append(run)
         self.lib.append(lib)
         self.loads.append(load)
@@ -297,6 +315,8 @@ class Cell:
             self.floor.append(floor)
         if floor_record is not None:
             self.floor_record.append(floor_record)
+        if floor_idem is not None:
+            self.floor_idem.append(floor_idem)
 
     def process_cpu_us(self):
         """The server process's own CPU per answered call, µs (user + system of
@@ -373,15 +393,16 @@ class Cell:
             first = next((f.r["first_other"] for f in self.floor if f.r["other"]), None)
             if first is not None:
                 line += "; its first other answer: " + first
-        if self.floor_record:
-            line += ("; in its record mode: rows created %d, non-replayed 201s %d, other"
-                     " answers %d" % (sum(f.rows for f in self.floor_record),
-                                      sum(f.r["created"] for f in self.floor_record),
-                                      sum(f.r["other"] for f in self.floor_record)))
-            first = next((f.r["first_other"] for f in self.floor_record if f.r["other"]), None)
-            if first is not None:
-                line += "; its first other answer: " + first
-        runs = self.gw + self.http + self.floor + self.floor_record
+        for name, runs in (("record mode", self.floor_record),
+                           ("idem-record mode", self.floor_idem)):
+            if runs:
+                line += ("; in its %s: rows created %d, non-replayed 201s %d, other answers %d"
+                         % (name, sum(f.rows for f in runs), sum(f.r["created"] for f in runs),
+                            sum(f.r["other"] for f in runs)))
+                first = next((f.r["first_other"] for f in runs if f.r["other"]), None)
+                if first is not None:
+                    line += "; its first other answer: " + first
+        runs = self.gw + self.http + self.floor + self.floor_record + self.floor_idem
         return line + (": ok" if all(g.ok for g in runs) else ": FAILED")
 
 
@@ -396,7 +417,7 @@ def warm_up(gw, token, connections):
 
 
 def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
-    cells, gw, floor, floor_record = [], None, None, None
+    cells, gw, floor, floor_record, floor_idem = [], None, None, None, None
     step = args.duration / args.rounds
     for c in args.connections:
         new, replay = Cell(c, "new keys"), Cell(c, "replays")
@@ -413,7 +434,7 @@ def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
             new_run = Run(gw, db, token, "new", c, step)
             replay_run = Run(gw, db, token, "replay", c, step)
             http = Run(gw, db, token, "healthz", c, step)
-            floor_new = floor_replay = floor_record_new = None
+            floor_new = floor_replay = floor_record_new = floor_idem_new = None
             if floor_start is not None:
                 floor = floor or floor_start()
                 if k == 0:
@@ -424,7 +445,11 @@ def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
                 if k == 0:
                     warm_up(floor_record, token, c)
                 floor_record_new = Run(floor_record, db, token, "new", c, step)
-            new.add(new_run, new_in, load, http, floor_new, floor_record_new)
+                floor_idem = floor_idem or floor_record_start("idem-record")
+                if k == 0:
+                    warm_up(floor_idem, token, c)
+                floor_idem_new = Run(floor_idem, db, token, "new", c, step)
+            new.add(new_run, new_in, load, http, floor_new, floor_record_new, floor_idem_new)
             replay.add(replay_run, replay_in, load, http, floor_replay)
     return cells, gw
 
@@ -494,22 +519,39 @@ def print_process_cpu(cells, pool):
         print("cpu %-5d %-8s %10.1f %10.1f %7.2f %-13s %-7s %s" % (
             c.connections, c.what, gw, fl, r, "[%.2f-%.2f]" % (min(rounds), max(rounds)),
             "met" if r <= CPU_TARGET else "MISSED", load))
-    print("\nThe same for new keys beside idem-bench-http-floor in its record mode (for"
-          " information, no target): the tool's INSERT and a record of the call on a lean"
-          " table of its own in one pipelined SERIALIZABLE transaction, as idem-bench's create"
-          " floor; its database wait per call is like the gateway's. On a virtual machine a"
-          " process's CPU per call also counts its wake-ups from idle, which grow with the"
-          " time each call waits on the database")
-    print("cpu-rec %-5s %-8s %10s %10s %7s %-13s %s" % ("conns", "requests", "gateway",
-                                                       "floor+rec", "ratio", "[rounds]",
-                                                       "load average"))
+    print("\nThe same for new keys beside idem-bench-http-floor in its record modes (for"
+          " information, no target): the tool's INSERT and a record of the call in one"
+          " pipelined SERIALIZABLE transaction, as idem-bench's create floor: floor+rec on a"
+          " lean table of its own, floor+idem as a row of idem.operations (idem-bench's"
+          " \"floor, idem's record\": the database's work of the gateway's call, without idem)."
+          " On a virtual machine a process's CPU per call also counts the switches to its"
+          " threads as they wake, whose cost grows with the database's work per call")
+    print("cpu-rec %-5s %-8s %10s %10s %7s %-13s %10s %7s %-13s %s" % (
+        "conns", "requests", "gateway", "floor+rec", "ratio", "[rounds]", "floor+idem", "ratio",
+        "[rounds]", "load average"))
     for c in cells:
         if c.floor_record:
-            gw, fr = process_cpu_us(c.gw), process_cpu_us(c.floor_record)
-            rounds = round_cpu_ratios(c.gw, c.floor_record)
-            print("cpu-rec %-5d %-8s %10.1f %10.1f %7.2f %-13s %s" % (
-                c.connections, c.what, gw, fr, median(rounds),
-                "[%.2f-%.2f]" % (min(rounds), max(rounds)), c.floor_record[-1].load.split()[0]))
+            cols = []
+            for runs in (c.floor_record, c.floor_idem):
+                rounds = round_cpu_ratios(c.gw, runs)
+                cols += [process_cpu_us(runs), median(rounds),
+                         "[%.2f-%.2f]" % (min(rounds), max(rounds)) if rounds else "-"]
+            print("cpu-rec %-5d %-8s %10.1f %10.1f %7.2f %-13s %10.1f %7.2f %-13s %s" % (
+                c.connections, c.what, process_cpu_us(c.gw), *cols,
+                c.floor_record[-1].load.split()[0]))
+    print("\nThe same CPU per call in its two parts, µs over all rounds (for information): user,"
+          " the process's own work; system, the kernel's on its behalf (its system calls, and"
+          " on a virtual machine above all the switches to its threads as they wake)")
+    print("cpu-part %-5s %-8s %15s %15s %15s %15s %12s" % (
+        "conns", "requests", "gateway usr/sys", "floor usr/sys", "f+rec usr/sys",
+        "f+idem usr/sys", "usr gw/floor"))
+    for c in cells:
+        parts = [process_split_us(runs)
+                 for runs in (c.gw, c.floor, c.floor_record, c.floor_idem)]
+        print("cpu-part %-5d %-8s %15s %15s %15s %15s %12.2f" % (
+            c.connections, c.what,
+            *["-" if u != u else "%.1f / %.1f" % (u, k) for u, k in parts],
+            ratio(parts[0][0], parts[1][0])))
 
 
 def print_targets(cells):
@@ -626,7 +668,7 @@ def main():
         else:
             cells, gw = measure(args, gw_start, db, token, args.pool,
                                 floor_start if os.path.exists(floor_exe) else None,
-                                lambda: floor_start("record"))
+                                lambda mode="record": floor_start(mode))
             print_table(cells, args.pool, args)
             print_targets(cells)
             print_process_cpu(cells, args.pool)

@@ -4,7 +4,7 @@
  * call beside it. Not an idempotent server: it has none of idem's work, only what any
  * server answering the same requests with the same statement does.
  *
- * Usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL [record]]
+ * Usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL [record|idem-record]]
  *
  * It listens on 127.0.0.1 at a free port, says "listening on http://127.0.0.1:PORT/" on
  * stderr, and answers until SIGTERM or SIGINT, one thread per connection as idem-gateway
@@ -25,7 +25,11 @@
  *                                (public.bench_http_floor_ops) in one pipelined
  *                                SERIALIZABLE transaction, one round trip, retried on
  *                                40001/40P01: the least any server that remembers its
- *                                calls does, as idem-bench's create floor (create.c)
+ *                                calls does, as idem-bench's create floor (create.c);
+ *                                with "idem-record", the record a row of idem.operations
+ *                                instead (its windows, claim token, CHECK constraint and
+ *                                second index), as idem-bench's "floor, idem's record": the
+ *                                database's work of the gateway's call, without idem
  *   anything else                400, 401 or 500
  */
 #include <arpa/inet.h>
@@ -56,12 +60,20 @@ static const char record_sql[] =
     "WITH task AS (" BENCH_GATEWAY_SQL ")"
     " INSERT INTO public.bench_http_floor_ops SELECT $1, $3, $4, t.receipt::text FROM task"
     " AS t(receipt) RETURNING response";
+static const char idem_record_sql[] =
+    "WITH task AS (" BENCH_GATEWAY_SQL ")"
+    " INSERT INTO idem.operations (tenant, operation_id, tool, payload_version, fingerprint,"
+    " state, response, claim_token, expires_at, completed_at, forget_at)"
+    " SELECT $1, $3, 'bench', 1, decode($4, 'hex'), 'completed',"
+    " convert_to(t.receipt::text, 'UTF8'), gen_random_uuid(), now() + interval '1 day', now(),"
+    " now() + interval '2 days' FROM task AS t(receipt) RETURNING convert_from(response, 'UTF8')";
 
 #define MAX_POOL 64
 
 typedef struct server {
     const char *dbname;
-    int record; /* new keys in a transaction with their record */
+    int record; /* new keys in a transaction with their record: 1 on the lean table, 2 as
+                   a row of idem.operations */
     unsigned char token_digest[SHA256_DIGEST_LENGTH];
     pthread_key_t conn_key; /* without a pool: this thread's PGconn, prepared; closed when
                                the thread ends */
@@ -91,7 +103,7 @@ static PGconn *open_conn(const server *s)
     int ok;
 
     a = PQprepare(pg, "replay", replay_sql, 2, NULL);
-    b = s->record ? PQprepare(pg, "create", record_sql, 4, NULL)
+    b = s->record ? PQprepare(pg, "create", s->record == 2 ? idem_record_sql : record_sql, 4, NULL)
                   : PQprepare(pg, "create", BENCH_GATEWAY_SQL, 3, NULL);
     ok = PQresultStatus(a) == PGRES_COMMAND_OK && PQresultStatus(b) == PGRES_COMMAND_OK;
     if (!ok)
@@ -360,13 +372,14 @@ int main(int argc, char **argv)
     if (argc < 3 || argc > 5 || strlen(argv[2]) != 2 * SHA256_DIGEST_LENGTH ||
         read_digest(s.token_digest, argv[2]) != 0 ||
         (argc >= 4 && (sscanf(argv[3], "%u", &s.size) != 1 || s.size < 1 || s.size > MAX_POOL)) ||
-        (argc == 5 && strcmp(argv[4], "record") != 0)) {
-        fputs("usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL (1 to 64) [record]]\n",
+        (argc == 5 && strcmp(argv[4], "record") != 0 && strcmp(argv[4], "idem-record") != 0)) {
+        fputs("usage: idem-bench-http-floor DBNAME TOKEN-SHA256-HEX [POOL (1 to 64)"
+              " [record|idem-record]]\n",
               stderr);
         return 64;
     }
-    s.record = argc == 5;
-    if (s.record && make_record_table(argv[1]) != 0)
+    s.record = argc < 5 ? 0 : strcmp(argv[4], "record") == 0 ? 1 : 2;
+    if (s.record == 1 && make_record_table(argv[1]) != 0)
         return 69;
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.freed, NULL);
