@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "idem/uuid.h"
+#include "uuid_internal.h"
 
 static uint64_t unix_ms(void)
 {
@@ -24,11 +25,13 @@ static uint64_t unix_ms(void)
  * without a lock; a process made by fork() never hands out its parent's bytes.
  *
  * Each thread's batch lives in a page of its own that the kernel hands a child zeroed
- * (MADV_WIPEONFORK, Linux 4.14): an empty batch, drawn again, however the child was made
- * (fork(), _Fork(), which runs no atfork handler, or a raw clone), with no system call per
- * identifier to tell. Where no such page can be had, the batch is a thread-local one that
- * the atfork handler empties and that is drawn again whenever the process ID changed
- * (getpid() on every draw). */
+ * (MADV_WIPEONFORK, Linux 4.14): an empty batch, drawn again, in any child with a copy of
+ * the parent's memory (fork(), _Fork(), which runs no atfork handler, clone() without
+ * CLONE_VM), with no system call per identifier to tell. The kernel's answer is tested
+ * first: one that takes an unknown advice too (some emulators answer every madvise() with
+ * success and do nothing) is not trusted. Where no such page can be had, the batch is a
+ * thread-local one that the atfork handler empties and that is drawn again whenever the
+ * process ID changed (getpid() on every draw). */
 #define RANDOM_BATCH 320
 typedef struct batch {
     unsigned char bytes[RANDOM_BATCH];
@@ -36,11 +39,9 @@ typedef struct batch {
     pid_t pid; /* the thread-local batch's: the process that drew it */
 } batch;
 
-#define BATCH_PAGE 4096 /* whole pages to madvise(); a batch fits in one */
-_Static_assert(sizeof(batch) <= BATCH_PAGE, "a batch fits in its page");
-
 static _Thread_local batch *thread_batch; /* this thread's: its page, or plain_batch */
 static _Thread_local batch plain_batch;
+static size_t page_size;       /* 0: no pages wiped on fork here */
 static pthread_key_t page_key; /* unmaps a thread's page when the thread ends */
 static int page_key_made;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
@@ -56,36 +57,64 @@ static void unmap_page(void *page)
 {
     if (thread_batch == page)
         thread_batch = NULL; /* a later draw in this thread's exit maps another */
-    munmap(page, BATCH_PAGE);
+    munmap(page, page_size);
+}
+
+/* The page size, if pages wiped on fork can be had and the kernel tells a wrong advice
+ * from a right one; else 0. */
+static size_t wipe_page_size(void)
+{
+#ifdef MADV_WIPEONFORK
+    long size = sysconf(_SC_PAGESIZE);
+    void *probe;
+    int honest;
+
+    if (size < (long)sizeof(batch))
+        return 0;
+    probe = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (probe == MAP_FAILED)
+        return 0;
+    honest =
+        madvise(probe, (size_t)size, -1) != 0 && madvise(probe, (size_t)size, MADV_WIPEONFORK) == 0;
+    munmap(probe, (size_t)size);
+    return honest ? (size_t)size : 0;
+#else
+    return 0;
+#endif
 }
 
 static void setup(void)
 {
     (void)pthread_atfork(NULL, NULL, forget_batch);
-    page_key_made = pthread_key_create(&page_key, unmap_page) == 0;
+    page_size = wipe_page_size();
+    page_key_made = page_size > 0 && pthread_key_create(&page_key, unmap_page) == 0;
 }
 
 /* Unloaded by dlclose(), the library leaves no destructor of its own to threads that
- * still run (their pages stay theirs). */
+ * still run (their pages stay theirs, one each). */
 __attribute__((destructor)) static void drop_page_key(void)
 {
-    if (page_key_made)
+    if (page_key_made) {
+        page_key_made = 0;
         pthread_key_delete(page_key);
+    }
 }
 
 /* A page the kernel wipes in a child, registered to be unmapped at the thread's end; NULL
- * where the kernel or the system has none. */
+ * where there is none to be had. */
 static batch *wiped_page(void)
 {
 #ifdef MADV_WIPEONFORK
-    void *page = mmap(NULL, BATCH_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *page;
 
+    if (!page_key_made)
+        return NULL;
+    page = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED)
         return NULL;
-    if (page_key_made && madvise(page, BATCH_PAGE, MADV_WIPEONFORK) == 0 &&
-        pthread_setspecific(page_key, page) == 0)
+    if (madvise(page, page_size, MADV_WIPEONFORK) == 0 && pthread_setspecific(page_key, page) == 0)
         return page;
-    munmap(page, BATCH_PAGE);
+    munmap(page, page_size);
 #endif
     return NULL;
 }
@@ -114,6 +143,13 @@ static int random_bytes(unsigned char *out, size_t n)
     memset(b->bytes + b->left, 0, n); /* never handed out twice */
     return 0;
 }
+
+#ifdef IDEM_TESTING
+int idem__uuid_batch_wiped(void)
+{
+    return thread_batch != NULL && thread_batch != &plain_batch;
+}
+#endif
 
 int idem_uuid_v7(char out[IDEM_UUID_STRING_SIZE], idem_error *err)
 {
