@@ -36,9 +36,24 @@ Test(uuid, v7_ids_are_distinct)
     }
 }
 
-/* Random bytes are drawn in batches: a child made by fork() must not hand out the ones its
- * parent has left. The two next IDs (same millisecond, most likely) differ. */
-Test(uuid, v7_ids_differ_between_a_process_and_its_fork)
+/* A fork() that keeps to the atfork handlers. */
+static pid_t plain_fork(void)
+{
+    return fork();
+}
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
+#define HAVE_UNDERSCORE_FORK 1
+/* _Fork(): a child made without running the atfork handlers. */
+static pid_t fork_without_handlers(void)
+{
+    return _Fork();
+}
+#endif
+
+/* Random bytes are drawn in batches: a child made by @make_child must not hand out the ones
+ * its parent has left. The two next IDs (same millisecond, most likely) differ. */
+static void child_ids_differ(pid_t (*make_child)(void))
 {
     char parent[IDEM_UUID_STRING_SIZE], child[IDEM_UUID_STRING_SIZE] = "";
     int fds[2], status = 0;
@@ -47,7 +62,7 @@ Test(uuid, v7_ids_differ_between_a_process_and_its_fork)
     for (int round = 0; round < 20; round++) {
         cr_assert_eq(idem_uuid_v7(parent, NULL), 0); /* the batch is drawn */
         cr_assert_eq(pipe(fds), 0);
-        pid = fork();
+        pid = make_child();
         cr_assert_geq(pid, 0);
         if (pid == 0) {
             int ok = idem_uuid_v7(child, NULL) == 0 &&
@@ -63,6 +78,11 @@ Test(uuid, v7_ids_differ_between_a_process_and_its_fork)
         cr_assert_str_neq(parent + 14, child + 14, "%s and %s share their random bits", parent,
                           child);
     }
+}
+
+Test(uuid, v7_ids_differ_between_a_process_and_its_fork)
+{
+    child_ids_differ(plain_fork);
 }
 
 /* Whether this kernel wipes a page in a child and refuses an advice it does not know, as
@@ -87,36 +107,16 @@ static int kernel_wipes_pages(void)
  * kernel wipes in a child, still keeps the child from handing out the parent's bytes. */
 Test(uuid, v7_ids_differ_between_a_process_and_a_child_made_without_atfork_handlers)
 {
-    char parent[IDEM_UUID_STRING_SIZE], child[IDEM_UUID_STRING_SIZE] = "";
-    int fds[2], status = 0;
-    pid_t pid;
+    char id[IDEM_UUID_STRING_SIZE];
 
-    cr_assert_eq(idem_uuid_v7(parent, NULL), 0);
+    cr_assert_eq(idem_uuid_v7(id, NULL), 0);
     cr_assert_eq(idem__uuid_batch_wiped(), kernel_wipes_pages(),
                  "where the kernel wipes pages in a child, the batch is such a page");
-    for (int round = 0; round < 20; round++) {
-        cr_assert_eq(idem_uuid_v7(parent, NULL), 0);
-        cr_assert_eq(pipe(fds), 0);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
-        pid = _Fork();
+#ifdef HAVE_UNDERSCORE_FORK
+    child_ids_differ(fork_without_handlers);
 #else
-        cr_skip_test("no _Fork() in this C library");
+    cr_skip_test("no _Fork() in this C library");
 #endif
-        cr_assert_geq(pid, 0);
-        if (pid == 0) {
-            int ok = idem_uuid_v7(child, NULL) == 0 &&
-                     write(fds[1], child, sizeof(child)) == (ssize_t)sizeof(child);
-            _exit(ok ? 0 : 1);
-        }
-        cr_assert_eq(idem_uuid_v7(parent, NULL), 0);
-        cr_assert_eq(read(fds[0], child, sizeof(child)), (ssize_t)sizeof(child));
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        close(fds[0]);
-        close(fds[1]);
-        cr_assert_str_neq(parent + 14, child + 14, "%s and %s share their random bits", parent,
-                          child);
-    }
 }
 
 static void *one_id(void *arg)

@@ -267,18 +267,18 @@ class Run:
                 max(self.r["answered"], 1))
 
 
-def process_cpu_us(runs):
-    """A server process's own CPU per answered call over @runs, µs (nan without runs)."""
-    n = sum(r.r["answered"] for r in runs)
-    return 1e6 * sum(r.gw_cpu_s for r in runs) / n if n else float("nan")
-
-
 def process_split_us(runs):
-    """A server process's user and system CPU per answered call over @runs, µs."""
+    """A server process's user and system CPU per answered call over @runs, µs (nan
+    without runs)."""
     n = sum(r.r["answered"] for r in runs)
     if not n:
         return float("nan"), float("nan")
     return (1e6 * sum(r.gw_user_s for r in runs) / n, 1e6 * sum(r.gw_sys_s for r in runs) / n)
+
+
+def process_cpu_us(runs):
+    """A server process's own CPU per answered call over @runs, µs (nan without runs)."""
+    return sum(process_split_us(runs))
 
 
 def round_cpu_ratios(runs, floors):
@@ -417,8 +417,16 @@ def warm_up(gw, token, connections):
 
 
 def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
-    cells, gw, floor, floor_record, floor_idem = [], None, None, None, None
+    cells, gw, floor = [], None, None
+    records = {}  # the minimal server in each record mode, started on first use
     step = args.duration / args.rounds
+
+    def record_run(mode, c, k):
+        if mode not in records:
+            records[mode] = floor_record_start(mode)
+        if k == 0:
+            warm_up(records[mode], token, c)
+        return Run(records[mode], db, token, "new", c, step)
     for c in args.connections:
         new, replay = Cell(c, "new keys"), Cell(c, "replays")
         cells += [new, replay]
@@ -441,14 +449,8 @@ def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
                     warm_up(floor, token, c)
                 floor_new = Run(floor, db, token, "new", c, step)
                 floor_replay = Run(floor, db, token, "replay", c, step)
-                floor_record = floor_record or floor_record_start()
-                if k == 0:
-                    warm_up(floor_record, token, c)
-                floor_record_new = Run(floor_record, db, token, "new", c, step)
-                floor_idem = floor_idem or floor_record_start("idem-record")
-                if k == 0:
-                    warm_up(floor_idem, token, c)
-                floor_idem_new = Run(floor_idem, db, token, "new", c, step)
+                floor_record_new = record_run("record", c, k)
+                floor_idem_new = record_run("idem-record", c, k)
             new.add(new_run, new_in, load, http, floor_new, floor_record_new, floor_idem_new)
             replay.add(replay_run, replay_in, load, http, floor_replay)
     return cells, gw
