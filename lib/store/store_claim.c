@@ -8,9 +8,7 @@
 
 #include "store_internal.h"
 
-/* @v in decimal, then @suffix, into @out (24 bytes at least): the claim's numbers, written
- * on every new key without printf's cost. */
-static void u64_text(char out[24], uint64_t v, const char *suffix)
+void idem__u64_text(char out[24], uint64_t v, const char *suffix)
 {
     char digits[20];
     int k = 0;
@@ -58,9 +56,12 @@ void idem__store_claim_params_init(call *c)
     unsigned int retention_s, key_memory_s;
 
     idem__store_windows(c->store, c->req->tool, &retention_s, &key_memory_s);
-    snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
-    u64_text(p->retention, retention_s, "");
-    u64_text(p->key_memory, key_memory_s, "");
+    if (c->req->payload_version >= 0)
+        idem__u64_text(p->version, (uint64_t)c->req->payload_version, "");
+    else
+        snprintf(p->version, sizeof(p->version), "%d", c->req->payload_version);
+    idem__u64_text(p->retention, retention_s, "");
+    idem__u64_text(p->key_memory, key_memory_s, "");
     claim_window(p, c, key_memory_s);
     p->values[0] = c->req->tenant;
     p->values[1] = c->req->operation_id;

@@ -263,8 +263,7 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
         lengths[n + i] = c->cp.lengths[i];
         formats[n + i] = c->cp.formats[i];
     }
-    snprintf(c->cp.max_response, sizeof(c->cp.max_response), "%zu",
-             c->store->opts.max_response_bytes);
+    idem__u64_text(c->cp.max_response, c->store->opts.max_response_bytes, "");
     values[n + 11] = c->cp.max_response;
     memset(lengths, 0, n * sizeof(int));
     memset(formats, 0, n * sizeof(int));

@@ -91,7 +91,7 @@ const idem__identity *idem__store_identity(const idem_store *store, const char *
  * record a reservation writes); for a tool with an identity policy, its fields' digests at
  * [11] ($12 of stmt_claim_id). */
 typedef struct claim_params {
-    char version[16], retention[24], key_memory[24];
+    char version[24], retention[24], key_memory[24];
     char not_before[8], not_after[8];
     char max_response[24]; /* a declared effect's limit on its receipt */
     const char *values[16];
@@ -273,6 +273,9 @@ size_t idem__store_begin_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds);
 
 /* Fill c->cp, the claim's parameters, once the claim token is made (store_claim.c). */
 void idem__store_claim_params_init(call *c);
+/* @v in decimal, then @suffix, into @out (24 bytes at least): the numbers a call sends,
+ * written on every new key without printf's cost (store_claim.c). */
+void idem__u64_text(char out[24], uint64_t v, const char *suffix);
 
 /* Whether a begin pipeline's failure at @failed_at (with @sqlstate) is the claim's lock
  * wait running out: another live attempt holds the key. */

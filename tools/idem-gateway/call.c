@@ -108,6 +108,9 @@ void gw_run_call(gw_run *run, const gw_config *cfg, const gw_runtime *rt, const 
     if (ctx != NULL) {
         ctx->tool = tool->name;
         ctx->status = status;
-        snprintf(ctx->key, sizeof(ctx->key), "%s", key);
+        size_t n = strnlen(key, sizeof(ctx->key) - 1);
+
+        memcpy(ctx->key, key, n);
+        ctx->key[n] = '\0';
     }
 }

@@ -12,37 +12,6 @@
 #include <idem/idem.h>
 
 #include "reqlog.h"
-#include "trace.h"
-
-/* A UUIDv7 as idem_uuid_v7() makes them (the time in ms, version 7, variant 10, 74 random
- * bits), its random bits from this thread's batch (trace.h): the library's own draws its
- * batch after a getpid() per UUID, a system call per request here. 0, or -1 without a
- * random generator. */
-static int uuid_v7(char out[IDEM_UUID_STRING_SIZE])
-{
-    static const char hex[] = "0123456789abcdef";
-    struct timespec ts;
-    unsigned char b[16];
-    uint64_t ms;
-    size_t at = 0;
-
-    if (gw_random_bytes(b + 6, 10) != 0)
-        return -1;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ms = (uint64_t)ts.tv_sec * 1000U + (uint64_t)ts.tv_nsec / 1000000U;
-    for (int i = 0; i < 6; i++)
-        b[i] = (unsigned char)(ms >> (40 - 8 * i));
-    b[6] = (unsigned char)(0x70 | (b[6] & 0x0f));
-    b[8] = (unsigned char)(0x80 | (b[8] & 0x3f));
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[at++] = '-';
-        out[at++] = hex[b[i] >> 4];
-        out[at++] = hex[b[i] & 0x0f];
-    }
-    out[at] = '\0';
-    return 0;
-}
 
 void gw_request_id(char out[GW_REQUEST_ID_MAX + 1], const char *header)
 {
@@ -56,9 +25,10 @@ void gw_request_id(char out[GW_REQUEST_ID_MAX + 1], const char *header)
         memcpy(out, header, n + 1);
         return;
     }
-    if (uuid_v7(id) != 0)
+    /* The library's identifiers draw from a per-thread batch, no system call each. */
+    if (idem_uuid_v7(id, NULL) != 0)
         snprintf(id, sizeof(id), "%lx-%lx", (unsigned long)time(NULL), (unsigned long)random());
-    snprintf(out, GW_REQUEST_ID_MAX + 1, "%s", id);
+    memcpy(out, id, strlen(id) + 1);
 }
 
 static void utc_now(char out[32])
