@@ -3,6 +3,7 @@
  * record. */
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -24,118 +25,97 @@ static uint64_t unix_ms(void)
  * microseconds, and a call of the store makes an identifier or two. Per thread, so
  * without a lock; a process made by fork() never hands out its parent's bytes.
  *
- * Each thread's batch lives in a page of its own that the kernel hands a child zeroed
- * (MADV_WIPEONFORK, Linux 4.14): an empty batch, drawn again, in any child with a copy of
- * the parent's memory (fork(), _Fork(), which runs no atfork handler, clone() without
- * CLONE_VM), with no system call per identifier to tell. The kernel's answer is tested
- * first: one that takes an unknown advice too (some emulators answer every madvise() with
- * success and do nothing) is not trusted. Where no such page can be had, the batch is a
- * thread-local one that the atfork handler empties and that is drawn again whenever the
- * process ID changed (getpid() on every draw). */
+ * A child is told by one page of the process that the kernel hands a child zeroed
+ * (MADV_WIPEONFORK, Linux 4.14): its canary is 1 where it was mapped, 0 in any child with
+ * a copy of the parent's memory (fork(), _Fork(), which runs no atfork handler, clone()
+ * without CLONE_VM). The first draw in a child moves the process's generation on, and a
+ * batch of another generation is drawn again: no system call per identifier, and the
+ * batch stays in the thread's own storage. A page of each thread's own cost more: under
+ * load it is out of the caches at every call, its loads the slowest of an identifier.
+ * The kernel's answer is tested first: one that takes an unknown advice too (some
+ * emulators answer every madvise() with success and do nothing) is not trusted. Where no
+ * such page can be had, the atfork handler empties the forking thread's batch and a batch
+ * is drawn again whenever the process ID changed (getpid() on every draw). */
 #define RANDOM_BATCH 320
 typedef struct batch {
     unsigned char bytes[RANDOM_BATCH];
     size_t left;
-    pid_t pid; /* the thread-local batch's: the process that drew it */
+    unsigned long generation; /* the process's generation when it was drawn */
+    pid_t pid;                /* without a canary: the process that drew it */
 } batch;
 
-static _Thread_local batch *thread_batch; /* this thread's: its page, or plain_batch */
-static _Thread_local batch plain_batch;
-static size_t page_size;       /* 0: no pages wiped on fork here */
-static pthread_key_t page_key; /* unmaps a thread's page when the thread ends */
-static int page_key_made;
+static _Thread_local batch thread_batch;
+static _Atomic(unsigned char) *canary; /* NULL: no page wiped on fork here */
+static atomic_ulong generation;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
 /* In a child made by fork(), the forking thread (its only one) drops what its batch had
- * left (its page is wiped already, if it has one). */
+ * left. */
 static void forget_batch(void)
 {
-    memset(&plain_batch, 0, sizeof(plain_batch));
+    memset(&thread_batch, 0, sizeof(thread_batch));
 }
 
-static void unmap_page(void *page)
-{
-    if (thread_batch == page)
-        thread_batch = NULL; /* a later draw in this thread's exit maps another */
-    munmap(page, page_size);
-}
-
-/* The page size, if pages wiped on fork can be had and the kernel tells a wrong advice
- * from a right one; else 0. */
-static size_t wipe_page_size(void)
+/* The canary, in a page the kernel wipes in a child and that tells a wrong advice from a
+ * right one; NULL where there is none. The page stays mapped for the life of the
+ * process. */
+static _Atomic(unsigned char) *wiped_canary(void)
 {
 #ifdef MADV_WIPEONFORK
     long size = sysconf(_SC_PAGESIZE);
-    void *probe;
-    int honest;
+    void *page;
 
-    if (size < (long)sizeof(batch))
-        return 0;
-    probe = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (probe == MAP_FAILED)
-        return 0;
-    honest =
-        madvise(probe, (size_t)size, -1) != 0 && madvise(probe, (size_t)size, MADV_WIPEONFORK) == 0;
-    munmap(probe, (size_t)size);
-    return honest ? (size_t)size : 0;
-#else
-    return 0;
+    if (size <= 0)
+        return NULL;
+    page = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        return NULL;
+    if (madvise(page, (size_t)size, -1) != 0 &&
+        madvise(page, (size_t)size, MADV_WIPEONFORK) == 0) {
+        _Atomic(unsigned char) *c = page;
+
+        atomic_store(c, 1);
+        return c;
+    }
+    munmap(page, (size_t)size);
 #endif
+    return NULL;
 }
 
 static void setup(void)
 {
     (void)pthread_atfork(NULL, NULL, forget_batch);
-    page_size = wipe_page_size();
-    page_key_made = page_size > 0 && pthread_key_create(&page_key, unmap_page) == 0;
+    canary = wiped_canary();
 }
 
-/* Unloaded by dlclose(), the library leaves no destructor of its own to threads that
- * still run (their pages stay theirs, one each). */
-__attribute__((destructor)) static void drop_page_key(void)
+/* The generation a batch must be of to be drawn from here: the process's, moved on by the
+ * first draw in a child. The generation is moved before the canary is set again, so that a
+ * thread that sees the canary set sees the new generation too. */
+static unsigned long current_generation(void)
 {
-    if (page_key_made) {
-        page_key_made = 0;
-        pthread_key_delete(page_key);
+    if (atomic_load_explicit(canary, memory_order_acquire) == 0) {
+        atomic_fetch_add(&generation, 1);
+        atomic_store_explicit(canary, 1, memory_order_release);
     }
-}
-
-/* A page the kernel wipes in a child, registered to be unmapped at the thread's end; NULL
- * where there is none to be had. */
-static batch *wiped_page(void)
-{
-#ifdef MADV_WIPEONFORK
-    void *page;
-
-    if (!page_key_made)
-        return NULL;
-    page = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (page == MAP_FAILED)
-        return NULL;
-    if (madvise(page, page_size, MADV_WIPEONFORK) == 0 && pthread_setspecific(page_key, page) == 0)
-        return page;
-    munmap(page, page_size);
-#endif
-    return NULL;
+    return atomic_load(&generation);
 }
 
 static int random_bytes(unsigned char *out, size_t n)
 {
-    batch *b = thread_batch;
+    batch *b = &thread_batch;
+    unsigned long gen = 0;
     pid_t pid = 0;
 
-    if (b == NULL) {
-        pthread_once(&setup_once, setup);
-        b = thread_batch = wiped_page();
-        if (b == NULL)
-            b = thread_batch = &plain_batch;
-    }
-    if (b == &plain_batch)
+    pthread_once(&setup_once, setup);
+    if (canary != NULL)
+        gen = current_generation();
+    else
         pid = getpid();
-    if (b->left < n || b->pid != pid) {
+    if (b->left < n || b->generation != gen || b->pid != pid) {
         if (RAND_bytes(b->bytes, RANDOM_BATCH) != 1)
             return -1;
         b->left = RANDOM_BATCH;
+        b->generation = gen;
         b->pid = pid;
     }
     b->left -= n;
@@ -145,9 +125,10 @@ static int random_bytes(unsigned char *out, size_t n)
 }
 
 #ifdef IDEM_TESTING
-int idem__uuid_batch_wiped(void)
+int idem__uuid_fork_canary(void)
 {
-    return thread_batch != NULL && thread_batch != &plain_batch;
+    pthread_once(&setup_once, setup);
+    return canary != NULL;
 }
 #endif
 

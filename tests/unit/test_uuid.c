@@ -51,9 +51,24 @@ static pid_t fork_without_handlers(void)
 }
 #endif
 
+static void *one_id(void *arg);
+
+/* In a child: another thread makes an ID before the forking thread does (it finds the
+ * child first, and the forking thread must still not use its copy of the parent's
+ * batch). */
+static void other_thread_first(void)
+{
+    pthread_t t;
+    int rc = -1;
+
+    if (pthread_create(&t, NULL, one_id, &rc) != 0 || pthread_join(t, NULL) != 0 || rc != 0)
+        _exit(2);
+}
+
 /* Random bytes are drawn in batches: a child made by @make_child must not hand out the ones
- * its parent has left. The two next IDs (same millisecond, most likely) differ. */
-static void child_ids_differ(pid_t (*make_child)(void))
+ * its parent has left. The two next IDs (same millisecond, most likely) differ. @first,
+ * unless NULL, runs in the child before its ID is made. */
+static void child_ids_differ(pid_t (*make_child)(void), void (*first)(void))
 {
     char parent[IDEM_UUID_STRING_SIZE], child[IDEM_UUID_STRING_SIZE] = "";
     int fds[2], status = 0;
@@ -65,7 +80,11 @@ static void child_ids_differ(pid_t (*make_child)(void))
         pid = make_child();
         cr_assert_geq(pid, 0);
         if (pid == 0) {
-            int ok = idem_uuid_v7(child, NULL) == 0 &&
+            int ok;
+
+            if (first != NULL)
+                first();
+            ok = idem_uuid_v7(child, NULL) == 0 &&
                      write(fds[1], child, sizeof(child)) == (ssize_t)sizeof(child);
             _exit(ok ? 0 : 1);
         }
@@ -82,7 +101,7 @@ static void child_ids_differ(pid_t (*make_child)(void))
 
 Test(uuid, v7_ids_differ_between_a_process_and_its_fork)
 {
-    child_ids_differ(plain_fork);
+    child_ids_differ(plain_fork, NULL);
 }
 
 /* Whether this kernel wipes a page in a child and refuses an advice it does not know, as
@@ -103,19 +122,30 @@ static int kernel_wipes_pages(void)
 #endif
 }
 
-/* _Fork() makes a child without running the atfork handlers: the batch's page, which the
+/* _Fork() makes a child without running the atfork handlers: the canary's page, which the
  * kernel wipes in a child, still keeps the child from handing out the parent's bytes. */
 Test(uuid, v7_ids_differ_between_a_process_and_a_child_made_without_atfork_handlers)
 {
     char id[IDEM_UUID_STRING_SIZE];
 
     cr_assert_eq(idem_uuid_v7(id, NULL), 0);
-    cr_assert_eq(idem__uuid_batch_wiped(), kernel_wipes_pages(),
-                 "where the kernel wipes pages in a child, the batch is such a page");
+    cr_assert_eq(idem__uuid_fork_canary(), kernel_wipes_pages(),
+                 "where the kernel wipes pages in a child, a child is told by such a page");
 #ifdef HAVE_UNDERSCORE_FORK
-    child_ids_differ(fork_without_handlers);
+    child_ids_differ(fork_without_handlers, NULL);
 #else
     cr_skip_test("no _Fork() in this C library");
+#endif
+}
+
+/* The same when a thread of the child makes an ID first: the forking thread's batch, of
+ * the parent's generation, is drawn again all the same. */
+Test(uuid, v7_ids_differ_in_a_child_whose_other_thread_draws_first)
+{
+#ifdef HAVE_UNDERSCORE_FORK
+    child_ids_differ(fork_without_handlers, other_thread_first);
+#else
+    child_ids_differ(plain_fork, other_thread_first);
 #endif
 }
 
@@ -143,8 +173,9 @@ static long mapped_kb(void)
     return kb;
 }
 
-/* Each thread's batch is a page of its own: given back when the thread ends (200 pages
- * kept would be 800 kB; the C library reuses an ended thread's stack for the next). */
+/* A thread's batch is its own storage, gone with the thread: nothing is mapped for each
+ * thread that is kept after it ends (a page each for 200 threads would be 800 kB; the C
+ * library reuses an ended thread's stack for the next). */
 Test(uuid, threads_that_made_ids_leave_no_pages_behind)
 {
     long before;
