@@ -70,8 +70,7 @@ static _Atomic(unsigned char) *wiped_canary(void)
     page = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED)
         return NULL;
-    if (madvise(page, (size_t)size, -1) != 0 &&
-        madvise(page, (size_t)size, MADV_WIPEONFORK) == 0) {
+    if (madvise(page, (size_t)size, -1) != 0 && madvise(page, (size_t)size, MADV_WIPEONFORK) == 0) {
         _Atomic(unsigned char) *c = page;
 
         atomic_store(c, 1);

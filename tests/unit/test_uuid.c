@@ -85,7 +85,7 @@ static void child_ids_differ(pid_t (*make_child)(void), void (*first)(void))
             if (first != NULL)
                 first();
             ok = idem_uuid_v7(child, NULL) == 0 &&
-                     write(fds[1], child, sizeof(child)) == (ssize_t)sizeof(child);
+                 write(fds[1], child, sizeof(child)) == (ssize_t)sizeof(child);
             _exit(ok ? 0 : 1);
         }
         cr_assert_eq(idem_uuid_v7(parent, NULL), 0);

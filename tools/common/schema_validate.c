@@ -10,8 +10,8 @@
 
 /* A schema's keywords that validation reads; NULL where the schema has none. */
 typedef struct keywords {
-    const json_t *type, *enum_values, *const_value, *minimum, *maximum, *min_length,
-        *max_length, *max_items, *items, *required, *properties, *additional;
+    const json_t *type, *enum_values, *const_value, *minimum, *maximum, *min_length, *max_length,
+        *max_items, *items, *required, *properties, *additional;
 } keywords;
 
 typedef struct vctx {

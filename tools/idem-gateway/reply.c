@@ -6,15 +6,32 @@
 
 #include "reply.h"
 
+/* @s into @value as vsnprintf() would put it (cut to fit). */
+static void copy_value(char value[], size_t size, const char *s)
+{
+    size_t n = strnlen(s, size - 1);
+
+    memcpy(value, s, n);
+    value[n] = '\0';
+}
+
 void gw_reply_header(gw_reply *r, const char *name, const char *fmt, ...)
 {
+    char *value;
     va_list ap;
 
     if (r->nheaders >= GW_REPLY_HEADERS)
         return;
     r->headers[r->nheaders].name = name;
+    value = r->headers[r->nheaders].value;
     va_start(ap, fmt);
-    vsnprintf(r->headers[r->nheaders].value, sizeof(r->headers[0].value), fmt, ap);
+    /* Most values are a string or a constant: copied, not formatted (every answer has a few). */
+    if (strcmp(fmt, "%s") == 0)
+        copy_value(value, sizeof(r->headers[0].value), va_arg(ap, const char *));
+    else if (strchr(fmt, '%') == NULL)
+        copy_value(value, sizeof(r->headers[0].value), fmt);
+    else
+        vsnprintf(value, sizeof(r->headers[0].value), fmt, ap);
     va_end(ap);
     r->nheaders++;
 }
