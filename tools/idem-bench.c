@@ -28,7 +28,7 @@ static const char usage[] =
     "                  gateway|all] [--threads 1,4,16]\n"
     "                  [--duration SECONDS] [--round SECONDS] [--large] [--json]\n"
     "                  [--pool N] [--dsn CONNINFO] [--pgbouncer CONNINFO] [--existing]\n"
-    "                  [--statements] [--durability on|as-is]\n"
+    "                  [--statements] [--durability on|as-is] [--statement-timeout-ms N]\n"
     "  --mode      which measurements (default all); not in all: sweep (retention's\n"
     "              sweeper on a backlog of 1 M expired records, beside replays),\n"
     "              external (begin + complete of an external effect beside the local path)\n"
@@ -62,6 +62,10 @@ static const char usage[] =
     "              (tools/with-postgres does), idem-bench turns them on with ALTER SYSTEM\n"
     "              for its run (a superuser's) and resets them at the end; as-is: the\n"
     "              server's settings (always so with --existing); the report says which\n"
+    "  --statement-timeout-ms  every pool's statement_timeout_ms (include/idem/pool.h;\n"
+    "              default 0: the server's): below the store's deadline_ms (10000) by a\n"
+    "              second or more, a declared create leaves it to the session and sends\n"
+    "              one statement less (lib/README.md, \"Behind a connection pooler\")\n"
     "  -h, --help  print this help\n"
     "  -V, --version\n"
     "              print the version\n";
@@ -159,6 +163,7 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
                                           {"statements", no_argument, NULL, 'S'},
                                           {"version", no_argument, NULL, 'V'},
                                           {"durability", required_argument, NULL, 'U'},
+                                          {"statement-timeout-ms", required_argument, NULL, 'T'},
                                           {NULL, 0, NULL, 0}};
     int c, at = 0, rc = 0;
 
@@ -202,6 +207,14 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
             cfg->keep_durability = strcmp(optarg, "as-is") == 0;
             rc = cfg->keep_durability || strcmp(optarg, "on") == 0 ? 0 : -1;
             break;
+        case 'T': {
+            char *end;
+            unsigned long ms = strtoul(optarg, &end, 10);
+
+            rc = *end == '\0' && optarg[0] >= '0' && optarg[0] <= '9' && ms <= 3600000 ? 0 : -1;
+            cfg->statement_timeout_ms = (unsigned int)ms;
+            break;
+        }
         case 'h':
             return 1;
         case 'V':
@@ -246,6 +259,7 @@ int main(int argc, char **argv)
                         getenv("IDEM_PGBOUNCER"),
                         0,
                         0,
+                        0,
                         0};
     int rc = parse_options(&cfg, argc, argv);
 
@@ -257,5 +271,6 @@ int main(int argc, char **argv)
         fputs(usage, rc > 0 ? stdout : stderr);
         return rc > 0 ? 0 : 64;
     }
+    bench_pool_set_statement_timeout(cfg.statement_timeout_ms);
     return bench_main(&cfg);
 }

@@ -458,3 +458,14 @@ unsigned int idem__conn_statement_timeout_ms(const idem_conn *conn)
 {
     return conn != NULL ? conn->statement_timeout_ms : 0;
 }
+
+unsigned int idem__conn_session_statement_timeout_ms(const idem_conn *conn)
+{
+    return conn != NULL && conn->session_timeout ? conn->statement_timeout_ms : 0;
+}
+
+void idem__conn_session_timeout_changed(idem_conn *conn)
+{
+    if (conn != NULL)
+        conn->session_timeout = 0;
+}

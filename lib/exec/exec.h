@@ -128,6 +128,17 @@ int idem__conn_citus(const idem_conn *conn);
 uint64_t idem__conn_deadline(const idem_conn *conn);
 unsigned int idem__conn_statement_timeout_ms(const idem_conn *conn);
 
+/* The pool's statement_timeout_ms when the connection's session was opened with it as its
+ * own statement_timeout (a startup option: not behind a transaction pooler) and has not been
+ * found with another since; else 0. A transaction whose statement timeout would be that
+ * value need not set it (settings.h, idem__tx_settings_session()). */
+unsigned int idem__conn_session_statement_timeout_ms(const idem_conn *conn);
+
+/* The session's statement_timeout was found to be another (an application set it on a
+ * connection it took from the pool, or a pooler dropped the startup option): from now on
+ * every transaction on the connection sets its own. */
+void idem__conn_session_timeout_changed(idem_conn *conn);
+
 #ifdef IDEM_TESTING
 /* Forget that statements were prepared on this connection (after DISCARD ALL, say). Tests
  * only: compiled into the test library, never into the installed one. */

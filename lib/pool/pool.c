@@ -320,6 +320,7 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     conn->idle_since_ms = now;
     conn->unnamed = pool->unnamed;
     conn->statement_timeout_ms = pool->opts.statement_timeout_ms;
+    conn->session_timeout = pool->pg_options != NULL && pool->opts.statement_timeout_ms > 0;
     *out = conn;
     return 0;
 }

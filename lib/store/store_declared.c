@@ -42,10 +42,23 @@
  * only a failure needs is in the function and in the ELSE arms, which are not evaluated on
  * success. The record's RETURNING is joined to one row, so that a key that wrote no record
  * still gets one (all NULL: the function's IDEM1); the windows are the seconds given as
- * interval text (a bare number is seconds), not make_interval()'s seven arguments. For a
+ * interval text (a bare number is seconds), not make_interval()'s seven arguments.
+ *
+ * Where the session's own statement_timeout is the call's (settings.h,
+ * idem__tx_settings_session()), the statement makes the transaction's other settings
+ * itself instead of a statement of their own before it: $n+13 the lock_timeout, $n+14 the
+ * statement_timeout as the server shows it. The main query's condition is an InitPlan
+ * without a column of any table, which the server evaluates once, at the top of the plan,
+ * before any row is read and so before the record or the tool's SQL runs: it checks that
+ * the session's statement_timeout, the one this statement runs under, is the one given,
+ * then sets idem.tenant (which row-level security reads) and lock_timeout for the rest of
+ * the transaction; a session found with another fails the statement before anything of it
+ * ran (SESSION_CHANGED), and the attempt is made again with the settings' own statement.
+ * With $n+14 NULL the settings' statement ran before: the condition does nothing. For a
  * tool with an identity policy the statement's second form (stmt_id) writes its fields'
- * digests too, $n+13. */
-#define OWN_PARAMS 12
+ * digests too, $n+15. */
+#define OWN_PARAMS      14
+#define SESSION_CHANGED "idem: the session has another statement_timeout"
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
     " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
@@ -64,7 +77,12 @@ static const char declared_sql[] =
     " SELECT CASE WHEN i.response >= E'\\\\x01'::bytea THEN i.response"
     " ELSE idem.declared_outcome(i.response, CASE WHEN substr(i.response, 2, 1) = E'\\\\x6e'::bytea"
     " THEN convert_from(substr(i.response, 3), 'UTF8')::int8 ELSE 1 END, $%zu::timestamptz) END"
-    " FROM (SELECT) AS one LEFT JOIN ins i ON true";
+    " FROM (SELECT) AS one LEFT JOIN ins i ON true"
+    " WHERE (SELECT CASE WHEN $%zu::text IS NULL THEN 0"
+    " WHEN current_setting('statement_timeout') = $%zu::text"
+    " THEN num_nulls(set_config('idem.tenant', $%zu, true), set_config('lock_timeout', $%zu, true))"
+    " ELSE num_nulls(set_config('statement_timeout', '" SESSION_CHANGED
+    "', true)) END) IS NOT NULL";
 
 /* idem.declared_outcome() raises IDEM2 naming the rule the statement broke in the error's
  * constraint name (migration 0016); for a receipt over max_response_bytes its DETAIL starts
@@ -135,7 +153,7 @@ static int check_declaration(const char *sql, const char *const *params, size_t 
 static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
 {
     char column[24] = "", value[24] = "";
-    size_t size = sizeof(declared_sql) + strlen(inner) + 16 * 24;
+    size_t size = sizeof(declared_sql) + strlen(inner) + 20 * 24;
     char *out = malloc(size);
 
     if (digests_at > 0) {
@@ -144,7 +162,8 @@ static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
     }
     if (out != NULL)
         snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10);
+                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10, n + 14, n + 14, n + 1,
+                 n + 13);
     return out;
 }
 
@@ -249,13 +268,17 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
 }
 
 /* The pipeline's commands: BEGIN, the settings in the form tenant.h chooses for @conn (on
- * plain PostgreSQL one statement; on Citus IDEM__SET_PROPAGATE and SET LOCAL statements:
- * settings.h), the statement, COMMIT. Returns how many; *at is the statement's index. */
+ * plain PostgreSQL one statement, or none when the session's statement_timeout serves and
+ * the statement makes the others itself: above; on Citus IDEM__SET_PROPAGATE and SET LOCAL
+ * statements: settings.h), the statement, COMMIT. Returns how many; *at is the statement's
+ * index. */
 #define DECLARED_CMDS (IDEM__SETTINGS_CMDS + 3)
 static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, const char **values,
                             int *lengths, int *formats, size_t *at)
 {
     size_t n = c->declared->nparams, k = 0;
+    const char *session;
+    int plain;
 
     /* The claim's first eleven: the key to the window (store_claim.c). */
     for (size_t i = 0; i < 11; i++) {
@@ -267,8 +290,8 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     values[n + 11] = c->cp.max_response;
     memset(lengths, 0, n * sizeof(int));
     memset(formats, 0, n * sizeof(int));
-    lengths[n + 11] = 0;
-    formats[n + 11] = 0;
+    lengths[n + 11] = lengths[n + 12] = lengths[n + 13] = 0;
+    formats[n + 11] = formats[n + 12] = formats[n + 13] = 0;
     if (c->identity != NULL) {
         values[n + OWN_PARAMS] = c->digests.len > 0 ? c->digests.data : NULL;
         lengths[n + OWN_PARAMS] = (int)c->digests.len;
@@ -276,10 +299,13 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     }
     cmds[k++] = idem__pipe_stmt(&idem__stmt_begin_serializable, NULL);
     idem__tx_settings_for(&c->settings, conn, c->req->tenant);
-    k += idem__tx_settings_cmds(cmds + k, &c->settings,
-                                idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT
-                                    ? IDEM__SETTINGS_PLAIN
-                                    : IDEM__SETTINGS_CITUS);
+    plain = idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT;
+    session = plain ? idem__tx_settings_session(&c->settings, conn) : NULL;
+    values[n + 12] = session != NULL ? c->settings.lock_timeout : NULL;
+    values[n + 13] = session;
+    if (session == NULL)
+        k += idem__tx_settings_cmds(cmds + k, &c->settings,
+                                    plain ? IDEM__SETTINGS_PLAIN : IDEM__SETTINGS_CITUS);
     *at = k;
     cmds[k++] = (idem__pipe_cmd){c->identity != NULL ? &c->declared->stmt_id : &c->declared->stmt,
                                  NULL,
@@ -371,6 +397,14 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     idem__store_rollback(conn);
     if (idem__sqlstate_is_retryable(c->err->sqlstate))
         return STEP_BACKOFF;
+    /* The session's statement_timeout was not the one the statement was to run under: it
+     * failed before anything of it ran. Again, setting it, not counted as an attempt. */
+    if (failed_at == at && strcmp(c->err->sqlstate, "22023") == 0 &&
+        strstr(c->err->message, SESSION_CHANGED) != NULL) {
+        idem__conn_session_timeout_changed(conn);
+        c->out->attempts--;
+        return STEP_AGAIN;
+    }
     if (failed_at == at && strcmp(c->err->sqlstate, KEY_TAKEN) == 0) {
         c->lost_claim = 1; /* counted if the lookup finds a record */
         c->lookup_first = 1;

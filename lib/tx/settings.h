@@ -69,6 +69,8 @@ typedef struct idem__tx_settings {
     char lock_timeout[24]; /* set_config() values, "<ms>ms" */
     char claim_wait[24];   /* lock_timeout until a claim has run; "" for none */
     char statement_timeout[24];
+    int capped;                        /* statement_timeout is the pool's cap */
+    char session_shown[24];            /* idem__tx_settings_session()'s answer */
     const char *values[3];             /* the plain form's parameters */
     char set[4][IDEM__SET_LOCAL_SIZE]; /* the SET LOCAL statements */
 } idem__tx_settings;
@@ -84,6 +86,13 @@ void idem__tx_settings_init(idem__tx_settings *s, const char *tenant, uint64_t d
 /* idem__tx_settings_init() for a transaction on @conn: its call's deadline and its pool's
  * statement timeout, as the checkout stamped them on it (exec.h). */
 void idem__tx_settings_for(idem__tx_settings *s, idem_conn *conn, const char *tenant);
+
+/* Whether the transaction may leave statement_timeout to the session: @s is timed, its
+ * statement timeout is the pool's cap, and @conn's session holds that cap as its own
+ * (exec.h, idem__conn_session_statement_timeout_ms()). Then returns the value as
+ * current_setting() shows it ("5s", "1500ms", "2min": the largest unit that divides it), kept
+ * in @s, for a statement to check against the session before it relies on it; else NULL. */
+const char *idem__tx_settings_session(idem__tx_settings *s, idem_conn *conn);
 
 /* Until a claim has run, lock_timeout is @wait_ms (no longer than the call's): the wait for
  * another attempt's uncommitted claim of the same key. */

@@ -729,3 +729,43 @@ Test(store_declared, a_unique_violation_of_an_application_key_named_like_idems_i
     idem_declared_free(d);
     idem_outcome_clear(&out);
 }
+
+/* Under the pool's statement_timeout, which the session holds, the statement sets the
+ * call's tenant itself (store_declared.c): before the tool's SQL runs, so that a policy of
+ * the application's own table that reads it admits the call's tenant's rows, and only
+ * those; nothing is kept of a call whose row the policy refuses. */
+Test(store_declared, the_tenant_is_set_before_the_tools_sql_runs_when_the_statement_sets_it)
+{
+    static const char *const setup[] = {
+        "CREATE TABLE idem_example.tenant_notes (tenant text, body text)",
+        "GRANT SELECT, INSERT ON idem_example.tenant_notes TO " PGTEST_APP,
+        "ALTER TABLE idem_example.tenant_notes ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY own_tenant ON idem_example.tenant_notes"
+        " USING (tenant = current_setting('idem.tenant', true))",
+    };
+    static const char *const params[] = {"tenant"};
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+
+    if (pgtest_citus_workers() != NULL)
+        cr_skip_test("the application's local tables: plain PostgreSQL only");
+    for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
+        PQclear(pgtest_exec(fx.check, setup[i]));
+    storetest_open_statement_timeout(NULL, 5000);
+    cr_assert_eq(idem_declared_new(&d,
+                                   "INSERT INTO idem_example.tenant_notes (tenant, body)"
+                                   " VALUES ($1, 'n') RETURNING json_build_object('t', tenant)",
+                                   params, 1, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(run_declared(&out, d, "acme", "op-own", "{\"tenant\":\"acme\"}", 1, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    cr_assert_eq(run_declared(&out, d, "globex", "op-other", "{\"tenant\":\"acme\"}", 1, &err),
+                 IDEM_EEFFECT);
+    cr_assert_str_eq(err.sqlstate, "42501");
+    cr_assert_eq(storetest_operations(), 1);
+    cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.tenant_notes"), 1);
+    idem_declared_free(d);
+    idem_outcome_clear(&out);
+}

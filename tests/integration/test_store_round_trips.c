@@ -131,6 +131,32 @@ Test(round_trips, a_new_key_with_a_declared_effect_costs_one_round_trip)
     cr_assert_eq(storetest_tasks(), 2);
 }
 
+/* With the pool's statement_timeout_ms the session's own (a startup option) and the call's
+ * statement timeout that cap, the statement makes the other settings itself. */
+Test(round_trips, a_declared_create_under_the_pools_statement_timeout_sends_no_settings)
+{
+    /* Caps the server shows in each of its units ("1500ms", "5s", "1min", "1h", "1d"):
+     * the statement compares the session's setting, as shown, with the cap. */
+    static const unsigned int caps_ms[] = {1500, 5000, 60000, 3600000, 86400000};
+    int pooled = pgtest_through_pgbouncer();
+
+    for (size_t i = 0; i < sizeof(caps_ms) / sizeof(caps_ms[0]); i++) {
+        idem_store_options opts = IDEM_STORE_OPTIONS_INIT;
+        char op[64], what[96];
+
+        opts.deadline_ms = caps_ms[i] + 10000;
+        storetest_close();
+        storetest_open_statement_timeout(&opts, caps_ms[i]);
+        snprintf(op, sizeof(op), "rt-declared-capped-%u", caps_ms[i]);
+        snprintf(what, sizeof(what), "declared create under a statement timeout of %u ms",
+                 caps_ms[i]);
+        /* [BEGIN, the statement, COMMIT]; behind PgBouncer the timeout is no startup
+         * option: [BEGIN, the settings, the statement, COMMIT] */
+        expect(counted(DECLARED, op, 1, IDEM_STATUS_CREATED), 1, pooled ? 4 : 3, what);
+    }
+    cr_assert_eq(storetest_tasks(), 10);
+}
+
 Test(round_trips, a_retry_replays_in_one_statement)
 {
     /* [the lookup, which sets the tenant itself] */

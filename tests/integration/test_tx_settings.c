@@ -97,6 +97,7 @@ static void execute_declared(seen *s, const char *op)
                                    NULL, 0, &err),
                  0, "%s", err.message);
     cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), 0, "%s", err.message);
+    cr_assert_eq(out.attempts, 1, "%s: %u attempts", op, out.attempts);
     receipt = json_loadb(out.receipt, out.receipt_len, 0, NULL);
     cr_assert_not_null(receipt, "receipt %.*s", (int)out.receipt_len, out.receipt);
     snprintf(s->tenant, sizeof(s->tenant), "%s",
@@ -167,4 +168,31 @@ Test(tx_settings, the_settings_end_with_the_transaction)
     cr_assert_str_eq(PQgetvalue(res, 0, 1), "0", "the lock timeout stayed on the session");
     PQclear(res);
     idem_pool_release(conn);
+}
+
+/* An application that takes a connection from the pool and changes its session's
+ * statement_timeout does not change what idem's calls run under: the declared statement,
+ * which leaves the timeout to a session that holds the pool's, finds the session changed
+ * before anything of it runs, and the call sets the timeout itself, in one attempt; so do
+ * the calls after it on that connection. */
+Test(tx_settings, a_session_an_application_changed_is_found_out)
+{
+    seen s = {{0}, 0, 0};
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+
+    open_store(700);
+    execute_declared(&s, "op-session-first");
+    expect_the_calls(&s, 700, "declared, the session as opened");
+    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
+    PQclear(pgtest_exec(idem_conn_pg(conn), "SET statement_timeout = '3min'"));
+    idem_pool_release(conn);
+    for (int i = 0; i < 2; i++) {
+        memset(&s, 0, sizeof(s));
+        execute_declared(&s, i == 0 ? "op-session-changed" : "op-session-changed-again");
+        expect_the_calls(&s, 700, "declared, the session changed");
+        execute(&s, i == 0 ? "op-session-changed-cb" : "op-session-changed-cb-again");
+        expect_the_calls(&s, 700, "callback, the session changed");
+    }
+    cr_assert_eq(storetest_operations(), 5);
 }

@@ -196,6 +196,8 @@ typedef struct bench_config {
     int existing;          /* --existing: measure in the database dsn names (existing.c) */
     int statements;        /* --statements: the statement profile (statements.c) */
     int keep_durability;   /* --durability as-is: measure with the server's settings */
+    unsigned int statement_timeout_ms; /* every pool's statement_timeout_ms
+                                          (--statement-timeout-ms; 0: the server's) */
 } bench_config;
 
 /* ---- durability (durability.c) ------------------------------------------------------- */
@@ -263,6 +265,9 @@ int bench_app_role_setup(const char *conninfo);
  * setting from its start (options=-c), so that a bare read sees that tenant's rows under
  * row-level security. Caller frees; NULL when out of memory. */
 char *bench_app_conninfo(const char *conninfo, const char *tenant);
+
+/* The statement_timeout_ms of every pool opened from now on (bench_config). */
+void bench_pool_set_statement_timeout(unsigned int ms);
 
 /* A pool of min(threads, cap) connections, all opened now (cap: bench_config.pool_cap). */
 int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap);

@@ -124,6 +124,13 @@ int bench_pool_open(idem_pool **out, const char *conninfo, int threads, int cap)
     return bench_pool_open_pooler(out, conninfo, threads, cap, IDEM_POOLER_NONE);
 }
 
+static unsigned int pool_statement_timeout_ms;
+
+void bench_pool_set_statement_timeout(unsigned int ms)
+{
+    pool_statement_timeout_ms = ms;
+}
+
 int bench_pool_open_pooler(idem_pool **out, const char *conninfo, int threads, int cap,
                            idem_pooler pooler)
 {
@@ -135,6 +142,7 @@ int bench_pool_open_pooler(idem_pool **out, const char *conninfo, int threads, i
     opts.acquire_timeout_ms = ACQUIRE_TIMEOUT_MS;
     opts.application_name = "idem-bench";
     opts.pooler = pooler;
+    opts.statement_timeout_ms = pool_statement_timeout_ms;
     if (idem_pool_new(out, conninfo, &opts, &err) != 0)
         return bench_error("opening the pool", err.message);
     return 0;

@@ -3,7 +3,7 @@
 process through the library (idem-bench --mode gateway), in one run on one server.
 
     gateway.py BUILD-DIR [--connections 1,16,64] [--duration SECONDS] [--rounds N] [--pool N]
-                         [--soak SECONDS]
+                         [--statement-timeout-ms N] [--soak SECONDS]
 
 Run under tools/with-postgres (the PG* variables name the server); tools/run bench
 --gateway and --gateway-soak run it at the server's default durability. It creates a
@@ -26,7 +26,9 @@ floor: on a lean table, and as a row of idem.operations, the database's work of 
 gateway's call without idem) and prints the gateway's CPU per call against each, for
 information, and every process's CPU per call as user and system time: on a virtual
 machine a process's CPU per call counts the switches to its threads as they wake, whose
-cost grows with what the database does per call.
+cost grows with what the database does per call. --statement-timeout-ms sets the gateway's
+database.statement_timeout_ms and the in-process side's pool's alike (default 0: the
+server's).
 
 --soak SECONDS instead runs wrk at 64 connections on new keys for that long, sampling the
 gateway's resident set size (VmRSS of /proc/PID/status) every 5 s.
@@ -99,10 +101,11 @@ def rss_kb(pid):
     return -1
 
 
-def gateway_config(db, token, pool):
+def gateway_config(db, token, pool, statement_timeout_ms=0):
     return {
         "http": {"address": "127.0.0.1", "port": 0},
-        "database": {"dsn": "dbname=" + db, "pool_size": pool},
+        "database": {"dsn": "dbname=" + db, "pool_size": pool,
+                     "statement_timeout_ms": statement_timeout_ms},
         "tenants": {TENANT: {"tokens": [hashlib.sha256(token.encode()).hexdigest()]}},
         "tools": {TOOL: {
             "payload_version": 1,
@@ -226,10 +229,11 @@ def wrk(url, mode, token, connections, seconds, nonce):
     return r
 
 
-def in_process(build, db, connections, seconds, pool):
+def in_process(build, db, connections, seconds, pool, statement_timeout_ms=0):
     out = subprocess.run([os.path.join(build, "tools", "idem-bench"), "--existing", "--dsn",
                           "dbname=" + db, "--mode", "gateway", "--threads", str(connections),
-                          "--duration", "%g" % seconds, "--pool", str(pool), "--json"],
+                          "--duration", "%g" % seconds, "--pool", str(pool),
+                          "--statement-timeout-ms", str(statement_timeout_ms), "--json"],
                          check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          text=True).stdout
     sides = {s["side"]: s for s in json.loads(out)["results"][0]["sides"]}
@@ -434,7 +438,8 @@ def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
             say("%d connection%s, round %d of %d" % (c, "" if c == 1 else "s", k + 1,
                                                      args.rounds))
             load = loadavg()
-            new_in, replay_in = in_process(args.build, db, c, step, pool)
+            new_in, replay_in = in_process(args.build, db, c, step, pool,
+                                           args.statement_timeout_ms)
             if gw is None:
                 gw = gw_start()
             if k == 0:  # not measured
@@ -461,7 +466,8 @@ def print_table(cells, pool, args):
           " against the same declared effect in process (idem-bench --mode gateway: marked as"
           " the gateway marks requests, attempt 1 for a new key and 2 for a replay, one thread"
           " per connection); pools of"
-          " min(connections, %d); %d rounds of %g s per side, the sides in turn. ops/s over"
+          " min(connections, %d), statement_timeout_ms %d; %d rounds of %g s per side, the"
+          " sides in turn. ops/s over"
           " all rounds; ratio gateway / in-process of all rounds, then the median of the"
           " per-round ratios [min-max]; p50 and p99 medians of the rounds; CPU per request:"
           " the gateway's, wrk's, and the in-process client's; all the CPU a request costs:"
@@ -471,7 +477,8 @@ def print_table(cells, pool, args):
           " reach here if a call cost it nothing beyond that exchange and the in-process"
           " call: %d CPUs over the sum of their CPU per request, against the in-process"
           " throughput"
-          % (REPLAY_KEYS, pool, args.rounds, args.duration / args.rounds,
+          % (REPLAY_KEYS, pool, args.statement_timeout_ms, args.rounds,
+             args.duration / args.rounds,
              median([h.r["answered"] / (h.r["duration_us"] / 1e6) for c in cells
                      for h in c.http]), os.cpu_count() or 1))
     print("%-5s %-8s %8s %8s %22s %15s %15s %10s %16s %18s %5s  %s" % (
@@ -571,7 +578,7 @@ def print_targets(cells):
 
 def soak(args, gw_start, db, token, pool):
     say("soak: setting up (the in-process side, 1 s)")
-    in_process(args.build, db, 1, 1, pool)
+    in_process(args.build, db, 1, 1, pool, args.statement_timeout_ms)
     gw = gw_start()
     say("soak: %d connections, new keys, %d s" % (SOAK_CONNECTIONS, args.soak))
     before, samples, idle = rows(db), [], rss_kb(gw.proc.pid)
@@ -614,6 +621,7 @@ def parse_args():
     p.add_argument("--connections", default="1,16,64")
     p.add_argument("--duration", type=float, default=10)
     p.add_argument("--pool", type=int, default=2 * (os.cpu_count() or 1))
+    p.add_argument("--statement-timeout-ms", type=int, default=0)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--soak", type=int, default=0)
     args = p.parse_args()
@@ -635,7 +643,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="idem-gwbench.")
     config = os.path.join(tmp, "gateway.json")
     with open(config, "w") as f:
-        json.dump(gateway_config(db, token, args.pool), f)
+        json.dump(gateway_config(db, token, args.pool, args.statement_timeout_ms), f)
     gws = []
 
     def gw_start():

@@ -22,10 +22,11 @@ static void print_header(const bench_results *res, const bench_config *cfg)
     printf("durability: %s (%s); data directory %s on %s\n", res->durability, res->durability_note,
            res->data_dir, res->data_fs);
     printf("%.0f s per measurement in rounds of %.2g s that alternate the sides (A B A B ...);"
-           " pools of min(threads, %d) connections;\nlatencies in ms; cpu us: the client's CPU"
+           " pools of min(threads, %d) connections, statement_timeout_ms %u;\nlatencies in ms;"
+           " cpu us: the client's CPU"
            " time (user + system) per operation; server us: the PostgreSQL server's CPU"
            " time (postmaster and backends) per operation\n\n",
-           cfg->duration_s, cfg->round_s, cfg->pool_cap);
+           cfg->duration_s, cfg->round_s, cfg->pool_cap, cfg->statement_timeout_ms);
     printf("%-12s %3s  %-38s %9s %8s %8s %8s %8s %10s %6s\n", "mode", "thr", "side", "ops/s", "p50",
            "p99", "p99.9", "cpu us", "server us", "errors");
 }
