@@ -385,9 +385,19 @@ static int schema_behind(idem_conn *conn, const idem_error *err)
     return behind;
 }
 
-/* The statement failed: the key is taken, a retryable conflict, or the effect's failure. */
+/* Whether the statement, sent with the session's check (@checked), failed it: the session's
+ * statement_timeout was not the one the statement was to run under. Only then: the tool's
+ * own SQL may fail with the same SQLSTATE and, from its arguments, any words. */
+static int session_changed(const call *c, size_t failed_at, size_t at, int checked)
+{
+    return checked && failed_at == at && strcmp(c->err->sqlstate, "22023") == 0 &&
+           strstr(c->err->message, SESSION_CHANGED) != NULL;
+}
+
+/* The statement failed: the key is taken, a retryable conflict, the session's check, or the
+ * effect's failure. */
 static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at, size_t at,
-                                  int *out_rc)
+                                  int checked, int *out_rc)
 {
     if (rc == IDEM_EUNAVAIL || idem__conn_failed(conn) ||
         idem__store_commit_unknown(failed_at, at + 1, c->err->sqlstate)) {
@@ -397,10 +407,9 @@ static enum step declared_failure(call *c, idem_conn *conn, int rc, size_t faile
     idem__store_rollback(conn);
     if (idem__sqlstate_is_retryable(c->err->sqlstate))
         return STEP_BACKOFF;
-    /* The session's statement_timeout was not the one the statement was to run under: it
-     * failed before anything of it ran. Again, setting it, not counted as an attempt. */
-    if (failed_at == at && strcmp(c->err->sqlstate, "22023") == 0 &&
-        strstr(c->err->message, SESSION_CHANGED) != NULL) {
+    /* The check failed before anything of the statement ran: again, with the settings'
+     * statement, not counted as an attempt; the connection is not checked again. */
+    if (session_changed(c, failed_at, at, checked)) {
         idem__conn_session_timeout_changed(conn);
         c->out->attempts--;
         return STEP_AGAIN;
@@ -490,7 +499,7 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
     if (rc == 0)
         step = declared_done(c, cmds[at].result, out_rc);
     else
-        step = declared_failure(c, conn, rc, failed_at, at, out_rc);
+        step = declared_failure(c, conn, rc, failed_at, at, values[n + 13] != NULL, out_rc);
     idem__store_pipe_clear(cmds, ncmds);
 done:
     for (size_t i = 0; owned != NULL && i < n; i++)

@@ -769,3 +769,19 @@ Test(store_declared, the_tenant_is_set_before_the_tools_sql_runs_when_the_statem
     idem_declared_free(d);
     idem_outcome_clear(&out);
 }
+
+/* A tool's statement whose own failure reads as the session check's (the same SQLSTATE and
+ * words) is the effect's failure: not taken for the check where the statement carried none,
+ * and taken once at most where it did (the connection is then not checked again), never
+ * retried until the deadline. */
+Test(store_declared, a_failure_in_the_words_of_the_session_check_is_the_effects)
+{
+    static const char sql[] = "SELECT json_build_object('x', set_config('statement_timeout',"
+                              " 'idem: the session has another statement_timeout', true))";
+
+    storetest_open(NULL, 2);
+    expect_effect_failed(sql, "without the session's check", "statement_timeout");
+    storetest_close();
+    storetest_open_statement_timeout(NULL, 5000);
+    expect_effect_failed(sql, "with the session's check", "statement_timeout");
+}
