@@ -237,6 +237,16 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
  * trip (store_declared.c). */
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
 
+/* The words a declared statement fails with when the session's statement_timeout is not
+ * the one it was to run under (store_declared.c): a value the server refuses for it. */
+#define IDEM__DECLARED_SESSION_CHANGED "idem: the session has another statement_timeout"
+
+/* What comes after the failure of a declared attempt's pipeline (store_declared_fail.c):
+ * @rc and c->err as the pipeline left them, @failed_at the command that failed, @at the
+ * statement's, @checked whether the statement carried the session's check. */
+enum step idem__store_declared_failure(call *c, idem_conn *conn, int rc, size_t failed_at,
+                                       size_t at, int checked, int *out_rc);
+
 /* Check a declared statement's text (store_declared.c), scanned as PostgreSQL's lexer
  * does: outside quoted strings and identifiers, comments and dollar quotes, each $N must be
  * one of its @nparams parameters (the store's own follow them in the statement that embeds

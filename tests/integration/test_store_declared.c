@@ -654,9 +654,10 @@ Test(store_declared, a_statement_that_changes_the_tenant_stores_nothing)
 }
 
 /* A declared statement @sql, of one parameter ($tenant), on a table of the application's
- * that @setup makes (as the owner), with the store opened after it. Plain PostgreSQL only:
- * the test is skipped on Citus. */
-static idem_declared *on_application_table(const char *setup, const char *sql)
+ * that @setup makes (as the owner), with the store opened after it, its pool's
+ * statement_timeout_ms @cap_ms (0: none). Plain PostgreSQL only: the test is skipped on
+ * Citus. */
+static idem_declared *on_application_table(const char *setup, const char *sql, unsigned int cap_ms)
 {
     static const char *const params[] = {"$tenant"};
     idem_error err = IDEM_ERROR_INIT;
@@ -665,7 +666,10 @@ static idem_declared *on_application_table(const char *setup, const char *sql)
     if (pgtest_citus_workers() != NULL)
         cr_skip_test("the application's local tables: plain PostgreSQL only");
     PQclear(pgtest_exec(fx.check, setup));
-    storetest_open(NULL, 2);
+    if (cap_ms > 0)
+        storetest_open_statement_timeout(NULL, cap_ms);
+    else
+        storetest_open(NULL, 2);
     cr_assert_eq(idem_declared_new(&d, sql, params, 1, &err), 0, "%s", err.message);
     return d;
 }
@@ -679,7 +683,8 @@ Test(store_declared, a_missing_privilege_on_the_applications_table_is_misconfigu
     idem_declared *d =
         on_application_table("CREATE TABLE idem_example.private_notes (tenant text)",
                              "INSERT INTO idem_example.private_notes (tenant) VALUES ($1)"
-                             " RETURNING json_build_object('t', tenant)");
+                             " RETURNING json_build_object('t', tenant)",
+                             0);
 
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         cr_assert_eq(run_declared(&out, d, "acme", "op-denied", "{}", attempt, &err), IDEM_EPERM,
@@ -710,7 +715,8 @@ Test(store_declared, a_unique_violation_of_an_application_key_named_like_idems_i
                              " INSERT INTO idem_example.operations VALUES ('acme', 'op-app');"
                              " GRANT SELECT, INSERT ON idem_example.operations TO " PGTEST_APP,
                              "INSERT INTO idem_example.operations (tenant, operation_id)"
-                             " VALUES ($1, 'op-app') RETURNING json_build_object('t', tenant)");
+                             " VALUES ($1, 'op-app') RETURNING json_build_object('t', tenant)",
+                             0);
 
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         cr_assert_eq(run_declared(&out, d, "acme", "op-app", "{}", attempt, &err), IDEM_EEFFECT,
@@ -736,33 +742,21 @@ Test(store_declared, a_unique_violation_of_an_application_key_named_like_idems_i
  * those; nothing is kept of a call whose row the policy refuses. */
 Test(store_declared, the_tenant_is_set_before_the_tools_sql_runs_when_the_statement_sets_it)
 {
-    static const char *const setup[] = {
-        "CREATE TABLE idem_example.tenant_notes (tenant text, body text)",
-        "GRANT SELECT, INSERT ON idem_example.tenant_notes TO " PGTEST_APP,
-        "ALTER TABLE idem_example.tenant_notes ENABLE ROW LEVEL SECURITY",
-        "CREATE POLICY own_tenant ON idem_example.tenant_notes"
-        " USING (tenant = current_setting('idem.tenant', true))",
-    };
-    static const char *const params[] = {"tenant"};
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_error err = IDEM_ERROR_INIT;
-    idem_declared *d = NULL;
+    idem_declared *d = on_application_table(
+        "CREATE TABLE idem_example.tenant_notes (tenant text, body text);"
+        " GRANT SELECT, INSERT ON idem_example.tenant_notes TO " PGTEST_APP ";"
+        " ALTER TABLE idem_example.tenant_notes ENABLE ROW LEVEL SECURITY;"
+        " CREATE POLICY own_tenant ON idem_example.tenant_notes"
+        " USING (tenant = current_setting('idem.tenant', true))",
+        "INSERT INTO idem_example.tenant_notes (tenant, body) VALUES ('acme', $1)"
+        " RETURNING json_build_object('t', tenant)",
+        5000);
 
-    if (pgtest_citus_workers() != NULL)
-        cr_skip_test("the application's local tables: plain PostgreSQL only");
-    for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++)
-        PQclear(pgtest_exec(fx.check, setup[i]));
-    storetest_open_statement_timeout(NULL, 5000);
-    cr_assert_eq(idem_declared_new(&d,
-                                   "INSERT INTO idem_example.tenant_notes (tenant, body)"
-                                   " VALUES ($1, 'n') RETURNING json_build_object('t', tenant)",
-                                   params, 1, &err),
-                 0, "%s", err.message);
-    cr_assert_eq(run_declared(&out, d, "acme", "op-own", "{\"tenant\":\"acme\"}", 1, &err), 0, "%s",
-                 err.message);
+    cr_assert_eq(run_declared(&out, d, "acme", "op-own", "{}", 1, &err), 0, "%s", err.message);
     cr_assert_eq(out.status, IDEM_STATUS_CREATED);
-    cr_assert_eq(run_declared(&out, d, "globex", "op-other", "{\"tenant\":\"acme\"}", 1, &err),
-                 IDEM_EEFFECT);
+    cr_assert_eq(run_declared(&out, d, "globex", "op-other", "{}", 1, &err), IDEM_EEFFECT);
     cr_assert_str_eq(err.sqlstate, "42501");
     cr_assert_eq(storetest_operations(), 1);
     cr_assert_eq(pgtest_scalar(fx.check, "SELECT count(*) FROM idem_example.tenant_notes"), 1);
