@@ -90,8 +90,9 @@ void idem__tx_settings_init(idem__tx_settings *s, const char *tenant, uint64_t d
         timeouts(deadline_ms, &lock, &statement);
     s->lock_ms = lock;
     ms_value(s->lock_timeout, lock);
-    s->capped = s->timed && statement_cap_ms > 0 && statement_cap_ms < statement;
-    ms_value(s->statement_timeout, s->capped ? statement_cap_ms : statement);
+    s->cap_ms =
+        s->timed && statement_cap_ms > 0 && statement_cap_ms < statement ? statement_cap_ms : 0;
+    ms_value(s->statement_timeout, s->cap_ms > 0 ? s->cap_ms : statement);
 }
 
 /* @ms (> 0) as the server shows a setting in ms: in the largest unit that divides it. */
@@ -100,15 +101,11 @@ static void shown_ms(char out[24], uint64_t ms)
     static const struct {
         uint64_t ms;
         const char *unit;
-    } units[] = {{86400000, "d"}, {3600000, "h"}, {60000, "min"}, {1000, "s"}};
+    } units[] = {{86400000, "d"}, {3600000, "h"}, {60000, "min"}, {1000, "s"}, {1, "ms"}};
     size_t i = 0, n;
 
-    while (i < sizeof(units) / sizeof(units[0]) && ms % units[i].ms != 0)
+    while (ms % units[i].ms != 0) /* the last row divides every value */
         i++;
-    if (i == sizeof(units) / sizeof(units[0])) {
-        ms_value(out, ms);
-        return;
-    }
     ms_value(out, ms / units[i].ms);
     n = strlen(out) - 2; /* "ms" off */
     memcpy(out + n, units[i].unit, strlen(units[i].unit) + 1);
@@ -118,7 +115,7 @@ const char *idem__tx_settings_session(idem__tx_settings *s, idem_conn *conn)
 {
     unsigned int held = idem__conn_session_statement_timeout_ms(conn);
 
-    if (!s->capped || held == 0 || held != idem__conn_statement_timeout_ms(conn))
+    if (s->cap_ms == 0 || held != s->cap_ms)
         return NULL;
     shown_ms(s->session_shown, held);
     return s->session_shown;

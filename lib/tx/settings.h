@@ -69,7 +69,7 @@ typedef struct idem__tx_settings {
     char lock_timeout[24]; /* set_config() values, "<ms>ms" */
     char claim_wait[24];   /* lock_timeout until a claim has run; "" for none */
     char statement_timeout[24];
-    int capped;                        /* statement_timeout is the pool's cap */
+    unsigned int cap_ms;               /* statement_timeout is the pool's cap, this; 0: not */
     char session_shown[24];            /* idem__tx_settings_session()'s answer */
     const char *values[3];             /* the plain form's parameters */
     char set[4][IDEM__SET_LOCAL_SIZE]; /* the SET LOCAL statements */
