@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "idem/pool.h"
-#include "stmt.h"
+#include "core/stmt.h"
 
 /* Every wait on the server (each send and each reply) on a connection is bounded by its
  * call's deadline, which the checkout stamped on it (checkout.h, idem__pool_checkout()). A

@@ -14,7 +14,7 @@
 
 #include "deadline.h"
 #include "idem/pool.h"
-#include "stmt.h"
+#include "core/stmt.h"
 
 /* The longest name a statement is prepared under on the server (NAMEDATALEN - 1), and
  * how much of the statement's own name it holds (then '_' and 16 hex digits). */

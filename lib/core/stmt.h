@@ -1,8 +1,8 @@
 /* A named statement (idem__stmt): defined by the modules that own SQL, run by the execution
  * layer (exec.h), remembered by the connection it was prepared on (conn.h). Private to the
  * library. */
-#ifndef IDEM_LIB_STMT_H
-#define IDEM_LIB_STMT_H
+#ifndef IDEM_CORE_STMT_H
+#define IDEM_CORE_STMT_H
 
 /* A named, parameterized statement. Define them as static const objects in the module
  * that owns the SQL; the execution layer prepares each lazily, once per connection,
