@@ -61,8 +61,9 @@ struct idem_conn {
     unsigned int statement_timeout_ms; /* the pool's, which caps the statement_timeout that a
                                           transaction sets (settings.h); 0 = none */
     int session_timeout;               /* the session's own statement_timeout is
-                                          statement_timeout_ms: set by the startup option
-                                          (pool_setup.c), and not yet found otherwise */
+                                          statement_timeout_ms: the pool opened it with the
+                                          startup option (pool_setup.c builds it, pool.c sets
+                                          this), and it has not been found otherwise since */
     uint64_t deadline_ms;              /* the call's deadline, an idem__now_ms() time past which its
                                           waits give up; 0 = none; stamped by the checkout
                                           (idem__pool_checkout()), read by the execution layer,
