@@ -7,7 +7,8 @@
 # install puts under the prefix (executable, and its rpath holding the libidem.so.2 it
 # needs), the configuration under the install's sysconfdir, or a file in a directory the
 # unit creates itself (StateDirectory=); no unit names /usr/local unless that is the prefix;
-# and systemd-analyze verify, when this host has it, finds nothing to say.
+# the gateway's request log is exempt from journald's rate limit; and systemd-analyze
+# verify, when this host has it, finds nothing to say.
 set -euo pipefail
 build=$1 source=$2
 scratch=$(mktemp -d)
@@ -120,6 +121,11 @@ check_install() {
     grep -qx 'StateDirectory=idem/metrics' "$units/idem-sweep.service" ||
         fail "idem-sweep.service does not create its metrics directory" \
             "(StateDirectory=idem/metrics)"
+    # The request log, a line a request, must not meet journald's rate limit.
+    [ ! -f "$units/idem-gateway.service" ] ||
+        grep -qx 'LogRateLimitIntervalSec=0' "$units/idem-gateway.service" ||
+        fail "idem-gateway.service leaves its request log to journald's rate limit" \
+            "(LogRateLimitIntervalSec=0)"
 }
 
 # 1. The build as configured, installed whole: the programs are there to look at.
