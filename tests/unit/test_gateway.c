@@ -775,7 +775,7 @@ Test(gateway, each_request_s_token_decides_its_tenant_whatever_the_thread_saw_be
 /* The request log's plain line, built without printf, reads as printf would write it
  * (each field, "-" for a missing one, the milliseconds to one decimal), and a line longer
  * than its buffer comes out whole the other way. */
-static void logged(char *out, size_t size, const gw_log_entry *e)
+static void logged_as(char *out, size_t size, const gw_log_entry *e, int json)
 {
     int fds[2], saved = dup(STDERR_FILENO);
     ssize_t n;
@@ -783,7 +783,7 @@ static void logged(char *out, size_t size, const gw_log_entry *e)
     cr_assert_eq(pipe(fds), 0);
     fflush(stderr);
     dup2(fds[1], STDERR_FILENO);
-    gw_log_request(e, 0);
+    gw_log_request(e, json);
     dup2(saved, STDERR_FILENO);
     close(saved);
     close(fds[1]);
@@ -791,6 +791,11 @@ static void logged(char *out, size_t size, const gw_log_entry *e)
     close(fds[0]);
     cr_assert_gt(n, 0);
     out[n] = '\0';
+}
+
+static void logged(char *out, size_t size, const gw_log_entry *e)
+{
+    logged_as(out, size, e, 0);
 }
 
 static void printf_line(char *out, size_t size, const gw_log_entry *e)
@@ -828,4 +833,76 @@ Test(gateway, the_plain_request_log_line_reads_as_printf_would_write_it)
     logged(got, sizeof(got), &e);
     printf_line(want, sizeof(want), &e);
     cr_assert_str_eq(got, want, "a line over the buffer comes out whole");
+}
+
+/* The JSON line as jansson wrote it before the line was built by hand: the same members in
+ * the same order, null for a missing field; "time" and "seconds" are compared apart. */
+static json_t *jansson_line(const gw_log_entry *e, const char *when)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s?, s:i, s:s?, s:f, s:s?, s:s?}", "time",
+                     when, "msg", "request", "id", e->id, "route", e->route, "tenant", e->tenant,
+                     "tool", e->tool, "key", e->key, "code", (int)e->code, "status", e->status,
+                     "seconds", e->seconds, "trace_id", e->trace_id, "span_id", e->span_id);
+}
+
+static void json_line_is_janssons(const gw_log_entry *e)
+{
+    static char got[4096];
+    json_error_t jerr;
+    json_t *line, *want;
+    const char *when;
+    char *a, *b;
+    size_t len;
+
+    logged_as(got, sizeof(got), e, 1);
+    len = strlen(got);
+    cr_assert(len > 0 && got[len - 1] == '\n' && strchr(got, '\n') == got + len - 1, "one line: %s",
+              got);
+    line = json_loads(got, 0, &jerr);
+    cr_assert_not_null(line, "not JSON (%s): %s", jerr.text, got);
+    when = json_string_value(json_object_get(line, "time"));
+    cr_assert(when != NULL && strlen(when) == 24 && when[4] == '-' && when[10] == 'T' &&
+                  when[19] == '.' && when[23] == 'Z',
+              "time: %s", got);
+    cr_assert(json_is_real(json_object_get(line, "seconds")), "seconds: %s", got);
+    cr_assert_float_eq(json_real_value(json_object_get(line, "seconds")), e->seconds, 0.51e-6,
+                       "seconds to the microsecond: %s", got);
+    want = jansson_line(e, when);
+    cr_assert_not_null(want);
+    json_object_set_new(want, "seconds", json_real(0.5));
+    json_object_set_new(line, "seconds", json_real(0.5));
+    a = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    b = json_dumps(want, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    cr_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    json_decref(line);
+    json_decref(want);
+}
+
+/* The request log's JSON line, built by hand, is the line jansson wrote: strings escaped
+ * (quotes, backslashes, control characters), null for a missing field, the seconds to the
+ * microsecond; a field outside ASCII or a line over the buffer goes through jansson. */
+Test(gateway, the_json_request_log_line_reads_as_jansson_would_write_it)
+{
+    static char key[1500];
+    const double seconds[] = {0.0, 0.0123, 1.5, 0.000449, 12.34567, 2.0, 4e-7, 0.0253125, 3600.25};
+    gw_log_entry e = {"req-1",           "call", "acme",
+                      "create_task",     "op-1", 201,
+                      "created",         0.0,    "4bf92f3577b34da6a3ce929d0e0e4736",
+                      "00f067aa0ba902b7"};
+
+    for (size_t i = 0; i < sizeof(seconds) / sizeof(seconds[0]); i++) {
+        e.seconds = seconds[i];
+        json_line_is_janssons(&e);
+    }
+    e.id = "a\"b\\c/d\x01\x1f\x7f\b\f\n\r\t~";
+    json_line_is_janssons(&e);
+    e.tenant = e.key = e.status = e.trace_id = e.span_id = NULL;
+    json_line_is_janssons(&e);
+    e.key = "cl\xc3\xa9-1"; /* UTF-8 outside ASCII: jansson's */
+    json_line_is_janssons(&e);
+    memset(key, 'k', sizeof(key) - 1);
+    e.key = key; /* over the buffer: jansson's */
+    json_line_is_janssons(&e);
 }

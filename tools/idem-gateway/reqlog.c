@@ -31,16 +31,35 @@ void gw_request_id(char out[GW_REQUEST_ID_MAX + 1], const char *header)
     memcpy(out, id, strlen(id) + 1);
 }
 
+/* The time now, UTC, as "2026-12-01T21:05:33.120Z" (24 characters) into @out. The part to
+ * the second is made once a second in each thread, the milliseconds by hand: strftime() and
+ * snprintf() for every request cost more than the rest of its line. */
 static void utc_now(char out[32])
 {
+    static __thread time_t made_for = -1;
+    static __thread char made[24];
     struct timespec ts;
-    struct tm tm;
     size_t n;
+    long ms;
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, 32 - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+    if (ts.tv_sec != made_for) {
+        struct tm tm;
+
+        gmtime_r(&ts.tv_sec, &tm);
+        if (strftime(made, sizeof(made), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+            made[0] = '\0';
+        made_for = ts.tv_sec;
+    }
+    n = strlen(made);
+    memcpy(out, made, n);
+    ms = ts.tv_nsec / 1000000L;
+    out[n++] = '.';
+    out[n++] = (char)('0' + ms / 100);
+    out[n++] = (char)('0' + ms / 10 % 10);
+    out[n++] = (char)('0' + ms % 10);
+    out[n++] = 'Z';
+    out[n] = '\0';
 }
 
 /* Write all of @len bytes of @buf to standard error. */
@@ -84,6 +103,155 @@ __attribute__((format(printf, 1, 2))) static void log_line(const char *fmt, ...)
         free(buf);
 }
 
+/* A line built in a buffer (printf and jansson cost a request more than its schema check):
+ * fields appended; ok stays 0 once one does not fit, or is not the builder's to write. */
+typedef struct plain {
+    char buf[1024];
+    size_t len;
+    int ok;
+} plain;
+
+static void put_n(plain *l, const char *s, size_t n)
+{
+    if (n >= sizeof(l->buf) - l->len) {
+        l->ok = 0;
+        return;
+    }
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
+}
+
+static void put(plain *l, const char *s)
+{
+    put_n(l, s, strlen(s));
+}
+
+static void put_unsigned(plain *l, unsigned long long v)
+{
+    char digits[24];
+    size_t at = sizeof(digits) - 1;
+
+    digits[at] = '\0';
+    do
+        digits[--at] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    put(l, digits + at);
+}
+
+/* @s as a JSON string, escaped as jansson escapes it (null for NULL). A byte outside ASCII
+ * is left to jansson (ok = 0), which checks that the text is UTF-8: the gateway's fields are
+ * ASCII, the configuration's names aside. */
+static void put_json_string(plain *l, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t run = 0;
+
+    if (s == NULL) {
+        put(l, "null");
+        return;
+    }
+    put(l, "\"");
+    for (size_t i = 0;; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[7] = "\\u00";
+        size_t n = 2;
+
+        if (c != '\0' && c >= 0x20 && c != '"' && c != '\\' && c < 0x80)
+            continue;
+        put_n(l, s + run, i - run);
+        run = i + 1;
+        if (c == '\0')
+            break;
+        if (c >= 0x80) {
+            l->ok = 0;
+            return;
+        }
+        switch (c) {
+        case '"':
+            esc[1] = '"';
+            break;
+        case '\\':
+            esc[1] = '\\';
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        default:
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        put_n(l, esc, n);
+    }
+    put(l, "\"");
+}
+
+/* @seconds (>= 0) to the microsecond, as a JSON number with a fraction ("0.0253", "2.0");
+ * a duration is never negative nor over a day, but is held to 0 .. 1e9 s all the same. */
+static void put_seconds(plain *l, double seconds)
+{
+    unsigned long long us =
+        seconds > 0 ? (unsigned long long)((seconds < 1e9 ? seconds : 1e9) * 1e6 + 0.5) : 0ULL;
+    char frac[6];
+    size_t n = sizeof(frac);
+
+    put_unsigned(l, us / 1000000ULL);
+    put(l, ".");
+    for (size_t i = sizeof(frac); i-- > 0; us /= 10)
+        frac[i] = (char)('0' + us % 10);
+    while (n > 1 && frac[n - 1] == '0')
+        n--;
+    put_n(l, frac, n);
+}
+
+/* The JSON line of gw_log_request() into @l, its members in the order jansson wrote them;
+ * 0 when a field did not fit or is not ASCII. */
+static int json_line(plain *l, const gw_log_entry *e)
+{
+    char when[32];
+
+    utc_now(when);
+    l->len = 0;
+    l->ok = 1;
+    put(l, "{\"time\":\"");
+    put(l, when);
+    put(l, "\",\"msg\":\"request\",\"id\":");
+    put_json_string(l, e->id);
+    put(l, ",\"route\":");
+    put_json_string(l, e->route);
+    put(l, ",\"tenant\":");
+    put_json_string(l, e->tenant);
+    put(l, ",\"tool\":");
+    put_json_string(l, e->tool);
+    put(l, ",\"key\":");
+    put_json_string(l, e->key);
+    put(l, ",\"code\":");
+    put_unsigned(l, e->code);
+    put(l, ",\"status\":");
+    put_json_string(l, e->status);
+    put(l, ",\"seconds\":");
+    put_seconds(l, e->seconds);
+    put(l, ",\"trace_id\":");
+    put_json_string(l, e->trace_id);
+    put(l, ",\"span_id\":");
+    put_json_string(l, e->span_id);
+    put(l, "}\n");
+    return l->ok;
+}
+
+/* The JSON line through jansson: for a field json_line() leaves to it. */
 static void log_json(const gw_log_entry *e)
 {
     char when[32], *text;
@@ -99,38 +267,6 @@ static void log_json(const gw_log_entry *e)
         log_line("%s\n", text);
     free(text);
     json_decref(line);
-}
-
-/* The plain line, built by hand (its printf cost a request more than its schema check):
- * fields appended into a buffer; ok stays 0 once one does not fit. */
-typedef struct plain {
-    char buf[1024];
-    size_t len;
-    int ok;
-} plain;
-
-static void put(plain *l, const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n >= sizeof(l->buf) - l->len) {
-        l->ok = 0;
-        return;
-    }
-    memcpy(l->buf + l->len, s, n);
-    l->len += n;
-}
-
-static void put_unsigned(plain *l, unsigned long long v)
-{
-    char digits[24];
-    size_t at = sizeof(digits) - 1;
-
-    digits[at] = '\0';
-    do
-        digits[--at] = (char)('0' + v % 10);
-    while ((v /= 10) > 0);
-    put(l, digits + at);
 }
 
 /* The line of gw_log_request() into @l; 0 when a field did not fit. */
@@ -172,12 +308,12 @@ void gw_log_request(const gw_log_entry *e, int json)
 {
     plain l;
 
-    if (json) {
-        log_json(e);
+    if (json ? json_line(&l, e) : plain_line(&l, e)) {
+        write_all(l.buf, l.len);
         return;
     }
-    if (plain_line(&l, e)) {
-        write_all(l.buf, l.len);
+    if (json) {
+        log_json(e);
         return;
     }
     log_line("idem-gateway: request id=%s route=%s tenant=%s tool=%s key=%s code=%u status=%s "
