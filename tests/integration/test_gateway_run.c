@@ -56,7 +56,10 @@ static const char config_fmt[] =
     "   \"sql\": {\"statement\": \"SELECT json_build_object('q', 10 / $1::int)\", \"params\": "
     "[\"/d\"]}},"
     "  \"read_secret\": {\"arguments\": {\"type\": \"object\"},"
-    "   \"sql\": {\"statement\": \"SELECT json_build_object('n', count(*)) FROM app.secrets\"}}}}";
+    "   \"sql\": {\"statement\": \"SELECT json_build_object('n', count(*)) FROM app.secrets\"}},"
+    "  \"exact\": {\"arguments\": {\"type\": \"object\"},"
+    "   \"sql\": {\"statement\": \"SELECT json_build_object('big', "
+    "123456789012345678901234567890::numeric, 'x', 1.50)\"}}}}";
 
 static char *conninfo;
 static PGconn *check;
@@ -492,6 +495,40 @@ static json_t *mcp_call(const char *key)
     free(out);
     json_decref(reply);
     return sc;
+}
+
+/* A receipt's numbers reach an MCP client as the tool wrote them, in structuredContent as
+ * over HTTP: an integer beyond 64 bits (which a parser refuses) and a fraction's last zero
+ * (which it drops), on the first call and on its replay. */
+Test(gateway_run, an_mcp_result_carries_the_receipt_as_written)
+{
+    static const char receipt[] = "{\"big\":123456789012345678901234567890,\"x\":1.50}";
+    gw_mcp m = {.cfg = cfg, .rt = &rt};
+    gw_call_ctx ctx = {0};
+    gw_reply r = {0};
+
+    for (int i = 0; i < 2; i++) {
+        static const char msg[] =
+            "{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/call\", \"params\": {\"name\": "
+            "\"exact\", \"arguments\": {}, \"_meta\": {\"" GW_MCP_META_OPERATION_ID "\": "
+            "\"mcp-exact-1\"}}}";
+        char *out = NULL;
+        int refused = -1;
+
+        cr_assert_eq(gw_mcp_handle(&out, &refused, &m, tenant("acme"), msg, strlen(msg)), 0);
+        cr_assert_not_null(out);
+        cr_assert_not_null(strstr(out, "\"receipt\":{\"big\":123456789012345678901234567890,"
+                                       "\"x\":1.50}"),
+                           "%s", out);
+        cr_assert_not_null(
+            strstr(out, i == 0 ? "\"status\":\"created\"" : "\"status\":\"replayed\""), "%s", out);
+        free(out);
+    }
+    gw_call(&r, cfg, &rt, tenant("acme"), tool("exact"), "mcp-exact-1", "{}", 2, &ctx);
+    cr_assert_eq(r.status, 201);
+    cr_assert_eq(r.len, strlen(receipt));
+    cr_assert_eq(memcmp(r.body, receipt, r.len), 0, "%.*s", (int)r.len, r.body);
+    gw_reply_clear(&r);
 }
 
 Test(gateway_run, an_mcp_tools_call_is_answered_from_the_call_it_makes)

@@ -5,9 +5,8 @@
 
 #include "call.h"
 #include "json_span.h"
+#include "json_write.h"
 #include "mcp.h"
-
-#define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER)
 
 static const char instructions[] =
     "Every call of these tools needs an operation ID: one per approved action, the same on "
@@ -18,10 +17,13 @@ static const char instructions[] =
     "with tools/call and _meta {\"" GW_MCP_META_ALLOCATE "\": true}, and store it with the "
     "action.";
 
-/* The reply's text; steals @doc. */
+/* The reply's text; steals @doc. A tools/call result's receipt is written as the JSON text
+ * its string holds (gw_mcp_result()). */
 static char *dump(json_t *doc)
 {
-    char *text = doc != NULL ? json_dumps(doc, DUMP_FLAGS) : NULL;
+    const json_t *sc = json_object_get(json_object_get(doc, "result"), "structuredContent");
+    const json_t *receipt = json_object_get(sc, "receipt");
+    char *text = gw_json_dump(doc, json_is_string(receipt) ? receipt : NULL);
 
     json_decref(doc);
     return text;

@@ -109,7 +109,10 @@ int gw_mcp_tools_call(json_t **result, const gw_mcp *m, const gw_tenant *tenant,
                       size_t size);
 
 /* A tools/call result for @run (mcp_result.c): content, structuredContent, isError. A new
- * reference, or NULL when out of memory. */
+ * reference, or NULL when out of memory. structuredContent's receipt is a string holding
+ * the receipt's JSON text, which the answer writes as that text (gw_mcp_handle()), so that
+ * its numbers reach the client as the tool wrote them; null when there is none or it is not
+ * JSON. */
 struct gw_run;
 json_t *gw_mcp_result(const struct gw_run *run, const gw_config *cfg, const gw_tenant *tenant,
                       const char *key);

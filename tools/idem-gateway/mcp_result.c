@@ -56,14 +56,21 @@ static int details(json_t *sc, gw_outcome o, const gw_run *run, const gw_config 
     return rc;
 }
 
-/* The receipt as JSON (it is JSON: the tool's SQL returned it), or null. */
+/* The receipt's JSON text as a string, written into the answer as that text (mcp.h): a
+ * parse would round its numbers, and refuse an integer beyond 64 bits. The text is checked
+ * to be JSON as the parser took it before (its integers read as reals, so that one too big
+ * for 64 bits passes); null when there is no receipt or it is not JSON. */
 static json_t *receipt(const gw_run *run)
 {
-    json_t *v = NULL;
+    json_t *parsed = NULL, *text = NULL;
 
     if (run->out.receipt != NULL)
-        v = json_loadb(run->out.receipt, run->out.receipt_len, JSON_DECODE_ANY, NULL);
-    return v != NULL ? v : json_null();
+        parsed = json_loadb(run->out.receipt, run->out.receipt_len,
+                            JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, NULL);
+    if (parsed != NULL)
+        text = json_stringn(run->out.receipt, run->out.receipt_len);
+    json_decref(parsed);
+    return text != NULL ? text : json_null();
 }
 
 json_t *gw_mcp_result(const gw_run *run, const gw_config *cfg, const gw_tenant *tenant,
