@@ -15,21 +15,29 @@ typedef struct out {
     int failed;
 } out;
 
-static void put_n(out *o, const char *s, size_t n)
+/* Room for @n more bytes: 0, or -1 (failed) when out of memory. */
+static int reserve(out *o, size_t n)
 {
     if (o->failed)
-        return;
+        return -1;
     if (n > o->cap - o->len) {
         size_t cap = o->cap * 2 > o->len + n ? o->cap * 2 : o->len + n + 1024;
         char *grown = realloc(o->buf, cap);
 
         if (grown == NULL) {
             o->failed = 1;
-            return;
+            return -1;
         }
         o->buf = grown;
         o->cap = cap;
     }
+    return 0;
+}
+
+static void put_n(out *o, const char *s, size_t n)
+{
+    if (reserve(o, n) != 0)
+        return;
     memcpy(o->buf + o->len, s, n);
     o->len += n;
 }
@@ -60,15 +68,19 @@ static size_t utf8_length(const unsigned char *s, size_t n)
     return len;
 }
 
-/* @s (@n bytes) as a JSON string, escaped as jansson escapes it: '"', '\\' and the control
- * characters, short forms where JSON has them. */
-static void put_string(out *o, const char *s, size_t n)
+size_t gw_json_string(char *buf, size_t size, const char *s, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
     const unsigned char *u = (const unsigned char *)s;
-    size_t run = 0, i = 0;
+    size_t at = 0, run = 0, i = 0;
 
-    put_n(o, "\"", 1);
+#define EMIT(p, k)                                                                                 \
+    do {                                                                                           \
+        if (at + (k) <= size)                                                                      \
+            memcpy(buf + at, (p), (k));                                                            \
+        at += (k);                                                                                 \
+    } while (0)
+    EMIT("\"", 1);
     while (i < n) {
         char esc[7] = "\\u00";
         size_t len = 2, step;
@@ -78,14 +90,12 @@ static void put_string(out *o, const char *s, size_t n)
             continue;
         }
         if (u[i] >= 0x80) {
-            if ((step = utf8_length(u + i, n - i)) == 0) {
-                o->failed = 1;
-                return;
-            }
+            if ((step = utf8_length(u + i, n - i)) == 0)
+                return 0;
             i += step;
             continue;
         }
-        put_n(o, s + run, i - run);
+        EMIT(s + run, i - run);
         switch (u[i]) {
         case '"':
             esc[1] = '"';
@@ -113,11 +123,27 @@ static void put_string(out *o, const char *s, size_t n)
             esc[5] = hex[u[i] & 15];
             len = 6;
         }
-        put_n(o, esc, len);
+        EMIT(esc, len);
         run = ++i;
     }
-    put_n(o, s + run, n - run);
-    put_n(o, "\"", 1);
+    EMIT(s + run, n - run);
+    EMIT("\"", 1);
+#undef EMIT
+    return at;
+}
+
+/* @s (@n bytes) as a JSON string: at most six bytes a byte, and its quotes. */
+static void put_string(out *o, const char *s, size_t n)
+{
+    size_t len;
+
+    if (n > (SIZE_MAX - 2) / 6 || reserve(o, n * 6 + 2) != 0)
+        return;
+    if ((len = gw_json_string(o->buf + o->len, o->cap - o->len, s, n)) == 0) {
+        o->failed = 1;
+        return;
+    }
+    o->len += len;
 }
 
 static void put_integer(out *o, json_int_t v)

@@ -11,6 +11,7 @@
 
 #include <idem/idem.h>
 
+#include "json_write.h"
 #include "reqlog.h"
 
 void gw_request_id(char out[GW_REQUEST_ID_MAX + 1], const char *header)
@@ -138,64 +139,22 @@ static void put_unsigned(plain *l, unsigned long long v)
     put(l, digits + at);
 }
 
-/* @s as a JSON string, escaped as jansson escapes it (null for NULL). A byte outside ASCII
- * is left to jansson (ok = 0), which checks that the text is UTF-8: the gateway's fields are
- * ASCII, the configuration's names aside. */
+/* @s as a JSON string, escaped as jansson escapes it (json_write.h), null for NULL; ok = 0
+ * when it does not fit, or is not UTF-8 (jansson refuses it too). */
 static void put_json_string(plain *l, const char *s)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t run = 0;
+    size_t room = sizeof(l->buf) - l->len, len;
 
     if (s == NULL) {
         put(l, "null");
         return;
     }
-    put(l, "\"");
-    for (size_t i = 0;; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[7] = "\\u00";
-        size_t n = 2;
-
-        if (c != '\0' && c >= 0x20 && c != '"' && c != '\\' && c < 0x80)
-            continue;
-        put_n(l, s + run, i - run);
-        run = i + 1;
-        if (c == '\0')
-            break;
-        if (c >= 0x80) {
-            l->ok = 0;
-            return;
-        }
-        switch (c) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            n = 6;
-        }
-        put_n(l, esc, n);
+    len = gw_json_string(l->buf + l->len, room, s, strlen(s));
+    if (len == 0 || len >= room) {
+        l->ok = 0;
+        return;
     }
-    put(l, "\"");
+    l->len += len;
 }
 
 /* @seconds (>= 0) to the microsecond, as a JSON number with a fraction ("0.0253", "2.0");
@@ -217,7 +176,7 @@ static void put_seconds(plain *l, double seconds)
 }
 
 /* The JSON line of gw_log_request() into @l, its members in the order jansson wrote them;
- * 0 when a field did not fit or is not ASCII. */
+ * 0 when a field did not fit or is not UTF-8. */
 static int json_line(plain *l, const gw_log_entry *e)
 {
     char when[32];
@@ -251,7 +210,7 @@ static int json_line(plain *l, const gw_log_entry *e)
     return l->ok;
 }
 
-/* The JSON line through jansson: for a field json_line() leaves to it. */
+/* The JSON line through jansson: for a line longer than json_line()'s buffer. */
 static void log_json(const gw_log_entry *e)
 {
     char when[32], *text;
