@@ -41,7 +41,7 @@ static void utc_now(char out[32])
     static __thread char made[24];
     struct timespec ts;
     size_t n;
-    long ms;
+    long thousandths;
 
     clock_gettime(CLOCK_REALTIME, &ts);
     if (ts.tv_sec != made_for) {
@@ -54,11 +54,11 @@ static void utc_now(char out[32])
     }
     n = strlen(made);
     memcpy(out, made, n);
-    ms = ts.tv_nsec / 1000000L;
+    thousandths = ts.tv_nsec / 1000000L; /* of the second */
     out[n++] = '.';
-    out[n++] = (char)('0' + ms / 100);
-    out[n++] = (char)('0' + ms / 10 % 10);
-    out[n++] = (char)('0' + ms % 10);
+    out[n++] = (char)('0' + thousandths / 100);
+    out[n++] = (char)('0' + thousandths / 10 % 10);
+    out[n++] = (char)('0' + thousandths % 10);
     out[n++] = 'Z';
     out[n] = '\0';
 }
