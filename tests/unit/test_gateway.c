@@ -775,6 +775,13 @@ Test(gateway, each_request_s_token_decides_its_tenant_whatever_the_thread_saw_be
 /* The request log's plain line, built without printf, reads as printf would write it
  * (each field, "-" for a missing one, the milliseconds to one decimal), and a line longer
  * than its buffer comes out whole the other way. */
+/* One request's log entry, each field set. */
+static const gw_log_entry log_sample = {
+    "req-1",           "call", "acme",
+    "create_task",     "op-1", 201,
+    "created",         0.0,    "4bf92f3577b34da6a3ce929d0e0e4736",
+    "00f067aa0ba902b7"};
+
 static void logged_as(char *out, size_t size, const gw_log_entry *e, int json)
 {
     int fds[2], saved = dup(STDERR_FILENO);
@@ -813,10 +820,7 @@ Test(gateway, the_plain_request_log_line_reads_as_printf_would_write_it)
 {
     static char key[1500], got[4096], want[4096];
     const double seconds[] = {0.0, 0.0123, 1.5, 0.000449, 12.34567};
-    gw_log_entry e = {"req-1",           "call", "acme",
-                      "create_task",     "op-1", 201,
-                      "created",         0.0,    "4bf92f3577b34da6a3ce929d0e0e4736",
-                      "00f067aa0ba902b7"};
+    gw_log_entry e = log_sample;
 
     for (size_t i = 0; i < sizeof(seconds) / sizeof(seconds[0]); i++) {
         e.seconds = seconds[i];
@@ -887,10 +891,7 @@ Test(gateway, the_json_request_log_line_reads_as_jansson_would_write_it)
 {
     static char key[1500];
     const double seconds[] = {0.0, 0.0123, 1.5, 0.000449, 12.34567, 2.0, 4e-7, 0.0253125, 3600.25};
-    gw_log_entry e = {"req-1",           "call", "acme",
-                      "create_task",     "op-1", 201,
-                      "created",         0.0,    "4bf92f3577b34da6a3ce929d0e0e4736",
-                      "00f067aa0ba902b7"};
+    gw_log_entry e = log_sample;
 
     for (size_t i = 0; i < sizeof(seconds) / sizeof(seconds[0]); i++) {
         e.seconds = seconds[i];

@@ -70,6 +70,8 @@ static size_t utf8_length(const unsigned char *s, size_t n)
 
 size_t gw_json_string(char *buf, size_t size, const char *s, size_t n)
 {
+    /* The characters JSON escapes in a short form, and the letter of each. */
+    static const char plain[] = "\"\\\b\f\n\r\t", escaped[] = "\"\\bfnrt";
     static const char hex[] = "0123456789ABCDEF";
     const unsigned char *u = (const unsigned char *)s;
     size_t at = 0, run = 0, i = 0;
@@ -83,6 +85,7 @@ size_t gw_json_string(char *buf, size_t size, const char *s, size_t n)
     EMIT("\"", 1);
     while (i < n) {
         char esc[7] = "\\u00";
+        const char *short_form;
         size_t len = 2, step;
 
         if (u[i] >= 0x20 && u[i] != '"' && u[i] != '\\' && u[i] < 0x80) {
@@ -96,29 +99,9 @@ size_t gw_json_string(char *buf, size_t size, const char *s, size_t n)
             continue;
         }
         EMIT(s + run, i - run);
-        switch (u[i]) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
+        if ((short_form = memchr(plain, u[i], sizeof(plain) - 1)) != NULL) {
+            esc[1] = escaped[short_form - plain];
+        } else {
             esc[4] = hex[u[i] >> 4];
             esc[5] = hex[u[i] & 15];
             len = 6;
