@@ -46,18 +46,21 @@
  *
  * Where the session's own statement_timeout is the call's (settings.h,
  * idem__tx_settings_session()), the statement makes the transaction's other settings
- * itself instead of a statement of their own before it: $n+13 the lock_timeout, $n+14 the
- * statement_timeout as the server shows it. The main query's condition is an InitPlan
- * without a column of any table, which the server evaluates once, at the top of the plan,
- * before any row is read and so before the record or the tool's SQL runs: it checks that
- * the session's statement_timeout, the one this statement runs under, is the one given,
- * then sets idem.tenant (which row-level security reads) and lock_timeout for the rest of
- * the transaction; a session found with another fails the statement before anything of it
- * ran (IDEM__DECLARED_SESSION_CHANGED), and the attempt is made again with the settings' own
- * statement. With $n+14 NULL the settings' statement ran before: the condition does nothing. For a
- * tool with an identity policy the statement's second form (stmt_id) writes its fields'
- * digests too, $n+15. */
-#define OWN_PARAMS 14
+ * itself instead of a statement of their own before it, in its checked form: $n+13 the
+ * lock_timeout, $n+14 the statement_timeout as the server shows it. The main query's
+ * condition is an InitPlan without a column of any table, which the server evaluates once,
+ * at the top of the plan, before any row is read and so before the record or the tool's SQL
+ * runs: it checks that the session's statement_timeout, the one this statement runs under,
+ * is the one given, then sets idem.tenant (which row-level security reads) and lock_timeout
+ * for the rest of the transaction; a session found with another fails the statement before
+ * anything of it ran (IDEM__DECLARED_SESSION_CHANGED), and the attempt is made again with
+ * the settings' own statement. Where the settings' statement runs before it, the statement
+ * goes in its plain form, without the condition: the server would prepare the InitPlan on
+ * every run (some 24,000 instructions, a twentieth of the transaction) to do nothing. For a
+ * tool with an identity policy each form has a second one that writes the fields' digests
+ * too, the parameter after the store's own (identity.h). */
+#define OWN_PARAMS   14 /* in the checked form; the plain form takes the first 12 */
+#define PLAIN_PARAMS 12
 static const char declared_sql[] =
     "WITH effect(receipt) AS (%s\n),"
     " ins AS (INSERT INTO idem.operations (tenant, operation_id, tool, payload_version,"
@@ -76,19 +79,20 @@ static const char declared_sql[] =
     " SELECT CASE WHEN i.response >= E'\\\\x01'::bytea THEN i.response"
     " ELSE idem.declared_outcome(i.response, CASE WHEN substr(i.response, 2, 1) = E'\\\\x6e'::bytea"
     " THEN convert_from(substr(i.response, 3), 'UTF8')::int8 ELSE 1 END, $%zu::timestamptz) END"
-    " FROM (SELECT) AS one LEFT JOIN ins i ON true"
-    " WHERE (SELECT CASE WHEN $%zu::text IS NULL THEN 0"
-    " WHEN current_setting('statement_timeout') = $%zu::text"
+    " FROM (SELECT) AS one LEFT JOIN ins i ON true";
+
+/* The checked form's condition, after the above. */
+static const char session_check_sql[] =
+    " WHERE (SELECT CASE WHEN current_setting('statement_timeout') = $%zu::text"
     " THEN num_nulls(set_config('idem.tenant', $%zu, true), set_config('lock_timeout', $%zu, true))"
     " ELSE num_nulls(set_config('statement_timeout', '" IDEM__DECLARED_SESSION_CHANGED
     "', true)) END) IS NOT NULL";
 
-/* With an identity policy (identity.h), the record's field digests are one more
- * parameter, after the store's own: the statement's second form, stmt_id. */
+/* The statement's four forms: [with the identity's field digests][checked]. */
 struct idem_declared {
-    idem__stmt stmt, stmt_id;
-    char name[32], name_id[40];
-    char *sql, *sql_id;
+    idem__stmt stmt[2][2];
+    char name[2][2][48];
+    char *sql[2][2];
     char **params;
     size_t nparams;
 };
@@ -102,8 +106,9 @@ void idem_declared_free(idem_declared *d)
     for (size_t i = 0; i < d->nparams; i++)
         free(d->params[i]);
     free(d->params);
-    free(d->sql);
-    free(d->sql_id);
+    for (int id = 0; id < 2; id++)
+        for (int checked = 0; checked < 2; checked++)
+            free(d->sql[id][checked]);
     free(d);
 }
 
@@ -138,46 +143,59 @@ static int check_declaration(const char *sql, const char *const *params, size_t 
     return idem__declared_check_sql(sql, nparams, NULL, err);
 }
 
-/* One form of the store's statement around @inner; with @digests_at, the record's field
- * digests are parameter $digests_at. */
-static char *wrap_sql(const char *inner, size_t n, size_t digests_at)
+/* The parameter of the record's field digests in the form [@id][@checked]; 0 for none. */
+static size_t digests_param(size_t n, int id, int checked)
+{
+    return id ? n + (checked ? OWN_PARAMS : PLAIN_PARAMS) + 1 : 0;
+}
+
+/* One form of the store's statement around @inner (the tool's @n parameters first). */
+static char *wrap_sql(const char *inner, size_t n, int id, int checked)
 {
     char column[24] = "", value[24] = "";
-    size_t size = sizeof(declared_sql) + strlen(inner) + 20 * 24;
+    size_t digests_at = digests_param(n, id, checked), len;
+    size_t size = sizeof(declared_sql) + sizeof(session_check_sql) + strlen(inner) + 24 * 24;
     char *out = malloc(size);
 
+    if (out == NULL)
+        return NULL;
     if (digests_at > 0) {
         snprintf(column, sizeof(column), ", identity_digests");
         snprintf(value, sizeof(value), ", $%zu", digests_at);
     }
-    if (out != NULL)
-        snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-                 n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10, n + 14, n + 14, n + 1,
-                 n + 13);
+    len =
+        (size_t)snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5,
+                         n + 12, n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10);
+    if (checked)
+        snprintf(out + len, size - len, session_check_sql, n + 14, n + 1, n + 13);
     return out;
 }
 
 /* The store's statement around the caller's, cut after its last token of code (blanks,
- * comments and a trailing ';' would break what follows it), in both forms. */
+ * comments and a trailing ';' would break what follows it), in its four forms. */
 static int build_sql(idem_declared *d, const char *sql)
 {
     size_t code_len = strlen(sql);
+    int rc = 0;
     char *inner = idem__declared_check_sql(sql, d->nparams, &code_len, NULL) == 0
                       ? strndup(sql, code_len)
                       : NULL;
 
     if (inner == NULL)
         return IDEM_ENOMEM;
-    d->sql = wrap_sql(inner, d->nparams, 0);
-    d->sql_id = wrap_sql(inner, d->nparams, d->nparams + OWN_PARAMS + 1);
+    for (int id = 0; id < 2; id++)
+        for (int checked = 0; checked < 2; checked++)
+            if ((d->sql[id][checked] = wrap_sql(inner, d->nparams, id, checked)) == NULL)
+                rc = IDEM_ENOMEM;
     free(inner);
-    return d->sql != NULL && d->sql_id != NULL ? 0 : IDEM_ENOMEM;
+    return rc;
 }
 
 int idem_declared_new(idem_declared **out, const char *sql, const char *const *params,
                       size_t nparams, idem_error *err)
 {
     idem_declared *d = NULL;
+    unsigned int serial;
     int rc;
 
     if (out == NULL)
@@ -193,10 +211,18 @@ int idem_declared_new(idem_declared **out, const char *sql, const char *const *p
     }
     if (build_sql(d, sql) != 0)
         goto nomem;
-    snprintf(d->name, sizeof(d->name), "idem_declared_%u", atomic_fetch_add(&declared_serial, 1));
-    snprintf(d->name_id, sizeof(d->name_id), "%s_id", d->name);
-    d->stmt = (idem__stmt){d->name, d->sql, (int)(nparams + OWN_PARAMS)};
-    d->stmt_id = (idem__stmt){d->name_id, d->sql_id, (int)(nparams + OWN_PARAMS + 1)};
+    serial = atomic_fetch_add(&declared_serial, 1);
+    for (int id = 0; id < 2; id++) {
+        for (int checked = 0; checked < 2; checked++) {
+            char *name = d->name[id][checked];
+
+            snprintf(name, sizeof(d->name[id][checked]), "idem_declared_%u%s%s", serial,
+                     id ? "_id" : "", checked ? "_checked" : "");
+            d->stmt[id][checked] =
+                (idem__stmt){name, d->sql[id][checked],
+                             (int)(nparams + (checked ? OWN_PARAMS : PLAIN_PARAMS) + (id ? 1 : 0))};
+        }
+    }
     *out = d;
     return 0;
 nomem:
@@ -259,16 +285,16 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
 
 /* The pipeline's commands: BEGIN, the settings in the form tenant.h chooses for @conn (on
  * plain PostgreSQL one statement, or none when the session's statement_timeout serves and
- * the statement makes the others itself: above; on Citus IDEM__SET_PROPAGATE and SET LOCAL
- * statements: settings.h), the statement, COMMIT. Returns how many; *at is the statement's
- * index. */
+ * the statement's checked form makes the others itself: above; on Citus IDEM__SET_PROPAGATE
+ * and SET LOCAL statements: settings.h), the statement, COMMIT. Returns how many; *at is the
+ * statement's index, *checked whether it went in its checked form. */
 #define DECLARED_CMDS (IDEM__SETTINGS_CMDS + 3)
 static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, const char **values,
-                            int *lengths, int *formats, size_t *at)
+                            int *lengths, int *formats, size_t *at, int *checked)
 {
-    size_t n = c->declared->nparams, k = 0;
+    size_t n = c->declared->nparams, k = 0, digests_at;
     const char *session;
-    int plain;
+    int plain, id = c->identity != NULL;
 
     /* The claim's first eleven: the key to the window (store_claim.c). */
     for (size_t i = 0; i < 11; i++) {
@@ -282,29 +308,26 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     memset(formats, 0, n * sizeof(int));
     lengths[n + 11] = lengths[n + 12] = lengths[n + 13] = 0;
     formats[n + 11] = formats[n + 12] = formats[n + 13] = 0;
-    if (c->identity != NULL) {
-        values[n + OWN_PARAMS] = c->digests.len > 0 ? c->digests.data : NULL;
-        lengths[n + OWN_PARAMS] = (int)c->digests.len;
-        formats[n + OWN_PARAMS] = 1;
-    }
     cmds[k++] = idem__pipe_stmt(&idem__stmt_begin_serializable, NULL);
     idem__tx_settings_for(&c->settings, conn, c->req->tenant);
     plain = idem__tenant_form_for(conn) == IDEM__TENANT_IMPLICIT;
     session = plain ? idem__tx_settings_session(&c->settings, conn) : NULL;
-    values[n + 12] = session != NULL ? c->settings.lock_timeout : NULL;
-    values[n + 13] = session;
-    if (session == NULL)
+    *checked = session != NULL;
+    if (*checked) {
+        values[n + 12] = c->settings.lock_timeout;
+        values[n + 13] = session;
+    } else {
         k += idem__tx_settings_cmds(cmds + k, &c->settings,
                                     plain ? IDEM__SETTINGS_PLAIN : IDEM__SETTINGS_CITUS);
+    }
+    if ((digests_at = digests_param(n, id, *checked)) > 0) {
+        values[digests_at - 1] = c->digests.len > 0 ? c->digests.data : NULL;
+        lengths[digests_at - 1] = (int)c->digests.len;
+        formats[digests_at - 1] = 1;
+    }
     *at = k;
-    cmds[k++] = (idem__pipe_cmd){c->identity != NULL ? &c->declared->stmt_id : &c->declared->stmt,
-                                 NULL,
-                                 0,
-                                 values,
-                                 lengths,
-                                 formats,
-                                 1,
-                                 NULL};
+    cmds[k++] = (idem__pipe_cmd){
+        &c->declared->stmt[id][*checked], NULL, 0, values, lengths, formats, 1, NULL};
     cmds[k++] = idem__pipe_stmt(&idem__stmt_commit, NULL);
     return k;
 }
@@ -327,6 +350,7 @@ static enum step declared_done(call *c, const PGresult *res, int *out_rc)
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
 {
     size_t n = c->declared->nparams, failed_at, at = 0, ncmds = 0;
+    int checked = 0;
     const char **values = calloc(n + OWN_PARAMS + 1, sizeof(char *));
     char **owned = calloc(n + 1, sizeof(char *));
     int *lengths = calloc(n + OWN_PARAMS + 1, sizeof(int));
@@ -345,13 +369,12 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
         *out_rc = rc;
         goto done;
     }
-    ncmds = declared_cmds(c, conn, cmds, values, lengths, formats, &at);
+    ncmds = declared_cmds(c, conn, cmds, values, lengths, formats, &at, &checked);
     rc = idem__conn_pipeline(conn, cmds, ncmds, &failed_at, c->err);
     if (rc == 0)
         step = declared_done(c, cmds[at].result, out_rc);
     else
-        step = idem__store_declared_failure(c, conn, rc, failed_at, at, values[n + 13] != NULL,
-                                            out_rc);
+        step = idem__store_declared_failure(c, conn, rc, failed_at, at, checked, out_rc);
     idem__store_pipe_clear(cmds, ncmds);
 done:
     for (size_t i = 0; owned != NULL && i < n; i++)
