@@ -142,19 +142,22 @@ static size_t format_version(char out[16], int v)
     return k;
 }
 
-/* The same bytes write_request() writes, the arguments canonicalized from their text. A
- * validated tool name (a-z 0-9 _ . -) is its own canonical string: nothing to escape. */
+/* The same bytes write_request() writes, the arguments canonicalized from their text, at
+ * REQUEST_ARGUMENTS_AT up to *args_end. A validated tool name (a-z 0-9 _ . -) is its own
+ * canonical string: nothing to escape. */
+#define REQUEST_ARGUMENTS_AT 13
 static int write_request_text(idem__buf *buf, const char *tool, int payload_version,
-                              const char *arguments, size_t len)
+                              const char *arguments, size_t len, size_t *args_end)
 {
     char version[16];
     size_t version_len = format_version(version, payload_version);
     int rc;
 
-    if (idem__buf_append(buf, "{\"arguments\":", 13) != 0)
+    if (idem__buf_append(buf, "{\"arguments\":", REQUEST_ARGUMENTS_AT) != 0)
         return IDEM_ENOMEM;
     if ((rc = idem__jcs_arguments_fast(buf, arguments, len)) != 1)
         return rc;
+    *args_end = buf->len;
     if (idem__buf_append(buf, ",\"tool\":\"", 9) != 0 ||
         idem__buf_append(buf, tool, strlen(tool)) != 0 ||
         idem__buf_append(buf, "\",\"version\":", 12) != 0 ||
@@ -163,18 +166,30 @@ static int write_request_text(idem__buf *buf, const char *tool, int payload_vers
     return 1;
 }
 
-int idem__fingerprint_text(idem_fingerprint *out, const char *tool, int payload_version,
-                           const char *arguments, size_t len, idem_error *err)
+int idem__fingerprint_text_kept(idem_fingerprint *out, const char *tool, int payload_version,
+                                const char *arguments, size_t len, idem__buf *canonical,
+                                idem_error *err)
 {
     idem__buf buf = {NULL, 0, 0};
-    int rc = write_request_text(&buf, tool, payload_version, arguments, len);
+    size_t args_end = 0;
+    int rc = write_request_text(&buf, tool, payload_version, arguments, len, &args_end);
 
     if (rc == 1 && idem__sha256(out->bytes, buf.data, buf.len) != 0)
         rc = idem__error_set(err, IDEM_ENOMEM, "SHA-256 of the request failed in libcrypto");
     else if (rc == IDEM_ENOMEM)
         rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
+    if (rc == 1 && canonical != NULL &&
+        idem__buf_append(canonical, buf.data + REQUEST_ARGUMENTS_AT,
+                         args_end - REQUEST_ARGUMENTS_AT) != 0)
+        rc = idem__error_set(err, IDEM_ENOMEM, "out of memory keeping the arguments");
     idem__buf_free(&buf);
     return rc;
+}
+
+int idem__fingerprint_text(idem_fingerprint *out, const char *tool, int payload_version,
+                           const char *arguments, size_t len, idem_error *err)
+{
+    return idem__fingerprint_text_kept(out, tool, payload_version, arguments, len, NULL, err);
 }
 
 int idem_fingerprint_compute(idem_fingerprint *out, const char *tool, int payload_version,

@@ -75,4 +75,10 @@ int idem__fingerprint_identity(idem_fingerprint *out, const char *tool, int payl
 int idem__fingerprint_text(idem_fingerprint *out, const char *tool, int payload_version,
                            const char *arguments, size_t len, idem_error *err);
 
+/* idem__fingerprint_text() that also keeps the arguments' canonical form: on 1, @canonical
+ * (empty before; the caller frees it) holds it, NUL-terminated; else it is left empty. */
+int idem__fingerprint_text_kept(idem_fingerprint *out, const char *tool, int payload_version,
+                                const char *arguments, size_t len, idem__buf *canonical,
+                                idem_error *err);
+
 #endif

@@ -95,6 +95,7 @@ struct idem_declared {
     char *sql[2][2];
     char **params;
     size_t nparams;
+    int binds_text; /* no parameter is a JSON Pointer: idem__declared_binds_text() */
 };
 
 static atomic_uint declared_serial;
@@ -205,9 +206,12 @@ int idem_declared_new(idem_declared **out, const char *sql, const char *const *p
     d = calloc(1, sizeof(*d));
     if (d == NULL || (nparams > 0 && (d->params = calloc(nparams, sizeof(char *))) == NULL))
         goto nomem;
+    d->binds_text = 1;
     for (d->nparams = 0; d->nparams < nparams; d->nparams++) {
         if ((d->params[d->nparams] = strdup(params[d->nparams])) == NULL)
             goto nomem;
+        if (params[d->nparams][0] == '/')
+            d->binds_text = 0;
     }
     if (build_sql(d, sql) != 0)
         goto nomem;
@@ -243,13 +247,90 @@ static int param_value(const json_t **out, const json_t *args, const char *name,
     return 0;
 }
 
-/* The statement's parameter values for this call; strings it made go to @owned. */
+int idem__declared_binds_text(const idem_declared *d)
+{
+    return d->binds_text;
+}
+
+/* The end of the value that starts at @at in canonical JSON text (jcs_args.c: no blanks,
+ * no escape in any string). */
+static size_t canonical_value_end(const char *s, size_t at)
+{
+    size_t depth = 0;
+
+    for (size_t i = at;; i++) {
+        if (s[i] == '"') {
+            i = (size_t)(strchr(s + i + 1, '"') - s);
+            if (depth == 0)
+                return i + 1;
+        } else if (s[i] == '{' || s[i] == '[') {
+            depth++;
+        } else if (s[i] == '}' || s[i] == ']') {
+            if (depth == 0)
+                return i;
+            if (--depth == 0)
+                return i + 1;
+        } else if (s[i] == ',' && depth == 0) {
+            return i;
+        }
+    }
+}
+
+/* The top-level member @name of the canonical object @s: *at and *len its value's text;
+ * 0 when it has none. */
+static int canonical_member(const char *s, const char *name, size_t *at, size_t *len)
+{
+    size_t name_len = strlen(name), i = 1;
+
+    while (s[i] == '"') {
+        const char *end = strchr(s + i + 1, '"');
+        size_t value = (size_t)(end - s) + 2, value_end = canonical_value_end(s, value);
+
+        if ((size_t)(end - s) - i - 1 == name_len && memcmp(s + i + 1, name, name_len) == 0) {
+            *at = value;
+            *len = value_end - value;
+            return 1;
+        }
+        i = value_end + (s[value_end] == ',');
+    }
+    return 0;
+}
+
+/* A parameter's value from the arguments' canonical text: a string's contents (no escape
+ * in it, so no NUL), true or false, NULL for null or a missing member, else the value's
+ * canonical text; as the tree's path binds them. */
+static int param_text(const char **value, char **owned, const call *c, const char *name)
+{
+    size_t at, len;
+
+    *value = NULL;
+    if (!canonical_member(c->canonical.data, name, &at, &len) ||
+        (len == 4 && memcmp(c->canonical.data + at, "null", 4) == 0))
+        return 0;
+    if (len == 4 && memcmp(c->canonical.data + at, "true", 4) == 0) {
+        *value = "true";
+        return 0;
+    }
+    if (len == 5 && memcmp(c->canonical.data + at, "false", 5) == 0) {
+        *value = "false";
+        return 0;
+    }
+    if (c->canonical.data[at] == '"')
+        at++, len -= 2;
+    if ((*owned = strndup(c->canonical.data + at, len)) == NULL)
+        return IDEM_ENOMEM;
+    *value = *owned;
+    return 0;
+}
+
+/* The statement's parameter values for this call, from the arguments' tree or, where it
+ * was kept instead, their canonical text; strings it made go to @owned. */
 static int bind_params(call *c, const char **values, char **owned, idem_error *err)
 {
     const idem_declared *d = c->declared;
     int rc;
 
-    if (!json_is_object(c->arguments))
+    if (c->canonical.len == 0 && !json_is_object(c->arguments))
         return idem__error_field(err, IDEM_EINVAL, "arguments",
                                  "a declared effect takes a JSON object");
     for (size_t i = 0; i < d->nparams; i++) {
@@ -257,13 +338,22 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
         size_t len;
 
         owned[i] = NULL;
+        if (strcmp(d->params[i], "$tenant") == 0) {
+            values[i] = c->req->tenant;
+            continue;
+        }
+        if (strcmp(d->params[i], "$operation_id") == 0) {
+            values[i] = c->req->operation_id;
+            continue;
+        }
+        if (c->canonical.len > 0) {
+            if (param_text(&values[i], &owned[i], c, d->params[i]) != 0)
+                return idem__error_set(err, IDEM_ENOMEM, "declared effect: out of memory");
+            continue;
+        }
         if ((rc = param_value(&v, c->arguments, d->params[i], err)) != 0)
             return rc;
-        if (strcmp(d->params[i], "$tenant") == 0)
-            values[i] = c->req->tenant;
-        else if (strcmp(d->params[i], "$operation_id") == 0)
-            values[i] = c->req->operation_id;
-        else if (v == NULL || json_is_null(v))
+        if (v == NULL || json_is_null(v))
             values[i] = NULL;
         else if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v))
             return idem__error_field(err, IDEM_EINVAL, "arguments",

@@ -123,6 +123,9 @@ struct call {
     json_t *arguments; /* NULL until parsed: a retry fingerprints from the text where it can
                           (defer_arguments), and parses only if it goes on to an attempt */
     int defer_arguments;
+    idem__buf canonical; /* a declared call's arguments in their canonical form, kept where
+                            its parameters are bound from it instead of a tree
+                            (store_declared.c); else empty */
     idem_fingerprint fp;
     const idem__identity *identity; /* the tool's policy, or NULL (all arguments) */
     idem__buf digests;              /* with a policy: its fields' digests (identity.h) */
@@ -175,8 +178,10 @@ struct idem_tx {
  * c->digests) (store_request.c). Returns 0 or IDEM_EINVAL naming the field. */
 int idem__store_validate(call *c);
 
-/* With c->defer_arguments, idem__store_validate() may fingerprint the arguments from their
- * text and leave c->arguments NULL: parse them now, before an attempt needs them. Returns 0
+/* With c->defer_arguments, or for a declared call that binds its parameters from the
+ * text, idem__store_validate() may fingerprint the arguments from their text and leave
+ * c->arguments NULL: parse them now, before an attempt needs them (a declared call whose
+ * canonical text was kept needs none: nothing is done). Returns 0
  * or IDEM_EINVAL naming the field (never expected: the text fingerprinted is one the parser
  * accepts), IDEM_ENOMEM (store_request.c). */
 int idem__store_arguments(call *c);
@@ -236,6 +241,11 @@ enum step idem__store_write_attempt(call *c, idem_conn *conn, int *out_rc);
 /* One attempt of a declared effect: its statement, the record and COMMIT in one round
  * trip (store_declared.c). */
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc);
+
+/* Whether @d's parameters can be bound from the arguments' canonical text (c->canonical):
+ * none of them is a JSON Pointer, all name top-level members or the key's parts
+ * (store_declared.c). */
+int idem__declared_binds_text(const idem_declared *d);
 
 /* The words a declared statement fails with when the session's statement_timeout is not
  * the one it was to run under (store_declared.c): a value the server refuses for it. */

@@ -69,8 +69,20 @@ int idem__store_validate(call *c)
                                  "was parsed from other bytes than the request's arguments");
     c->identity = idem__store_identity(c->store, req->tool);
     /* A retry is mostly answered by the lookup, and needs the arguments' fingerprint only:
-     * from their text, in one pass, where their shape allows (identity.h). */
-    if (c->defer_arguments && c->identity == NULL) {
+     * from their text, in one pass, where their shape allows (identity.h). A declared call
+     * whose parameters name top-level members binds them from that canonical text, an
+     * object's, and needs no tree at all. */
+    if (c->identity == NULL && c->arguments == NULL && c->declared != NULL &&
+        idem__declared_binds_text(c->declared)) {
+        rc = idem__fingerprint_text_kept(&c->fp, req->tool, req->payload_version, req->arguments,
+                                         req->arguments_len, &c->canonical, c->err);
+        if (rc == 1 && c->canonical.data[0] != '{')
+            idem__buf_free(&c->canonical); /* the tree's path refuses it in its words */
+        if (rc == 1 && (c->canonical.len > 0 || c->defer_arguments))
+            return 0;
+        if (rc != 0 && rc != 1)
+            return rc;
+    } else if (c->defer_arguments && c->identity == NULL) {
         rc = idem__fingerprint_text(&c->fp, req->tool, req->payload_version, req->arguments,
                                     req->arguments_len, c->err);
         if (rc != 0)
@@ -95,7 +107,7 @@ int idem__store_arguments(call *c)
     idem_json_options jopts = IDEM_JSON_OPTIONS_INIT;
     int rc;
 
-    if (c->arguments != NULL)
+    if (c->arguments != NULL || c->canonical.len > 0)
         return 0;
     jopts.max_bytes = c->store->opts.max_arguments_bytes;
     rc = idem_json_parse_arguments(&c->arguments, c->req->arguments, c->req->arguments_len, &jopts,
@@ -107,6 +119,7 @@ void idem__store_call_clear(call *c)
 {
     json_decref(c->arguments);
     c->arguments = NULL;
+    idem__buf_free(&c->canonical);
     idem__buf_free(&c->digests);
 }
 

@@ -147,3 +147,69 @@ Test(store_declared_pointer, a_string_holding_nul_is_refused_and_nothing_is_writ
     idem_outcome_clear(&out);
     idem_declared_free(d);
 }
+
+/* One call of @d as a new key on @args, with the arguments parsed by the caller (@parsed:
+ * the store binds from that tree) or not (it binds names from their canonical text); its
+ * receipt, which the caller frees. */
+static char *receipt_of(const idem_declared *d, const char *args, const char *op, int parsed)
+{
+    idem_request req = storetest_request("acme", op, args);
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_arguments *tree = NULL;
+    char *receipt;
+
+    if (parsed) {
+        cr_assert_eq(idem_arguments_parse(&tree, args, strlen(args), NULL, &err), 0, "%s",
+                     err.message);
+        req.parsed = tree;
+    }
+    req.attempt = 1;
+    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), 0, "%s: %s", op,
+                 err.message);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    receipt = strdup(out.receipt);
+    idem_outcome_clear(&out);
+    idem_arguments_free(tree);
+    return receipt;
+}
+
+/* Names of top-level members bind the same values whether the store reads them from the
+ * arguments' canonical text or from their tree: strings (UTF-8, empty, holding JSON's own
+ * punctuation), numbers, true, false, null, objects and arrays in canonical form, a name
+ * that another begins with, and names that match nothing. */
+Test(store_declared_pointer, names_bind_the_same_from_the_text_as_from_the_tree)
+{
+    static const char *const params[] = {"s", "utf8", "empty", "punct",   "n",   "neg",
+                                         "z", "t",    "f",     "nul",     "obj", "arr",
+                                         "a", "ab",   "none",  "$tenant", "b",   "eo"};
+    static const char args[] =
+        "{ \"utf8\": \"\xc3\xa9t\xc3\xa9 \xe2\x82\xac\", \"s\": \"plain\", \"empty\": \"\","
+        " \"punct\": \"{[,:]}\", \"n\": 123456789012345, \"neg\": -7, \"z\": 0,"
+        " \"t\": true, \"f\": false, \"nul\": null,"
+        " \"obj\": {\"z\": [1, {\"y\": \"}\", \"x\": []}], \"a\": {}},"
+        " \"arr\": [\"a,b\", 2, null, [true]], \"ab\": \"second\", \"a\": \"first\","
+        " \"b\": [], \"eo\": {} }";
+    static const char sql[] =
+        "SELECT json_build_array($1::text, $2::text, $3::text, $4::text, $5::text, $6::text,"
+        " $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
+        " $15::text, $16::text, $17::text, $18::text)";
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *d = NULL;
+    char *from_text, *from_tree;
+
+    storetest_open(NULL, 2);
+    cr_assert_eq(idem_declared_new(&d, sql, params, 18, &err), 0, "%s", err.message);
+    from_text = receipt_of(d, args, "op-text", 0);
+    from_tree = receipt_of(d, args, "op-tree", 1);
+    cr_assert_str_eq(from_text, from_tree);
+    cr_assert_str_eq(from_text,
+                     "[\"plain\",\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac\",\"\",\"{[,:]}\","
+                     "\"123456789012345\",\"-7\",\"0\",\"true\",\"false\",null,"
+                     "\"{\\\"a\\\":{},\\\"z\\\":[1,{\\\"x\\\":[],\\\"y\\\":\\\"}\\\"}]}\","
+                     "\"[\\\"a,b\\\",2,null,[true]]\",\"first\",\"second\",null,"
+                     "\"acme\",\"[]\",\"{}\"]");
+    free(from_text);
+    free(from_tree);
+    idem_declared_free(d);
+}
