@@ -533,3 +533,45 @@ Test(jcs_text, a_stored_receipt_goes_out_canonical_when_marked_or_as_stored)
         idem_outcome_clear(&out);
     }
 }
+
+/* A receipt marked canonical goes out as idem__jcs_write_text() writes it, whether the
+ * one-pass writer of the common shape takes it (no escape, short integers, no name twice,
+ * shallow) or leaves it to that writer: the same bytes either way. */
+Test(jcs_text, a_receipt_goes_out_the_same_by_either_writer)
+{
+    static const char *const receipts[] = {
+        "{\"status\" : \"created\", \"task_id\" : 123456789012345}",
+        " {\"b\" : [1, {\"d\" : null, \"c\" : true}], \"a\" : \"x\", \"\" : false}\n",
+        "{\"\xc3\xa9\" : \"\xe2\x82\xac\", \"e\" : \"\xf0\x9f\x98\x80\", \"\xef\xbd\xa1\" : -7}",
+        "[\"a,b\", {\"y\" : \"}\"}, [], {}, 0]",
+        "\"just a string\"",
+        "42",
+        "{\"n\" : 1.50}",
+        "{\"n\" : 1234567890123456}",
+        "{\"n\" : -0}",
+        "{\"s\" : \"\\u00e9\"}",
+        "{\"b\" : 2, \"a\" : 1, \"b\" : 1}",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"k\":"
+        "11,"
+        "\"l\":12,\"m\":13,\"n\":14,\"o\":15,\"p\":16,\"q\":17,\"r\":18,\"s\":19,\"t\":20,"
+        "\"u\":21,\"v\":22,\"w\":23,\"x\":24,\"y\":25,\"z\":26,\"A\":27,\"B\":28,\"C\":29,"
+        "\"D\":30,\"E\":31,\"F\":32,\"G\":33}",
+        "{\"a\" : 01}",
+        "{\"a\" : 1} x",
+    };
+
+    for (size_t i = 0; i < sizeof(receipts) / sizeof(receipts[0]); i++) {
+        idem_outcome out = IDEM_OUTCOME_INIT;
+        idem_error err = IDEM_ERROR_INIT;
+        int rc;
+        char *want = canon_text(receipts[i], &rc);
+        const char *expected = rc == 0 ? want : receipts[i];
+
+        cr_assert_eq(idem__store_receipt_out(&out, receipts[i], strlen(receipts[i]), 1, &err), 0);
+        cr_assert_str_eq(out.receipt, expected, "%s", receipts[i]);
+        cr_assert_eq(out.receipt_len, strlen(expected));
+        idem_outcome_clear(&out);
+        free(want);
+    }
+}
