@@ -68,25 +68,24 @@ int idem__store_validate(call *c)
         return idem__error_field(c->err, IDEM_EINVAL, "parsed",
                                  "was parsed from other bytes than the request's arguments");
     c->identity = idem__store_identity(c->store, req->tool);
-    /* A retry is mostly answered by the lookup, and needs the arguments' fingerprint only:
-     * from their text, in one pass, where their shape allows (identity.h). A declared call
-     * whose parameters name top-level members binds them from that canonical text, an
-     * object's, and needs no tree at all. */
-    if (c->identity == NULL && c->arguments == NULL && c->declared != NULL &&
-        idem__declared_binds_text(c->declared)) {
+    /* The fingerprint from the arguments' text, in one pass, where their shape allows
+     * (identity.h): a retry is mostly answered by the lookup and needs nothing else, and a
+     * declared call whose parameters name top-level members binds them from that canonical
+     * text, an object's; only an effect that runs needs the tree. */
+    if (c->identity == NULL) {
+        int keep =
+            c->arguments == NULL && c->declared != NULL && idem__declared_binds_text(c->declared);
+
         rc = idem__fingerprint_text_kept(&c->fp, req->tool, req->payload_version, req->arguments,
-                                         req->arguments_len, &c->canonical, c->err);
-        if (rc == 1 && c->canonical.data[0] != '{')
+                                         req->arguments_len, keep ? &c->canonical : NULL, c->err);
+        if (rc == 1 && keep && c->canonical.data[0] != '{')
             idem__buf_free(&c->canonical); /* the tree's path refuses it in its words */
-        if (rc == 1 && (c->canonical.len > 0 || c->defer_arguments))
+        if (rc == 1 && (c->defer_arguments || c->arguments != NULL || c->canonical.len > 0))
             return 0;
-        if (rc != 0 && rc != 1)
-            return rc;
-    } else if (c->defer_arguments && c->identity == NULL) {
-        rc = idem__fingerprint_text(&c->fp, req->tool, req->payload_version, req->arguments,
-                                    req->arguments_len, c->err);
+        if (rc == 1)
+            return idem__store_arguments(c);
         if (rc != 0)
-            return rc == 1 ? 0 : rc;
+            return rc;
     }
     if ((rc = idem__store_arguments(c)) != 0)
         return rc;
