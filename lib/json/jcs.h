@@ -65,6 +65,10 @@ int idem__jcs_write_text(idem__buf *buf, const char *text, size_t len, idem_erro
  * was; the full path then judges it, in its own words); IDEM_ENOMEM. */
 int idem__jcs_arguments_fast(idem__buf *buf, const char *text, size_t len);
 
+/* The top-level member @name of @s, a NUL-terminated object that idem__jcs_arguments_fast()
+ * wrote: 1 with *at and *len its value's canonical text in @s; 0 when it has none. */
+int idem__jcs_canonical_member(const char *s, const char *name, size_t *at, size_t *len);
+
 /* Buffer size that always holds idem__jcs_format_double()'s output. */
 #define IDEM__JCS_NUMBER_MAX 32
 

@@ -282,3 +282,45 @@ int idem__jcs_arguments_fast(idem__buf *buf, const char *text, size_t len)
     }
     return rc == FAST_NOMEM ? IDEM_ENOMEM : 0;
 }
+
+/* The end of the value that starts at @at in text this file wrote (no blanks, no escape in
+ * any string). */
+static size_t canonical_value_end(const char *s, size_t at)
+{
+    size_t depth = 0;
+
+    for (size_t i = at;; i++) {
+        if (s[i] == '"') {
+            i = (size_t)(strchr(s + i + 1, '"') - s);
+            if (depth == 0)
+                return i + 1;
+        } else if (s[i] == '{' || s[i] == '[') {
+            depth++;
+        } else if (s[i] == '}' || s[i] == ']') {
+            if (depth == 0)
+                return i;
+            if (--depth == 0)
+                return i + 1;
+        } else if (s[i] == ',' && depth == 0) {
+            return i;
+        }
+    }
+}
+
+int idem__jcs_canonical_member(const char *s, const char *name, size_t *at, size_t *len)
+{
+    size_t name_len = strlen(name), i = 1;
+
+    while (s[i] == '"') {
+        const char *end = strchr(s + i + 1, '"');
+        size_t value = (size_t)(end - s) + 2, value_end = canonical_value_end(s, value);
+
+        if ((size_t)(end - s) - i - 1 == name_len && memcmp(s + i + 1, name, name_len) == 0) {
+            *at = value;
+            *len = value_end - value;
+            return 1;
+        }
+        i = value_end + (s[value_end] == ',');
+    }
+    return 0;
+}

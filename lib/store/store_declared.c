@@ -252,50 +252,6 @@ int idem__declared_binds_text(const idem_declared *d)
     return d->binds_text;
 }
 
-/* The end of the value that starts at @at in canonical JSON text (jcs_args.c: no blanks,
- * no escape in any string). */
-static size_t canonical_value_end(const char *s, size_t at)
-{
-    size_t depth = 0;
-
-    for (size_t i = at;; i++) {
-        if (s[i] == '"') {
-            i = (size_t)(strchr(s + i + 1, '"') - s);
-            if (depth == 0)
-                return i + 1;
-        } else if (s[i] == '{' || s[i] == '[') {
-            depth++;
-        } else if (s[i] == '}' || s[i] == ']') {
-            if (depth == 0)
-                return i;
-            if (--depth == 0)
-                return i + 1;
-        } else if (s[i] == ',' && depth == 0) {
-            return i;
-        }
-    }
-}
-
-/* The top-level member @name of the canonical object @s: *at and *len its value's text;
- * 0 when it has none. */
-static int canonical_member(const char *s, const char *name, size_t *at, size_t *len)
-{
-    size_t name_len = strlen(name), i = 1;
-
-    while (s[i] == '"') {
-        const char *end = strchr(s + i + 1, '"');
-        size_t value = (size_t)(end - s) + 2, value_end = canonical_value_end(s, value);
-
-        if ((size_t)(end - s) - i - 1 == name_len && memcmp(s + i + 1, name, name_len) == 0) {
-            *at = value;
-            *len = value_end - value;
-            return 1;
-        }
-        i = value_end + (s[value_end] == ',');
-    }
-    return 0;
-}
-
 /* A parameter's value from the arguments' canonical text: a string's contents (no escape
  * in it, so no NUL), true or false, NULL for null or a missing member, else the value's
  * canonical text; as the tree's path binds them. */
@@ -304,7 +260,7 @@ static int param_text(const char **value, char **owned, const call *c, const cha
     size_t at, len;
 
     *value = NULL;
-    if (!canonical_member(c->canonical.data, name, &at, &len) ||
+    if (!idem__jcs_canonical_member(c->canonical.data, name, &at, &len) ||
         (len == 4 && memcmp(c->canonical.data + at, "null", 4) == 0))
         return 0;
     if (len == 4 && memcmp(c->canonical.data + at, "true", 4) == 0) {
