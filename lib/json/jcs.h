@@ -65,6 +65,13 @@ int idem__jcs_write_text(idem__buf *buf, const char *text, size_t len, idem_erro
  * was; the full path then judges it, in its own words); IDEM_ENOMEM. */
 int idem__jcs_arguments_fast(idem__buf *buf, const char *text, size_t len);
 
+/* The tree of a request's arguments, the JSON text[0..len), in one pass, when the text is
+ * in the same subset and nested less than @max_depth (jcs_args.c): the tree jansson's parse
+ * in idem_json_parse_arguments() makes of it, members in the text's order, every number a
+ * real. Returns 1 with *out set (the caller's reference); 0 when the text is outside the
+ * subset or not JSON (nothing made; the full path then judges it); IDEM_ENOMEM. */
+int idem__json_tree_fast(json_t **out, const char *text, size_t len, size_t max_depth);
+
 /* The top-level member @name of @s, a NUL-terminated object that idem__jcs_arguments_fast()
  * wrote: 1 with *at and *len its value's canonical text in @s; 0 when it has none. */
 int idem__jcs_canonical_member(const char *s, const char *name, size_t *at, size_t *len);

@@ -1,15 +1,16 @@
-/* The canonical form of a request's arguments straight from their text, in one pass, for
- * the common shape of arguments: what a retry needs to fingerprint its request without
- * building jansson's tree (the tree is built only if the call goes on to run its effect).
+/* The common shape of a request's arguments, read in one pass: its canonical form straight
+ * from the text, what a retry needs to fingerprint its request, and its jansson tree, what a
+ * call whose effect reads its arguments needs (jansson's own parse, byte by byte through its
+ * stream, costs several times the pass).
  *
  * It covers a subset of JSON whose canonical form is certain without reading any number as
  * a double: objects, arrays, true, false, null, strings without escapes (valid UTF-8, no
  * control characters), and integers of at most 15 digits (exactly doubles, written as
  * RFC 8785 writes them: their digits). Everything else (an escape, a fraction or an
  * exponent, a longer integer, -0, a duplicate name, deep nesting, anything invalid) is
- * left to the full path, idem_json_parse_arguments() and idem__jcs_write_value(): so every
- * text written here is one that path accepts, into the same bytes, and every error is
- * still reported in its words. */
+ * left to the full path, idem_json_parse_arguments()'s parse and idem__jcs_write_value():
+ * so every text read here is one that path accepts, into the same bytes and the same tree,
+ * and every error is still reported in its words. */
 #include <string.h>
 
 #include "jcs.h"
@@ -28,6 +29,7 @@ typedef struct fast_reader {
     const char *s;
     size_t n, i;
     idem__buf *out;
+    int max_depth; /* values nested this deep or deeper go the full path */
 } fast_reader;
 
 static int fast_value(fast_reader *r, int depth);
@@ -67,7 +69,8 @@ static int fast_string(fast_reader *r, size_t *start, size_t *len)
     return FAST_OK;
 }
 
-static int fast_number(fast_reader *r)
+/* An integer at r->i in the shape above, read: its length in the text, or 0. */
+static size_t fast_integer(fast_reader *r)
 {
     size_t start = r->i, digits;
 
@@ -81,23 +84,38 @@ static int fast_number(fast_reader *r)
     if (digits == 0 || digits > FAST_MAX_DIGITS || (r->s[r->i - digits] == '0' && digits > 1) ||
         (r->s[start] == '-' && r->s[r->i - digits] == '0') ||
         (r->i < r->n && (r->s[r->i] == '.' || r->s[r->i] == 'e' || r->s[r->i] == 'E')))
-        return FAST_NO;
-    return put(r, r->s + start, r->i - start);
+        return 0;
+    return r->i - start;
+}
+
+static int fast_number(fast_reader *r)
+{
+    size_t len = fast_integer(r);
+
+    return len == 0 ? FAST_NO : put(r, r->s + r->i - len, len);
+}
+
+static const char *const fast_words[] = {"true", "false", "null"};
+
+/* true, false or null at r->i, read: its index in fast_words, or -1. */
+static int fast_word_at(fast_reader *r)
+{
+    for (int k = 0; k < 3; k++) {
+        size_t len = strlen(fast_words[k]);
+
+        if (r->n - r->i >= len && memcmp(r->s + r->i, fast_words[k], len) == 0) {
+            r->i += len;
+            return k;
+        }
+    }
+    return -1;
 }
 
 static int fast_word(fast_reader *r)
 {
-    static const char *const words[] = {"true", "false", "null"};
+    int k = fast_word_at(r);
 
-    for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++) {
-        size_t len = strlen(words[k]);
-
-        if (r->n - r->i >= len && memcmp(r->s + r->i, words[k], len) == 0) {
-            r->i += len;
-            return put(r, words[k], len);
-        }
-    }
-    return FAST_NO;
+    return k < 0 ? FAST_NO : put(r, fast_words[k], strlen(fast_words[k]));
 }
 
 static int fast_array(fast_reader *r, int depth)
@@ -245,7 +263,7 @@ static int fast_value(fast_reader *r, int depth)
     int rc;
 
     fast_blanks(r);
-    if (r->i >= r->n || depth >= FAST_MAX_DEPTH)
+    if (r->i >= r->n || depth >= r->max_depth)
         return FAST_NO;
     switch (r->s[r->i]) {
     case '{':
@@ -267,7 +285,7 @@ static int fast_value(fast_reader *r, int depth)
 
 int idem__jcs_arguments_fast(idem__buf *buf, const char *text, size_t len)
 {
-    fast_reader r = {text, len, 0, buf};
+    fast_reader r = {text, len, 0, buf, FAST_MAX_DEPTH};
     size_t at = buf->len;
     int rc = text != NULL ? fast_value(&r, 0) : FAST_NO;
 
@@ -280,6 +298,164 @@ int idem__jcs_arguments_fast(idem__buf *buf, const char *text, size_t len)
         buf->len = at;
         buf->data[at] = '\0';
     }
+    return rc == FAST_NOMEM ? IDEM_ENOMEM : 0;
+}
+
+/* ---- the tree ---- */
+
+/* Names longer than this go the full path: the tree's name is copied to the stack. */
+#define TREE_MAX_NAME 128
+
+static int tree_value(fast_reader *r, int depth, json_t **out);
+
+static int tree_array(fast_reader *r, int depth, json_t **out)
+{
+    json_t *a = json_array(), *v;
+    int rc = FAST_NO;
+
+    if (a == NULL)
+        return FAST_NOMEM;
+    r->i++; /* '[' */
+    fast_blanks(r);
+    if (r->i < r->n && r->s[r->i] == ']') {
+        r->i++;
+        *out = a;
+        return FAST_OK;
+    }
+    while ((rc = tree_value(r, depth, &v)) == FAST_OK) {
+        if (json_array_append_new(a, v) != 0) { /* v is released either way */
+            rc = FAST_NOMEM;
+            break;
+        }
+        fast_blanks(r);
+        if (r->i >= r->n || (r->s[r->i] != ']' && r->s[r->i] != ',')) {
+            rc = FAST_NO;
+            break;
+        }
+        if (r->s[r->i++] == ']') {
+            *out = a;
+            return FAST_OK;
+        }
+    }
+    json_decref(a);
+    return rc;
+}
+
+/* One member at r->i ("name": value) set in @o; FAST_NO on a name @o has already. */
+static int tree_member(fast_reader *r, json_t *o, int depth)
+{
+    char name[TREE_MAX_NAME];
+    size_t at, len, had = json_object_size(o);
+    json_t *v;
+    int rc;
+
+    if (r->i >= r->n || r->s[r->i] != '"' || fast_string(r, &at, &len) != FAST_OK ||
+        len >= sizeof(name))
+        return FAST_NO;
+    memcpy(name, r->s + at, len);
+    name[len] = '\0';
+    fast_blanks(r);
+    if (r->i >= r->n || r->s[r->i++] != ':')
+        return FAST_NO;
+    if ((rc = tree_value(r, depth, &v)) != FAST_OK)
+        return rc;
+    if (json_object_set_new_nocheck(o, name, v) != 0) /* v is released either way */
+        return FAST_NOMEM;
+    return json_object_size(o) == had ? FAST_NO : FAST_OK;
+}
+
+static int tree_object(fast_reader *r, int depth, json_t **out)
+{
+    json_t *o = json_object();
+    int rc;
+
+    if (o == NULL)
+        return FAST_NOMEM;
+    r->i++; /* '{' */
+    fast_blanks(r);
+    if (r->i < r->n && r->s[r->i] == '}') {
+        r->i++;
+        *out = o;
+        return FAST_OK;
+    }
+    while ((rc = tree_member(r, o, depth)) == FAST_OK) {
+        fast_blanks(r);
+        if (r->i >= r->n || (r->s[r->i] != '}' && r->s[r->i] != ',')) {
+            rc = FAST_NO;
+            break;
+        }
+        if (r->s[r->i++] == '}') {
+            *out = o;
+            return FAST_OK;
+        }
+        fast_blanks(r);
+    }
+    json_decref(o);
+    return rc;
+}
+
+/* An integer read as jansson reads every number here (JSON_DECODE_INT_AS_REAL): a double,
+ * exact at 15 digits. */
+static int tree_number(fast_reader *r, json_t **out)
+{
+    size_t len = fast_integer(r);
+    const char *p = r->s + r->i - len;
+    int negative = *p == '-';
+    long long n = 0;
+
+    if (len == 0)
+        return FAST_NO;
+    for (size_t k = (size_t)negative; k < len; k++)
+        n = n * 10 + (p[k] - '0');
+    *out = json_real(negative ? -(double)n : (double)n);
+    return *out != NULL ? FAST_OK : FAST_NOMEM;
+}
+
+static int tree_value(fast_reader *r, int depth, json_t **out)
+{
+    size_t start, len;
+    int k;
+
+    fast_blanks(r);
+    if (r->i >= r->n || depth >= r->max_depth)
+        return FAST_NO;
+    switch (r->s[r->i]) {
+    case '{':
+        return tree_object(r, depth + 1, out);
+    case '[':
+        return tree_array(r, depth + 1, out);
+    case '"':
+        if (fast_string(r, &start, &len) != FAST_OK)
+            return FAST_NO;
+        *out = json_stringn_nocheck(r->s + start, len);
+        return *out != NULL ? FAST_OK : FAST_NOMEM;
+    case '-':
+        return tree_number(r, out);
+    default:
+        if (r->s[r->i] >= '0' && r->s[r->i] <= '9')
+            return tree_number(r, out);
+        if ((k = fast_word_at(r)) < 0)
+            return FAST_NO;
+        *out = k == 0 ? json_true() : k == 1 ? json_false() : json_null();
+        return FAST_OK;
+    }
+}
+
+int idem__json_tree_fast(json_t **out, const char *text, size_t len, size_t max_depth)
+{
+    fast_reader r = {text, len, 0, NULL,
+                     max_depth < FAST_MAX_DEPTH ? (int)max_depth : FAST_MAX_DEPTH};
+    json_t *value = NULL;
+    int rc = text != NULL ? tree_value(&r, 0, &value) : FAST_NO;
+
+    fast_blanks(&r);
+    if (rc == FAST_OK && r.i != r.n)
+        rc = FAST_NO;
+    if (rc == FAST_OK) {
+        *out = value;
+        return 1;
+    }
+    json_decref(value);
     return rc == FAST_NOMEM ? IDEM_ENOMEM : 0;
 }
 

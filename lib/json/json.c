@@ -109,24 +109,32 @@ static int load_error(idem_error *err, const json_error_t *jerr)
                            jerr->line, jerr->column, jerr->position, jerr->text);
 }
 
-int idem_json_parse(json_t **out, const char *text, size_t len, const idem_json_options *opts,
-                    idem_error *err)
+/* The checks that come before any parse: the pointers, the options, the size. */
+static int parse_limits(size_t *max_bytes, size_t *max_depth, json_t **out, const char *text,
+                        size_t len, const idem_json_options *opts, idem_error *err)
 {
-    size_t max_bytes, max_depth;
+    int rc;
+
+    if (out == NULL || (text == NULL && len > 0))
+        return idem__error_set(err, IDEM_EINVAL, "JSON parse: out or text is NULL");
+    rc = resolve_options(max_bytes, max_depth, opts, err);
+    if (rc != 0)
+        return rc;
+    if (len > *max_bytes)
+        return idem__error_set(err, IDEM_EINVAL,
+                               "JSON text is %zu bytes, over the limit of %zu bytes", len,
+                               *max_bytes);
+    return 0;
+}
+
+static int parse_within(json_t **out, const char *text, size_t len, size_t max_depth,
+                        idem_error *err)
+{
     const char *nul;
     json_error_t jerr;
     json_t *value;
     int rc;
 
-    if (out == NULL || (text == NULL && len > 0))
-        return idem__error_set(err, IDEM_EINVAL, "JSON parse: out or text is NULL");
-    rc = resolve_options(&max_bytes, &max_depth, opts, err);
-    if (rc != 0)
-        return rc;
-    if (len > max_bytes)
-        return idem__error_set(err, IDEM_EINVAL,
-                               "JSON text is %zu bytes, over the limit of %zu bytes", len,
-                               max_bytes);
     if (text == NULL)
         text = "";
     nul = memchr(text, '\0', len);
@@ -140,6 +148,15 @@ int idem_json_parse(json_t **out, const char *text, size_t len, const idem_json_
         return load_error(err, &jerr);
     *out = value;
     return 0;
+}
+
+int idem_json_parse(json_t **out, const char *text, size_t len, const idem_json_options *opts,
+                    idem_error *err)
+{
+    size_t max_bytes = 0, max_depth = 0;
+    int rc = parse_limits(&max_bytes, &max_depth, out, text, len, opts, err);
+
+    return rc != 0 ? rc : parse_within(out, text, len, max_depth, err);
 }
 
 /* A double's exact decimal expansion has at most 767 significant digits: a number written
@@ -312,12 +329,25 @@ static int check_numbers(const char *text, size_t len, idem_error *err)
     return rc;
 }
 
+/* Arguments in the common shape (jcs_args.c) are built into their tree in one pass, the
+ * same tree as jansson's; all others, and every error, take jansson's parse. */
 int idem_json_parse_arguments(json_t **out, const char *text, size_t len,
                               const idem_json_options *opts, idem_error *err)
 {
+    size_t max_bytes = 0, max_depth = 0;
     json_t *value = NULL;
-    int rc = idem_json_parse(&value, text, len, opts, err);
+    int rc = parse_limits(&max_bytes, &max_depth, out, text, len, opts, err);
 
+    if (rc != 0)
+        return rc;
+    rc = idem__json_tree_fast(&value, text, len, max_depth);
+    if (rc == 1) {
+        *out = value;
+        return 0;
+    }
+    if (rc < 0)
+        return idem__error_set(err, IDEM_ENOMEM, "out of memory parsing JSON");
+    rc = parse_within(&value, text, len, max_depth, err);
     if (rc == 0)
         rc = check_numbers(text, len, err);
     if (rc != 0) {

@@ -395,18 +395,21 @@ static enum step declared_done(call *c, const PGresult *res, int *out_rc)
 
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
 {
-    size_t n = c->declared->nparams, failed_at, at = 0, ncmds = 0;
+    size_t n = c->declared->nparams, failed_at, at = 0, ncmds = 0, slots = n + OWN_PARAMS + 1;
     int checked = 0;
-    const char **values = calloc(n + OWN_PARAMS + 1, sizeof(char *));
-    char **owned = calloc(n + 1, sizeof(char *));
-    int *lengths = calloc(n + OWN_PARAMS + 1, sizeof(int));
-    int *formats = calloc(n + OWN_PARAMS + 1, sizeof(int));
+    /* The statement's values, the copies bound_params() makes, their lengths and formats:
+     * one allocation, pointers first. */
+    void *block = calloc(1, (slots + n + 1) * sizeof(char *) + 2 * slots * sizeof(int));
+    const char **values = block;
+    char **owned = block != NULL ? (char **)(values + slots) : NULL;
+    int *lengths = block != NULL ? (int *)(owned + n + 1) : NULL;
+    int *formats = block != NULL ? lengths + slots : NULL;
     idem__pipe_cmd cmds[DECLARED_CMDS];
     enum step step = STEP_DONE;
     int rc;
 
     idem_error_clear(c->err);
-    if (values == NULL || owned == NULL || lengths == NULL || formats == NULL) {
+    if (block == NULL) {
         *out_rc = idem__error_set(c->err, IDEM_ENOMEM, "declared effect: out of memory");
         goto done;
     }
@@ -425,9 +428,6 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
 done:
     for (size_t i = 0; owned != NULL && i < n; i++)
         free(owned[i]);
-    free(owned);
-    free(values);
-    free(lengths);
-    free(formats);
+    free(block);
     return step;
 }

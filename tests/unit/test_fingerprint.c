@@ -8,6 +8,7 @@
 
 #include "idem/idem.h"
 #include "identity.h"
+#include "jcs.h"
 
 static void fingerprint_hex(char hex[IDEM_FINGERPRINT_HEX_SIZE], const char *tool, int version,
                             const char *arguments)
@@ -455,6 +456,42 @@ Test(fingerprint, default_policy_fingerprints_equal_the_fixed_corpus)
     json_decref(corpus);
 }
 
+/* Texts in the one pass's shape, and texts outside it or not JSON. */
+static const char *const answered[] = {
+    "{}", "[]", "null", "true", "0", "-7", "123456789012345", "\"\"", "\"caf\xc3\xa9 \x7f\"",
+    " {\"b\" : 2 , \"a\":[1, {\"z\":null,\"y\":false}, \"x\"]}\n",
+    "{\"subject\":\"Benchmark replay\"}", "{\"a\":{},\"b\":[],\"\":0}",
+    /* UTF-16 order: U+1F600 (a surrogate pair) sorts before U+FFFD */
+    "{\"\xef\xbf\xbd\":1,\"\xf0\x9f\x98\x80\":2,\"a\":3}", "[[[[[[[[[[1]]]]]]]]]]"};
+static const char *const declined[] = {"",
+                                       " ",
+                                       "{",
+                                       "[1,]",
+                                       "{\"a\":1,}",
+                                       "{\"a\" 1}",
+                                       "{\"a\":1,\"a\":2}",
+                                       "{a:1}",
+                                       "01",
+                                       "-0",
+                                       "1.5",
+                                       "1e3",
+                                       "1E3",
+                                       "1234567890123456",
+                                       "-",
+                                       "\"a\\nb\"",
+                                       "\"\\u00e9\"",
+                                       "\"\t\"",
+                                       "\"\xc3\"",
+                                       "\"\xed\xa0\x80\"",
+                                       "tru",
+                                       "truex",
+                                       "[1] 2",
+                                       "nul",
+                                       "{\"a\":1}}",
+                                       "\"unterminated",
+                                       "[1 2]",
+                                       "{\"a\":1 \"b\":2}"};
+
 /* The one-pass fingerprint of arguments text (what a retry computes before its lookup)
  * answers only where it is sure, and then with the parsed arguments' fingerprint. */
 static void assert_text_form(const char *text, int answers)
@@ -474,41 +511,6 @@ static void assert_text_form(const char *text, int answers)
 
 Test(fingerprint, text_form_matches_the_parsed_form_or_declines)
 {
-    static const char *const answered[] = {
-        "{}", "[]", "null", "true", "0", "-7", "123456789012345", "\"\"", "\"caf\xc3\xa9 \x7f\"",
-        " {\"b\" : 2 , \"a\":[1, {\"z\":null,\"y\":false}, \"x\"]}\n",
-        "{\"subject\":\"Benchmark replay\"}", "{\"a\":{},\"b\":[],\"\":0}",
-        /* UTF-16 order: U+1F600 (a surrogate pair) sorts before U+FFFD */
-        "{\"\xef\xbf\xbd\":1,\"\xf0\x9f\x98\x80\":2,\"a\":3}", "[[[[[[[[[[1]]]]]]]]]]"};
-    static const char *const declined[] = {"",
-                                           " ",
-                                           "{",
-                                           "[1,]",
-                                           "{\"a\":1,}",
-                                           "{\"a\" 1}",
-                                           "{\"a\":1,\"a\":2}",
-                                           "{a:1}",
-                                           "01",
-                                           "-0",
-                                           "1.5",
-                                           "1e3",
-                                           "1E3",
-                                           "1234567890123456",
-                                           "-",
-                                           "\"a\\nb\"",
-                                           "\"\\u00e9\"",
-                                           "\"\t\"",
-                                           "\"\xc3\"",
-                                           "\"\xed\xa0\x80\"",
-                                           "tru",
-                                           "truex",
-                                           "[1] 2",
-                                           "nul",
-                                           "{\"a\":1}}",
-                                           "\"unterminated",
-                                           "[1 2]",
-                                           "{\"a\":1 \"b\":2}"};
-
     for (size_t i = 0; i < sizeof(answered) / sizeof(answered[0]); i++)
         assert_text_form(answered[i], 1);
     for (size_t i = 0; i < sizeof(declined) / sizeof(declined[0]); i++)
@@ -536,4 +538,174 @@ Test(fingerprint, text_form_declines_deep_nesting_and_wide_objects)
     wide[at - 9] = '}'; /* without ,"k00":32: 32 members, answered, sorted */
     wide[at - 8] = '\0';
     assert_text_form(wide, 1);
+}
+
+/* ---- the one pass's tree ---- */
+
+#define JANSSON_FLAGS                                                                              \
+    (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL)
+
+/* What the one pass makes of @text: 1 with the tree that jansson's parse makes of it, in
+ * the same member order, and that idem_json_parse_arguments() answers; or 0 and nothing.
+ * Returns what it answered. */
+static int assert_tree_form(const char *text, size_t len, size_t max_depth)
+{
+    json_t *fast = NULL, *full, *parsed = NULL;
+    idem_error err = IDEM_ERROR_INIT;
+    char *a, *b, *c;
+    int rc = idem__json_tree_fast(&fast, text, len, max_depth);
+
+    cr_assert(rc == 0 || rc == 1, "%.*s: %d", (int)len, text, rc);
+    if (rc == 0) {
+        cr_assert_null(fast, "%.*s", (int)len, text);
+        return 0;
+    }
+    full = json_loadb(text, len, JANSSON_FLAGS, NULL);
+    cr_assert_not_null(full, "%.*s: answered, but jansson refuses it", (int)len, text);
+    cr_assert_eq(idem_json_parse_arguments(&parsed, text, len, NULL, &err), 0, "%.*s: %s", (int)len,
+                 text, err.message);
+    a = json_dumps(fast, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    b = json_dumps(full, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    c = json_dumps(parsed, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    cr_assert(json_equal(fast, full), "%.*s: %s against %s", (int)len, text, a, b);
+    cr_assert_str_eq(a, b, "%.*s", (int)len, text);
+    cr_assert_str_eq(c, b, "%.*s", (int)len, text);
+    free(a);
+    free(b);
+    free(c);
+    json_decref(fast);
+    json_decref(full);
+    json_decref(parsed);
+    return 1;
+}
+
+Test(fingerprint, tree_form_is_janssons_tree_or_declines)
+{
+    for (size_t i = 0; i < sizeof(answered) / sizeof(answered[0]); i++)
+        cr_assert_eq(assert_tree_form(answered[i], strlen(answered[i]), 128), 1, "%s", answered[i]);
+    for (size_t i = 0; i < sizeof(declined) / sizeof(declined[0]); i++)
+        cr_assert_eq(assert_tree_form(declined[i], strlen(declined[i]), 128), 0, "%s", declined[i]);
+    /* The members in the text's order, every number a real, a name over the stack's copy. */
+    cr_assert_eq(assert_tree_form("{\"b\":1,\"a\":[-2,0]}", 18, 128), 1);
+    cr_assert_eq(assert_tree_form("[\"a\\u0000\"]", 11, 128), 0);
+    cr_assert_eq(assert_tree_form("[1,\0 2]", 6, 128), 0);
+}
+
+Test(fingerprint, tree_form_keeps_the_depth_limit)
+{
+    idem_json_options opts = IDEM_JSON_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    json_t *value = NULL;
+    char name[200];
+
+    cr_assert_eq(assert_tree_form("[[1]]", 5, 3), 1);
+    cr_assert_eq(assert_tree_form("[[1]]", 5, 2), 0);
+    opts.max_depth = 2;
+    cr_assert_eq(idem_json_parse_arguments(&value, "[[[1]]]", 7, &opts, &err), IDEM_EINVAL);
+    cr_assert_not_null(strstr(err.message, "nested deeper than 2 levels"), "%s", err.message);
+    cr_assert_eq(idem_json_parse_arguments(&value, "[[1]]", 5, &opts, &err), 0, "%s", err.message);
+    json_decref(value);
+    /* A name of 127 bytes is copied; one of 128 goes the full path, into the same tree. */
+    memset(name, 'n', sizeof(name));
+    name[0] = '{';
+    name[1] = '"';
+    memcpy(name + 129, "\":1}", 4);
+    cr_assert_eq(assert_tree_form(name, 133, 128), 1);
+    name[128] = '"';
+    memcpy(name + 129, ":1}", 3);
+    cr_assert_eq(assert_tree_form(name, 132, 128), 1);
+}
+
+/* Text of a random value: mostly in the one pass's shape, some of it not (escapes,
+ * fractions, long integers, -0, names twice, bytes that are not UTF-8, cut short), with
+ * blanks between tokens. */
+static void put_text(char *out, size_t *at, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+
+    if (*at + n < cap) {
+        memcpy(out + *at, s, n);
+        *at += n;
+    }
+}
+
+static void random_text(char *out, size_t *at, size_t cap, int depth)
+{
+    static const char *const scalars[] = {"\"\"",
+                                          "\"a\"",
+                                          "\"caf\xc3\xa9\"",
+                                          "\"\xe2\x82\xac\"",
+                                          "\"\xf0\x9f\x98\x80\"",
+                                          "\"[{,:}]\"",
+                                          "0",
+                                          "-7",
+                                          "123456789012345",
+                                          "true",
+                                          "false",
+                                          "null",
+                                          "42"};
+    static const char *const odd[] = {
+        "1.5",      "1e3",    "-0", "1234567890123456", "\"a\\n\"", "\"\\u00e9\"",
+        "\"\xc3\"", "\"\t\"", "01", "\"\xed\xa0\x80\"", "tru",      "[1,]"};
+    static const char *const blanks[] = {"", "", "", " ", "\n", "\t ", "\r\n"};
+    uint64_t pick = rng() % 100;
+
+    put_text(out, at, cap, blanks[rng() % 7]);
+    if (pick < 4) {
+        put_text(out, at, cap, odd[rng() % (sizeof(odd) / sizeof(odd[0]))]);
+    } else if (depth >= 4 || pick < 60) {
+        put_text(out, at, cap, scalars[rng() % (sizeof(scalars) / sizeof(scalars[0]))]);
+    } else if (pick < 80) {
+        size_t n = rng() % 4;
+
+        put_text(out, at, cap, "[");
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0)
+                put_text(out, at, cap, ",");
+            random_text(out, at, cap, depth + 1);
+        }
+        put_text(out, at, cap, blanks[rng() % 7]);
+        put_text(out, at, cap, "]");
+    } else {
+        static const char *const names[] = {"\"a\"",        "\"b\"",       "\"\"",
+                                            "\"\xc3\xa9\"", "\"subject\"", "\"a b\""};
+        size_t n = rng() % 5;
+
+        put_text(out, at, cap, "{");
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0)
+                put_text(out, at, cap, ",");
+            put_text(out, at, cap, blanks[rng() % 7]);
+            put_text(out, at, cap, names[rng() % (sizeof(names) / sizeof(names[0]))]);
+            put_text(out, at, cap, blanks[rng() % 7]);
+            put_text(out, at, cap, ":");
+            random_text(out, at, cap, depth + 1);
+        }
+        put_text(out, at, cap, "}");
+    }
+    put_text(out, at, cap, blanks[rng() % 7]);
+}
+
+Test(fingerprint, tree_form_is_janssons_tree_on_generated_texts)
+{
+    char text[4096];
+    size_t answered_n = 0, accepted = 0;
+
+    rng_state = 0x5eed0f7ee5ULL;
+    for (int i = 0; i < 20000; i++) {
+        size_t len = 0;
+        json_t *full;
+
+        random_text(text, &len, sizeof(text), 0);
+        if (rng() % 10 == 0 && len > 1)
+            len = (size_t)(rng() % len); /* cut short */
+        full = json_loadb(text, len, JANSSON_FLAGS, NULL);
+        accepted += full != NULL;
+        json_decref(full);
+        answered_n += (size_t)assert_tree_form(text, len, 128);
+    }
+    /* Most of what jansson accepts is in the shape; the rest and every refusal are not. */
+    cr_log_info("%zu answered of %zu accepted", answered_n, accepted);
+    cr_assert_gt(answered_n, 8000, "%zu answered of %zu accepted", answered_n, accepted);
+    cr_assert_lt(answered_n, accepted, "%zu answered of %zu accepted", answered_n, accepted);
 }
