@@ -32,6 +32,7 @@ void idem__store_inject_fault(idem_store *store, enum idem__fault fault, unsigne
 
 /* The store's statements (store_sql.c). */
 extern const idem__stmt idem__store_stmt_lookup_as, idem__store_stmt_resolve_as;
+extern const idem__stmt idem__store_stmt_replay, idem__store_stmt_replay_as;
 extern const idem__stmt idem__store_stmt_lookup, idem__store_stmt_resolve, idem__store_stmt_claim,
     idem__store_stmt_finish, idem__store_stmt_unclaim, idem__store_stmt_get,
     idem__store_stmt_stalled;

@@ -327,21 +327,28 @@ int idem__store_rejected(call *c)
                            c->req->operation_id);
 }
 
-/* Look the key up with @stmt (stmt_lookup or stmt_resolve). Returns 1 when a row, or the
- * absence of one for a key beyond the horizon, decided the call (c->out set, *rc its
- * code), 0 when the key is free (or, with c->resume_pending, pending under the request's
- * fingerprint), or a negative code on a database failure. */
+/* The form of @stmt that sets the tenant itself (tenant.h). */
+static const idem__stmt *lookup_as(const idem__stmt *stmt)
+{
+    if (stmt == &idem__store_stmt_resolve)
+        return &idem__store_stmt_resolve_as;
+    return stmt == &idem__store_stmt_replay ? &idem__store_stmt_replay_as
+                                            : &idem__store_stmt_lookup_as;
+}
+
+/* Look the key up with @stmt (stmt_lookup, stmt_resolve, or stmt_replay, which reads no
+ * clock: a key without a record is then looked up again with stmt_lookup). Returns 1 when
+ * a row, or the absence of one for a key beyond the horizon, decided the call (c->out set,
+ * *rc its code), 0 when the key is free (or, with c->resume_pending, pending under the
+ * request's fingerprint), or a negative code on a database failure. */
 int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc)
 {
     const char *values[2] = {c->req->tenant, c->req->operation_id};
     PGresult *res = NULL;
     int mine, decided = 1;
     int64_t ahead;
-
-    const idem__stmt *as = stmt == &idem__store_stmt_resolve ? &idem__store_stmt_resolve_as
-                                                             : &idem__store_stmt_lookup_as;
-    int erc = idem__tenant_exec_either(&res, conn, c->req->tenant, stmt, as, values, NULL, NULL, 1,
-                                       c->err);
+    int erc = idem__tenant_exec_either(&res, conn, c->req->tenant, stmt, lookup_as(stmt), values,
+                                       NULL, NULL, 1, c->err);
     if (erc != 0)
         return erc;
     if (PQntuples(res) != 1) {
@@ -357,6 +364,9 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
         if (c->lost_claim) /* the claim before this lookup met this record */
             COUNT(c->store, claim_races);
         *rc = idem__store_decide(c, conn, res, &mine);
+    } else if (PQnfields(res) <= COL_NOW) { /* stmt_replay: no record; the clock decides */
+        PQclear(res);
+        return idem__store_lookup(c, conn, &idem__store_stmt_lookup, rc);
     } else if (beyond_horizon(c, timestamptz_ms(res, COL_NOW)))
         *rc = late_retry(c, conn, -1, "its UUIDv7 is older than the key memory of its tool");
     else if ((ahead = idem__store_ahead_ms(c, timestamptz_ms(res, COL_NOW))) > 0)

@@ -75,12 +75,13 @@ static int run(call *c)
             if ((rc = idem__pool_checkout(&conn, c->store->pool, c->deadline_ms, c->err)) != 0)
                 break;
         }
-        /* A retry looks the key up first (a replay then costs one round trip); a first
-         * attempt claims at once, and the claim answers if the key has a record. Once this
-         * call has tried to write, a row may be its own: ask whose it is. */
+        /* A retry looks the key up first (a replay then costs one round trip, of a lookup
+         * without the clock, which only a key without a record needs); a first attempt
+         * claims at once, and the claim answers if the key has a record. Once this call has
+         * tried to write, a row may be its own: ask whose it is. */
         if (c->lookup_first) {
             found = idem__store_lookup(
-                c, conn, c->claim[0] != '\0' ? &idem__store_stmt_resolve : &idem__store_stmt_lookup,
+                c, conn, c->claim[0] != '\0' ? &idem__store_stmt_resolve : &idem__store_stmt_replay,
                 &rc);
             if (found < 0) {
                 rc = found;

@@ -35,7 +35,8 @@ TestSuite(lookup_plans, .init = plans_init, .fini = plans_fini);
  * may differ. */
 static const idem__stmt *const statements[] = {
     &idem__store_stmt_lookup,     &idem__store_stmt_lookup_as, &idem__store_stmt_resolve,
-    &idem__store_stmt_resolve_as, &idem__store_stmt_get,
+    &idem__store_stmt_resolve_as, &idem__store_stmt_get,       &idem__store_stmt_replay,
+    &idem__store_stmt_replay_as,
 };
 #define STATEMENTS (sizeof(statements) / sizeof(statements[0]))
 

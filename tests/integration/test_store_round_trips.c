@@ -168,6 +168,21 @@ Test(round_trips, a_retry_replays_in_one_statement)
     cr_assert_eq(storetest_tasks(), 4, "replays ran no effect");
 }
 
+/* A retry's lookup reads no clock (store_sql.c, stmt_replay): a key without a record is
+ * looked up again with it before the claim, a round trip that only a retry whose first
+ * attempt never reached the database pays. */
+Test(round_trips, a_retry_of_a_key_without_a_record_looks_twice_then_writes)
+{
+    /* [the lookup] [the lookup with the clock] [BEGIN, the reservation, the effect's
+     * INSERT] [the record, COMMIT] */
+    expect(counted(CALLBACK, "rt-retry-absent", 2, IDEM_STATUS_CREATED), 4, 7,
+           "callback retry of a key without a record");
+    /* [the lookup] [the lookup with the clock] [BEGIN, the settings, the statement, COMMIT] */
+    expect(counted(DECLARED, "rt-retry-absent-declared", 2, IDEM_STATUS_CREATED), 3, 6,
+           "declared retry of a key without a record");
+    cr_assert_eq(storetest_tasks(), 4);
+}
+
 /* The reservation reads nothing (store_sql.c): the record's INSERT finds the key taken,
  * and the record is read after the ROLLBACK. On Citus the claim answers, as before. */
 Test(round_trips, a_first_attempt_on_a_key_that_exists_replays_after_its_rollback)
