@@ -35,8 +35,8 @@ const idem__stmt idem__store_stmt_lookup_as = {
 /* A retry's first look (store_run.c): the lookup without the database's clock, which only
  * a key without a record needs; that key is looked up again with it (store_record.c), a
  * round trip more for a retry whose first attempt never reached the database. Every
- * column costs the server its output function's lookup on every run: 94,990 instructions
- * a replay against 98,780 with the clock (cachegrind, as the application role). */
+ * column costs the server its output function's lookup on every run: 99,800 instructions
+ * a replay against 103,600 with the clock (cachegrind, as the application role). */
 #define REPLAY_COLUMNS "SELECT o.fingerprint, o.state, o.response, o.receipt_canonical"
 const idem__stmt idem__store_stmt_replay = {
     "idem_store_replay",
