@@ -400,11 +400,12 @@ static int tree_number(fast_reader *r, json_t **out)
 {
     size_t len = fast_integer(r);
     const char *p = r->s + r->i - len;
-    int negative = *p == '-';
     long long n = 0;
+    int negative;
 
     if (len == 0)
         return FAST_NO;
+    negative = *p == '-';
     for (size_t k = (size_t)negative; k < len; k++)
         n = n * 10 + (p[k] - '0');
     *out = json_real(negative ? -(double)n : (double)n);
