@@ -58,7 +58,7 @@ int idem__jcs_write_text(idem__buf *buf, const char *text, size_t len, idem_erro
 
 /* Append the canonical form of a request's arguments, the JSON text[0..len), in one pass,
  * when the text is in the subset whose canonical form needs no number read as a double
- * (jcs_args.c: strings without escapes, integers of at most 15 digits, no duplicate names,
+ * (args_shape.h: strings without escapes, integers of at most 15 digits, no duplicate names,
  * shallow nesting), so that idem_json_parse_arguments() accepts it and
  * idem__jcs_write_value(IDEM__JCS_ARGUMENTS) writes the same bytes for its tree. Returns 1
  * when written; 0 when the text is outside the subset or not JSON (the buffer is as it
@@ -66,7 +66,7 @@ int idem__jcs_write_text(idem__buf *buf, const char *text, size_t len, idem_erro
 int idem__jcs_arguments_fast(idem__buf *buf, const char *text, size_t len);
 
 /* The tree of a request's arguments, the JSON text[0..len), in one pass, when the text is
- * in the same subset and nested less than @max_depth (jcs_args.c): the tree jansson's parse
+ * in the same subset and nested less than @max_depth (json_tree.c): the tree jansson's parse
  * in idem_json_parse_arguments() makes of it, members in the text's order, every number a
  * real. Returns 1 with *out set (the caller's reference); 0 when the text is outside the
  * subset or not JSON (nothing made; the full path then judges it); IDEM_ENOMEM. */

@@ -329,7 +329,7 @@ static int check_numbers(const char *text, size_t len, idem_error *err)
     return rc;
 }
 
-/* Arguments in the common shape (jcs_args.c) are built into their tree in one pass, the
+/* Arguments in the common shape (args_shape.h) are built into their tree in one pass, the
  * same tree as jansson's; all others, and every error, take jansson's parse. */
 int idem_json_parse_arguments(json_t **out, const char *text, size_t len,
                               const idem_json_options *opts, idem_error *err)
