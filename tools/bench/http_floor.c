@@ -94,23 +94,30 @@ static void conn_close(void *pg)
     PQfinish(pg);
 }
 
-/* A new connection with its two statements prepared, or NULL. */
+/* Prepare @sql as @name on @pg: 1 done, 0 failed. */
+static int prepare(PGconn *pg, const char *name, const char *sql, int nparams)
+{
+    PGresult *res = PQprepare(pg, name, sql, nparams, NULL);
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+
+    PQclear(res);
+    return ok;
+}
+
+/* A new connection with its statements prepared (the record modes' BEGIN and COMMIT too,
+ * as the least work does), or NULL. */
 static PGconn *open_conn(const server *s)
 {
     const char *keys[] = {"dbname", NULL}, *values[] = {s->dbname, NULL};
     PGconn *pg = PQconnectdbParams(keys, values, 1);
-    PGresult *a, *b;
-    int ok;
+    int ok = prepare(pg, "replay", replay_sql, 2) &&
+             (s->record ? prepare(pg, "create", s->record == 2 ? idem_record_sql : record_sql, 4) &&
+                              prepare(pg, "begin", "BEGIN ISOLATION LEVEL SERIALIZABLE", 0) &&
+                              prepare(pg, "commit", "COMMIT", 0)
+                        : prepare(pg, "create", BENCH_GATEWAY_SQL, 3));
 
-    a = PQprepare(pg, "replay", replay_sql, 2, NULL);
-    b = s->record ? PQprepare(pg, "create", s->record == 2 ? idem_record_sql : record_sql, 4, NULL)
-                  : PQprepare(pg, "create", BENCH_GATEWAY_SQL, 3, NULL);
-    ok = PQresultStatus(a) == PGRES_COMMAND_OK && PQresultStatus(b) == PGRES_COMMAND_OK;
-    if (!ok)
-        fprintf(stderr, "idem-bench-http-floor: connecting: %s", PQerrorMessage(pg));
-    PQclear(a);
-    PQclear(b);
     if (!ok) {
+        fprintf(stderr, "idem-bench-http-floor: connecting: %s", PQerrorMessage(pg));
         PQfinish(pg);
         return NULL;
     }
@@ -225,11 +232,9 @@ static PGresult *create_recorded(PGconn *pg, const char *const values[4])
         PGresult *begin, *res, *commit, *sync;
         int again;
 
-        if (!PQenterPipelineMode(pg) ||
-            !PQsendQueryParams(pg, "BEGIN ISOLATION LEVEL SERIALIZABLE", 0, NULL, NULL, NULL, NULL,
-                               0) ||
+        if (!PQenterPipelineMode(pg) || !PQsendQueryPrepared(pg, "begin", 0, NULL, NULL, NULL, 0) ||
             !PQsendQueryPrepared(pg, "create", 4, values, NULL, NULL, 0) ||
-            !PQsendQueryParams(pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) || !PQpipelineSync(pg))
+            !PQsendQueryPrepared(pg, "commit", 0, NULL, NULL, NULL, 0) || !PQpipelineSync(pg))
             return NULL;
         begin = pipe_result(pg);
         res = pipe_result(pg);
