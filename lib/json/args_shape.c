@@ -13,6 +13,22 @@ void idem__shape_blanks(idem__shape_reader *r)
         r->i++;
 }
 
+int idem__shape_next(idem__shape_reader *r, char close)
+{
+    idem__shape_blanks(r);
+    if (r->i >= r->n)
+        return -1;
+    if (r->s[r->i] == close) {
+        r->i++;
+        return 1;
+    }
+    if (r->s[r->i] != ',')
+        return -1;
+    r->i++;
+    idem__shape_blanks(r);
+    return 0;
+}
+
 /* Its canonical form is the text itself, quotes included (RFC 8785 escapes nothing else). */
 int idem__shape_string(idem__shape_reader *r, size_t *start, size_t *len)
 {

@@ -43,5 +43,8 @@ int idem__shape_string(idem__shape_reader *r, size_t *start, size_t *len);
 size_t idem__shape_integer(idem__shape_reader *r);
 /* true, false or null at r->i, read: its index in idem__shape_words, or -1. */
 int idem__shape_word(idem__shape_reader *r);
+/* After an item of an array or object that @close ends: blanks, then a comma (0; the blanks
+ * after it skipped too) or @close (1), read; anything else -1. */
+int idem__shape_next(idem__shape_reader *r, char close);
 
 #endif

@@ -32,7 +32,7 @@ static int fast_word(idem__shape_reader *r)
 
 static int fast_array(idem__shape_reader *r, int depth)
 {
-    int rc = put(r, "[", 1);
+    int rc = put(r, "[", 1), next;
 
     r->i++; /* '[' */
     idem__shape_blanks(r);
@@ -43,13 +43,8 @@ static int fast_array(idem__shape_reader *r, int depth)
     while (rc == IDEM__SHAPE_OK) {
         if ((rc = fast_value(r, depth)) != IDEM__SHAPE_OK)
             return rc;
-        idem__shape_blanks(r);
-        if (r->i >= r->n)
-            return IDEM__SHAPE_NO;
-        if (r->s[r->i++] == ']')
-            return put(r, "]", 1);
-        if (r->s[r->i - 1] != ',')
-            return IDEM__SHAPE_NO;
+        if ((next = idem__shape_next(r, ']')) != 0)
+            return next < 0 ? IDEM__SHAPE_NO : put(r, "]", 1);
         rc = put(r, ",", 1);
     }
     return rc;
@@ -141,7 +136,7 @@ static int fast_object(idem__shape_reader *r, int depth)
 {
     fast_member m[FAST_MAX_MEMBERS];
     size_t count = 0, at;
-    int rc = put(r, "{", 1);
+    int rc = put(r, "{", 1), next;
 
     r->i++; /* '{' */
     at = r->out->len;
@@ -155,17 +150,13 @@ static int fast_object(idem__shape_reader *r, int depth)
             return IDEM__SHAPE_NO;
         if ((rc = fast_member_at(r, &m[count++], depth)) != IDEM__SHAPE_OK)
             return rc;
-        idem__shape_blanks(r);
-        if (r->i >= r->n)
-            return IDEM__SHAPE_NO;
-        if (r->s[r->i] == '}')
+        if ((next = idem__shape_next(r, '}')) != 0) {
+            if (next < 0)
+                return IDEM__SHAPE_NO;
             break;
-        if (r->s[r->i++] != ',')
-            return IDEM__SHAPE_NO;
-        idem__shape_blanks(r);
+        }
         rc = put(r, ",", 1);
     }
-    r->i++; /* '}' */
     if (rc == IDEM__SHAPE_OK)
         rc = fast_order_members(r, at, m, count);
     return rc == IDEM__SHAPE_OK ? put(r, "}", 1) : rc;

@@ -15,7 +15,7 @@ static int tree_value(idem__shape_reader *r, int depth, json_t **out);
 static int tree_array(idem__shape_reader *r, int depth, json_t **out)
 {
     json_t *a = json_array(), *v;
-    int rc = IDEM__SHAPE_NO;
+    int rc = IDEM__SHAPE_NO, next;
 
     if (a == NULL)
         return IDEM__SHAPE_NOMEM;
@@ -31,16 +31,15 @@ static int tree_array(idem__shape_reader *r, int depth, json_t **out)
             rc = IDEM__SHAPE_NOMEM;
             break;
         }
-        idem__shape_blanks(r);
-        if (r->i >= r->n || (r->s[r->i] != ']' && r->s[r->i] != ',')) {
-            rc = IDEM__SHAPE_NO;
-            break;
-        }
-        if (r->s[r->i++] == ']') {
+        if ((next = idem__shape_next(r, ']')) != 0) {
+            if (next < 0)
+                break;
             *out = a;
             return IDEM__SHAPE_OK;
         }
     }
+    if (rc == IDEM__SHAPE_OK)
+        rc = IDEM__SHAPE_NO;
     json_decref(a);
     return rc;
 }
@@ -71,7 +70,7 @@ static int tree_member(idem__shape_reader *r, json_t *o, int depth)
 static int tree_object(idem__shape_reader *r, int depth, json_t **out)
 {
     json_t *o = json_object();
-    int rc;
+    int rc, next;
 
     if (o == NULL)
         return IDEM__SHAPE_NOMEM;
@@ -83,17 +82,15 @@ static int tree_object(idem__shape_reader *r, int depth, json_t **out)
         return IDEM__SHAPE_OK;
     }
     while ((rc = tree_member(r, o, depth)) == IDEM__SHAPE_OK) {
-        idem__shape_blanks(r);
-        if (r->i >= r->n || (r->s[r->i] != '}' && r->s[r->i] != ',')) {
-            rc = IDEM__SHAPE_NO;
-            break;
-        }
-        if (r->s[r->i++] == '}') {
+        if ((next = idem__shape_next(r, '}')) != 0) {
+            if (next < 0)
+                break;
             *out = o;
             return IDEM__SHAPE_OK;
         }
-        idem__shape_blanks(r);
     }
+    if (rc == IDEM__SHAPE_OK)
+        rc = IDEM__SHAPE_NO;
     json_decref(o);
     return rc;
 }
