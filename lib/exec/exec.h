@@ -116,6 +116,14 @@ void idem__fault_reset(void);
 void idem__exec_trace_take(unsigned long *round_trips, unsigned long *statements);
 #endif
 
+/* Have @fn(@arg) run once, in the next wait for a reply on @conn, once what was sent is
+ * flushed: work its caller needs only after the reply, done while the server works (a
+ * retry's fingerprint, hashed while its lookup is on the wire). @fn NULL takes back one that
+ * has not run. It runs at most once, and not at all when nothing was sent (a send that
+ * failed): a caller that needs the work does it after the statement if it did not run.
+ * @fn must not use @conn. */
+void idem__conn_while_waiting(idem_conn *conn, void (*fn)(void *), void *arg);
+
 /* Whether the connection failed (it is marked to be closed on release). NULL is. */
 int idem__conn_failed(const idem_conn *conn);
 

@@ -123,7 +123,16 @@ void idem__exec_io_end(idem_conn *conn)
  * connection is dropped: the server sees its socket close and rolls back. */
 int idem__exec_await_result(idem_conn *conn, const char *what, idem_error *err)
 {
-    int ready = idem__pg_wait_ready(conn->pg, 1, conn->wait_until_ms);
+    int ready;
+
+    if (conn->while_waiting != NULL) {
+        void (*fn)(void *) = conn->while_waiting;
+
+        conn->while_waiting = NULL;
+        (void)PQflush(conn->pg); /* a failure shows in the wait */
+        fn(conn->while_waiting_arg);
+    }
+    ready = idem__pg_wait_ready(conn->pg, 1, conn->wait_until_ms);
 
     if (ready == 1 || (ready < 0 && !PQisBusy(conn->pg)))
         return 0; /* a failure is then PQgetResult's to report */
@@ -175,4 +184,10 @@ int idem__exec_lose_replies(idem_conn *conn, idem__pipe_cmd *cmds, size_t n, siz
     return idem__error_set(err, IDEM_EUNAVAIL,
                            "injected: the connection was lost before the "
                            "replies arrived");
+}
+
+void idem__conn_while_waiting(idem_conn *conn, void (*fn)(void *), void *arg)
+{
+    conn->while_waiting = fn;
+    conn->while_waiting_arg = arg;
 }

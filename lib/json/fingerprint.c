@@ -166,23 +166,45 @@ static int write_request_text(idem__buf *buf, const char *tool, int payload_vers
     return 1;
 }
 
+int idem__fingerprint_text_unhashed(idem__buf *text, const char *tool, int payload_version,
+                                    const char *arguments, size_t len, idem__buf *canonical,
+                                    idem_error *err)
+{
+    size_t args_end = 0;
+    int rc = write_request_text(text, tool, payload_version, arguments, len, &args_end);
+
+    if (rc == IDEM_ENOMEM)
+        rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
+    if (rc == 1 && canonical != NULL &&
+        idem__buf_append(canonical, text->data + REQUEST_ARGUMENTS_AT,
+                         args_end - REQUEST_ARGUMENTS_AT) != 0)
+        rc = idem__error_set(err, IDEM_ENOMEM, "out of memory keeping the arguments");
+    if (rc != 1)
+        idem__buf_free(text);
+    return rc;
+}
+
+int idem__fingerprint_hash_text(idem_fingerprint *out, idem__buf *text, idem_error *err)
+{
+    if (idem__sha256(out->bytes, text->data, text->len) != 0)
+        return idem__error_set(err, IDEM_ENOMEM, "SHA-256 of the request failed in libcrypto");
+    idem__buf_free(text);
+    return 0;
+}
+
 int idem__fingerprint_text_kept(idem_fingerprint *out, const char *tool, int payload_version,
                                 const char *arguments, size_t len, idem__buf *canonical,
                                 idem_error *err)
 {
-    idem__buf buf = {NULL, 0, 0};
-    size_t args_end = 0;
-    int rc = write_request_text(&buf, tool, payload_version, arguments, len, &args_end);
+    idem__buf text = {NULL, 0, 0};
+    int rc = idem__fingerprint_text_unhashed(&text, tool, payload_version, arguments, len,
+                                             canonical, err);
 
-    if (rc == 1 && idem__sha256(out->bytes, buf.data, buf.len) != 0)
-        rc = idem__error_set(err, IDEM_ENOMEM, "SHA-256 of the request failed in libcrypto");
-    else if (rc == IDEM_ENOMEM)
-        rc = idem__error_set(err, IDEM_ENOMEM, "out of memory writing the request");
-    if (rc == 1 && canonical != NULL &&
-        idem__buf_append(canonical, buf.data + REQUEST_ARGUMENTS_AT,
-                         args_end - REQUEST_ARGUMENTS_AT) != 0)
-        rc = idem__error_set(err, IDEM_ENOMEM, "out of memory keeping the arguments");
-    idem__buf_free(&buf);
+    if (rc == 1 && idem__fingerprint_hash_text(out, &text, err) != 0) {
+        idem__buf_free(&text);
+        idem__buf_free(canonical);
+        rc = IDEM_ENOMEM;
+    }
     return rc;
 }
 

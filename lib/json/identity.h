@@ -81,4 +81,15 @@ int idem__fingerprint_text_kept(idem_fingerprint *out, const char *tool, int pay
                                 const char *arguments, size_t len, idem__buf *canonical,
                                 idem_error *err);
 
+/* idem__fingerprint_text_kept() in two steps, for a caller with a round trip to wait on
+ * before it needs the fingerprint (a retry's lookup): the request's text, which the
+ * fingerprint hashes, written into @text (empty before) and left unhashed, with the same
+ * returns (on anything but 1 @text is left empty); then hashed into *out, @text freed.
+ * idem__fingerprint_hash_text() returns 0, or IDEM_ENOMEM (libcrypto failed) with @text
+ * kept. */
+int idem__fingerprint_text_unhashed(idem__buf *text, const char *tool, int payload_version,
+                                    const char *arguments, size_t len, idem__buf *canonical,
+                                    idem_error *err);
+int idem__fingerprint_hash_text(idem_fingerprint *out, idem__buf *text, idem_error *err);
+
 #endif

@@ -69,9 +69,12 @@ struct idem_conn {
                                           (idem__pool_checkout()), read by the execution layer,
                                           cleared on release */
     long long wait_until_ms;           /* the statement in progress waits until then (exec.c) */
-    int discard;                       /* close on release */
-    int citus;                         /* the database has the citus extension (pool.c) */
-    int close_reason;                  /* set when it is closed, for the log */
+    void (*while_waiting)(void *);     /* run once in the next wait for a reply (exec.h,
+                                          idem__conn_while_waiting()); cleared on release */
+    void *while_waiting_arg;
+    int discard;      /* close on release */
+    int citus;        /* the database has the citus extension (pool.c) */
+    int close_reason; /* set when it is closed, for the log */
 };
 
 /* What idem__conn_clean() found. */

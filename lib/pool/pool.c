@@ -405,6 +405,7 @@ void idem_pool_release(idem_conn *conn)
                                             idem__deadline_wait_until(conn->deadline_ms))
                                  .ms);
     conn->deadline_ms = 0;
+    conn->while_waiting = NULL;
     now = idem__coarse_ms();
     if (state == IDEM__CONN_BROKEN)
         reason = IDEM__CLOSE_BROKEN;

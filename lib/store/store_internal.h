@@ -128,6 +128,8 @@ struct call {
                             its parameters are bound from it instead of a tree
                             (store_declared.c); else empty */
     idem_fingerprint fp;
+    idem__buf fp_text; /* a retry's request text not yet hashed into fp: hashed while its
+                          lookup is on the wire (idem__store_fingerprint()); else empty */
     const idem__identity *identity; /* the tool's policy, or NULL (all arguments) */
     idem__buf digests;              /* with a policy: its fields' digests (identity.h) */
     char claim[IDEM_UUID_STRING_SIZE];
@@ -186,6 +188,12 @@ int idem__store_validate(call *c);
  * or IDEM_EINVAL naming the field (never expected: the text fingerprinted is one the parser
  * accepts), IDEM_ENOMEM (store_request.c). */
 int idem__store_arguments(call *c);
+
+/* Hash c->fp_text into c->fp, if a retry's validation left it (store_request.c): what
+ * reads c->fp calls it first. Returns 0 or IDEM_ENOMEM. Its form for
+ * idem__conn_while_waiting(), @c a call, the failure left for the call that follows. */
+int idem__store_fingerprint(call *c);
+void idem__store_fingerprint_while_waiting(void *c);
 
 /* Release what idem__store_validate() made (store_request.c). */
 void idem__store_call_clear(call *c);

@@ -347,8 +347,15 @@ int idem__store_lookup(call *c, idem_conn *conn, const idem__stmt *stmt, int *rc
     PGresult *res = NULL;
     int mine, decided = 1;
     int64_t ahead;
-    int erc = idem__tenant_exec_either(&res, conn, c->req->tenant, stmt, lookup_as(stmt), values,
-                                       NULL, NULL, 1, c->err);
+    int erc;
+
+    if (c->fp_text.data != NULL) /* a retry: its fingerprint hashed while the lookup travels */
+        idem__conn_while_waiting(conn, idem__store_fingerprint_while_waiting, c);
+    erc = idem__tenant_exec_either(&res, conn, c->req->tenant, stmt, lookup_as(stmt), values, NULL,
+                                   NULL, 1, c->err);
+    idem__conn_while_waiting(conn, NULL, NULL);
+    if (erc == 0 && (erc = idem__store_fingerprint(c)) != 0)
+        PQclear(res);
     if (erc != 0)
         return erc;
     if (PQntuples(res) != 1) {

@@ -76,8 +76,16 @@ int idem__store_validate(call *c)
         int keep =
             c->arguments == NULL && c->declared != NULL && idem__declared_binds_text(c->declared);
 
-        rc = idem__fingerprint_text_kept(&c->fp, req->tool, req->payload_version, req->arguments,
-                                         req->arguments_len, keep ? &c->canonical : NULL, c->err);
+        /* A retry's lookup goes out before its fingerprint is needed: the text is hashed
+         * while the lookup is on the wire (idem__store_lookup()). */
+        if (c->defer_arguments)
+            rc = idem__fingerprint_text_unhashed(&c->fp_text, req->tool, req->payload_version,
+                                                 req->arguments, req->arguments_len,
+                                                 keep ? &c->canonical : NULL, c->err);
+        else
+            rc = idem__fingerprint_text_kept(&c->fp, req->tool, req->payload_version,
+                                             req->arguments, req->arguments_len,
+                                             keep ? &c->canonical : NULL, c->err);
         if (rc == 1 && keep && c->canonical.data[0] != '{')
             idem__buf_free(&c->canonical); /* the tree's path refuses it in its words */
         if (rc == 1 && (c->defer_arguments || c->arguments != NULL || c->canonical.len > 0))
@@ -114,8 +122,24 @@ int idem__store_arguments(call *c)
     return rc != 0 ? blame_field(c->err, rc, "arguments") : 0;
 }
 
+int idem__store_fingerprint(call *c)
+{
+    if (c->fp_text.data == NULL)
+        return 0;
+    return idem__fingerprint_hash_text(&c->fp, &c->fp_text, c->err);
+}
+
+void idem__store_fingerprint_while_waiting(void *c)
+{
+    call *self = c;
+
+    if (self->fp_text.data != NULL) /* a failure is said by idem__store_fingerprint() */
+        (void)idem__fingerprint_hash_text(&self->fp, &self->fp_text, NULL);
+}
+
 void idem__store_call_clear(call *c)
 {
+    idem__buf_free(&c->fp_text);
     json_decref(c->arguments);
     c->arguments = NULL;
     idem__buf_free(&c->canonical);

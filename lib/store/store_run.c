@@ -91,6 +91,9 @@ static int run(call *c)
                 break;
         }
         c->lookup_first = 1;
+        /* Hashed during the lookup, unless it failed before a reply. */
+        if ((rc = idem__store_fingerprint(c)) != 0)
+            break;
         /* The claim and its token are made only when a write is about to happen: replays
          * never need them. */
         if (c->claim[0] == '\0') {

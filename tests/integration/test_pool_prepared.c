@@ -221,3 +221,115 @@ Test(pool_prepared, a_statement_that_cannot_be_prepared_fails_at_its_place_in_th
     cr_assert_eq(PQtransactionStatus(idem_conn_pg(conn)), PQTRANS_IDLE);
     idem_pool_release(conn);
 }
+
+/* idem__conn_while_waiting(): the work runs once the statement is on the server, while it
+ * runs. The statement waits for an advisory lock the test holds on another connection; the
+ * work finds it waiting there (pg_stat_activity) and only then lets it go, so a work run
+ * before the statement was sent would never see it. */
+typedef struct waiting_work {
+    idem_conn *other; /* holds the lock */
+    long pid;         /* the waiting statement's server process */
+    int runs;
+    int saw_it_waiting;
+} waiting_work;
+
+static void work_while_waiting(void *arg)
+{
+    waiting_work *w = arg;
+    char sql[256];
+
+    w->runs++;
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM pg_stat_activity WHERE pid = %ld AND wait_event_type = 'Lock'"
+             " AND wait_event = 'advisory'",
+             w->pid);
+    for (int i = 0; i < 3000 && !w->saw_it_waiting; i++) { /* 30 s at most */
+        w->saw_it_waiting = pooltest_query_long(w->other, sql) == 1;
+        if (!w->saw_it_waiting)
+            pgtest_sleep_ms(10);
+    }
+    free(pooltest_query(w->other, "SELECT pg_advisory_unlock(4242)"));
+}
+
+static const idem__stmt stmt_lock = {"idem_pooltest_lock", "SELECT pg_advisory_lock($1::int8)", 1};
+
+static int exec_lock(idem_conn *conn, idem_error *err)
+{
+    const char *values[1] = {"4242"};
+    PGresult *res = NULL;
+    int rc = idem__conn_exec_prepared(&res, conn, &stmt_lock, values, NULL, NULL, 0, err);
+
+    PQclear(res);
+    free(pooltest_query(conn, "SELECT pg_advisory_unlock_all()"));
+    return rc;
+}
+
+Test(pool_prepared, work_while_waiting_runs_once_while_the_statement_runs)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_pool *pool = pooltest_open(NULL);
+    idem_conn *conn = pooltest_acquire(pool);
+    waiting_work w = {pooltest_acquire(pool), pooltest_backend_pid(conn), 0, 0};
+
+    /* Once as a statement of its own (prepared in the same round trip), once prepared. */
+    for (int round = 0; round < 2; round++) {
+        free(pooltest_query(w.other, "SELECT pg_advisory_lock(4242)"));
+        w.saw_it_waiting = 0;
+        idem__conn_while_waiting(conn, work_while_waiting, &w);
+        cr_assert_eq(exec_lock(conn, &err), 0, "%s", err.message);
+        cr_assert_eq(w.runs, round + 1, "round %d: the work ran %d times", round, w.runs);
+        cr_assert(w.saw_it_waiting,
+                  "round %d: the work ran before the statement reached the server", round);
+    }
+    /* Run once, it is gone: the next statement runs nothing. */
+    cr_assert_eq(exec_lock(conn, &err), 0, "%s", err.message);
+    cr_assert_eq(w.runs, 2);
+    /* Taken back before a statement, it never runs. */
+    idem__conn_while_waiting(conn, work_while_waiting, &w);
+    idem__conn_while_waiting(conn, NULL, NULL);
+    cr_assert_eq(exec_lock(conn, &err), 0, "%s", err.message);
+    cr_assert_eq(w.runs, 2);
+    idem_pool_release(w.other);
+    idem_pool_release(conn);
+}
+
+/* In a pipeline it runs once, after the Sync went out, however many results come back; and
+ * a connection released with work still set does not run it for its next user. */
+Test(pool_prepared, work_while_waiting_runs_once_in_a_pipeline_and_not_after_release)
+{
+    idem_pool_options o = IDEM_POOL_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    const char *values[1] = {"4242"};
+    size_t failed_at = 0;
+    idem_pool *pool;
+    idem_conn *conn;
+    waiting_work w = {0};
+
+    o.max_size = 2;
+    pool = pooltest_open(&o);
+    conn = pooltest_acquire(pool);
+    w.other = pooltest_acquire(pool);
+    w.pid = pooltest_backend_pid(conn);
+    free(pooltest_query(w.other, "SELECT pg_advisory_lock(4242)"));
+    idem__pipe_cmd cmds[3] = {
+        {&stmt_add, NULL, 0, values, NULL, NULL, 0, NULL},
+        {&stmt_lock, NULL, 0, values, NULL, NULL, 0, NULL},
+        {NULL, "SELECT 7", 0, NULL, NULL, NULL, 0, NULL},
+    };
+    idem__conn_while_waiting(conn, work_while_waiting, &w);
+    cr_assert_eq(idem__conn_pipeline(conn, cmds, 3, &failed_at, &err), 0, "%s", err.message);
+    for (int i = 0; i < 3; i++)
+        PQclear(cmds[i].result);
+    cr_assert_eq(w.runs, 1);
+    cr_assert(w.saw_it_waiting, "the work ran before the pipeline reached the server");
+    free(pooltest_query(conn, "SELECT pg_advisory_unlock_all()"));
+
+    idem__conn_while_waiting(conn, work_while_waiting, &w);
+    idem_pool_release(conn);
+    conn = pooltest_acquire(pool); /* the same connection: the other is checked out */
+    cr_assert_eq(pooltest_query_long(conn, "SELECT 1"), 1);
+    cr_assert_eq(exec_lock(conn, &err), 0, "%s", err.message);
+    cr_assert_eq(w.runs, 1, "work left on a released connection ran for its next user");
+    idem_pool_release(w.other);
+    idem_pool_release(conn);
+}
