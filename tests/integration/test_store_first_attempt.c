@@ -260,3 +260,91 @@ Test(first_attempt, an_effect_that_fails_on_the_first_attempts_row_still_replays
     idem_outcome_clear(&a);
     idem_outcome_clear(&b);
 }
+
+/* The fingerprint a call stores, as hex, and the request's own. */
+static char *stored_fingerprint(const char *op)
+{
+    const char *values[1] = {op};
+    PGresult *res = PQexecParams(check,
+                                 "SELECT encode(fingerprint, 'hex') FROM idem.operations"
+                                 " WHERE operation_id = $1",
+                                 1, NULL, values, NULL, NULL, 0);
+    char *hex;
+
+    cr_assert_eq(PQresultStatus(res), PGRES_TUPLES_OK, "%s", PQerrorMessage(check));
+    cr_assert_eq(PQntuples(res), 1, "%s has no record", op);
+    hex = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return hex;
+}
+
+static void expect_fingerprint(const char *op, const char *args)
+{
+    idem_fingerprint fp;
+    idem_error err = IDEM_ERROR_INIT;
+    char hex[IDEM_FINGERPRINT_HEX_SIZE];
+    char *stored = stored_fingerprint(op);
+
+    cr_assert_eq(
+        idem_fingerprint_compute_text(&fp, "create_note", 1, args, strlen(args), NULL, &err), 0,
+        "%s", err.message);
+    idem_fingerprint_hex(hex, &fp);
+    cr_assert_str_eq(stored, hex, "%s: the record holds another fingerprint than its request's",
+                     op);
+    free(stored);
+}
+
+/* A retry hashes its arguments while its lookup is on the wire (lib/README.md): one whose
+ * lookup finds no record goes on to create, and the record holds the request's
+ * fingerprint, on the callback path and on the declared one; its retries replay, and a
+ * retry with other arguments conflicts. */
+Test(first_attempt, a_retry_that_finds_no_record_stores_its_requests_fingerprint)
+{
+    idem_outcome out = IDEM_OUTCOME_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_declared *declared = NULL;
+    const char *params[3] = {"$tenant", "$operation_id", "/text"};
+    const char *args = "{\"text\":\"late\"}";
+    const char *nested = "{\"text\":\"late\",\"n\":[1,2.50,{\"b\":1,\"a\":null}]}";
+
+    open_store("first_retry_fp");
+    cr_assert_eq(call_with(&out, "op-f0", nested, 2, note_effect, NULL), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    expect_fingerprint("op-f0", nested);
+    cr_assert_eq(call_with(&out, "op-f1", args, 2, note_effect, NULL), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_CREATED);
+    expect_fingerprint("op-f1", args);
+    cr_assert_eq(call_with(&out, "op-f1", args, 2, note_effect, NULL), 0);
+    cr_assert_eq(out.status, IDEM_STATUS_REPLAYED);
+    cr_assert_eq(call_with(&out, "op-f1", "{\"text\":\"other\"}", 2, note_effect, NULL),
+                 IDEM_ECONFLICT);
+    cr_assert_eq(out.status, IDEM_STATUS_CONFLICT);
+
+    cr_assert_eq(idem_declared_new(&declared,
+                                   "INSERT INTO notes (tenant, operation_id, text)"
+                                   " VALUES ($1, $2, $3) RETURNING json_build_object('note_id',"
+                                   " note_id)",
+                                   params, 3, &err),
+                 0, "%s", err.message);
+    for (int i = 0; i < 3; i++) {
+        idem_request req = IDEM_REQUEST_INIT;
+        static const idem_status want[3] = {IDEM_STATUS_CREATED, IDEM_STATUS_REPLAYED,
+                                            IDEM_STATUS_CONFLICT};
+
+        req.tenant = "acme";
+        req.operation_id = "op-f2";
+        req.tool = "create_note";
+        req.arguments = i < 2 ? args : "{\"text\":\"other\"}";
+        req.arguments_len = strlen(req.arguments);
+        req.attempt = 2;
+        idem_outcome_clear(&out);
+        idem_store_execute_declared(&out, store, &req, declared, &err);
+        cr_assert_eq(out.status, want[i], "call %d: %s (%s)", i, idem_status_name(out.status),
+                     err.message);
+        if (i == 0)
+            expect_fingerprint("op-f2", args);
+    }
+    cr_assert_eq(notes(), 3);
+    idem_declared_free(declared);
+    idem_outcome_clear(&out);
+}
