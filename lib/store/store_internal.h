@@ -190,8 +190,8 @@ int idem__store_validate(call *c);
 int idem__store_arguments(call *c);
 
 /* Hash c->fp_text into c->fp, if a retry's validation left it (store_request.c): what
- * reads c->fp calls it first. Returns 0 or IDEM_ENOMEM. Its form for
- * idem__conn_while_waiting(), @c a call, the failure left for the call that follows. */
+ * reads c->fp calls it first. Returns 0 or IDEM_ENOMEM (c->err set, the text kept: a
+ * later call fails alike). Its form for idem__conn_while_waiting(), @c a call. */
 int idem__store_fingerprint(call *c);
 void idem__store_fingerprint_while_waiting(void *c);
 

@@ -131,10 +131,7 @@ int idem__store_fingerprint(call *c)
 
 void idem__store_fingerprint_while_waiting(void *c)
 {
-    call *self = c;
-
-    if (self->fp_text.data != NULL) /* a failure is said by idem__store_fingerprint() */
-        (void)idem__fingerprint_hash_text(&self->fp, &self->fp_text, NULL);
+    (void)idem__store_fingerprint(c); /* a failure keeps the text: said again after */
 }
 
 void idem__store_call_clear(call *c)

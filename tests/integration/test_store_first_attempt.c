@@ -73,11 +73,10 @@ static int constant_effect(json_t **response, idem_tx *tx, const json_t *argumen
     return IDEM_EFFECT_OK;
 }
 
-static int call_with(idem_outcome *out, const char *op, const char *args, unsigned int attempt,
-                     idem_effect_fn effect, void *ctx)
+/* A request of tenant acme's create_note. */
+static idem_request note_request(const char *op, const char *args, unsigned int attempt)
 {
     idem_request req = IDEM_REQUEST_INIT;
-    idem_error err = IDEM_ERROR_INIT;
 
     req.tenant = "acme";
     req.operation_id = op;
@@ -85,6 +84,15 @@ static int call_with(idem_outcome *out, const char *op, const char *args, unsign
     req.arguments = args;
     req.arguments_len = strlen(args);
     req.attempt = attempt;
+    return req;
+}
+
+static int call_with(idem_outcome *out, const char *op, const char *args, unsigned int attempt,
+                     idem_effect_fn effect, void *ctx)
+{
+    idem_request req = note_request(op, args, attempt);
+    idem_error err = IDEM_ERROR_INIT;
+
     idem_outcome_clear(out);
     return idem_store_execute(out, store, &req, effect, ctx, &err);
 }
@@ -327,16 +335,10 @@ Test(first_attempt, a_retry_that_finds_no_record_stores_its_requests_fingerprint
                                    params, 3, &err),
                  0, "%s", err.message);
     for (int i = 0; i < 3; i++) {
-        idem_request req = IDEM_REQUEST_INIT;
         static const idem_status want[3] = {IDEM_STATUS_CREATED, IDEM_STATUS_REPLAYED,
                                             IDEM_STATUS_CONFLICT};
+        idem_request req = note_request("op-f2", i < 2 ? args : "{\"text\":\"other\"}", 2);
 
-        req.tenant = "acme";
-        req.operation_id = "op-f2";
-        req.tool = "create_note";
-        req.arguments = i < 2 ? args : "{\"text\":\"other\"}";
-        req.arguments_len = strlen(req.arguments);
-        req.attempt = 2;
         idem_outcome_clear(&out);
         idem_store_execute_declared(&out, store, &req, declared, &err);
         cr_assert_eq(out.status, want[i], "call %d: %s (%s)", i, idem_status_name(out.status),
