@@ -47,18 +47,20 @@
  * Where the session's own statement_timeout is the call's (settings.h,
  * idem__tx_settings_session()), the statement makes the transaction's other settings
  * itself instead of a statement of their own before it, in its checked form: $n+13 the
- * lock_timeout, $n+14 the statement_timeout as the server shows it. The main query's
- * condition is an InitPlan without a column of any table, which the server evaluates once,
- * at the top of the plan, before any row is read and so before the record or the tool's SQL
- * runs: it checks that the session's statement_timeout, the one this statement runs under,
- * is the one given, then sets idem.tenant (which row-level security reads) and lock_timeout
- * for the rest of the transaction; a session found with another fails the statement before
- * anything of it ran (IDEM__DECLARED_SESSION_CHANGED), and the attempt is made again with
- * the settings' own statement. Where the settings' statement runs before it, the statement
- * goes in its plain form, without the condition: the server would prepare the InitPlan on
- * every run (some 24,000 instructions, a twentieth of the transaction) to do nothing. For a
- * tool with an identity policy each form has a second one that writes the fields' digests
- * too, the parameter after the store's own (identity.h). */
+ * lock_timeout, $n+14 the statement_timeout as the server shows it. The one row the answer
+ * is joined to makes them: the join has no condition a hash or merge join could use, so it
+ * is a nested loop whose outer side is that row, read before the inner side, the record's
+ * RETURNING, and so before the record or the tool's SQL runs (the plan is Nested Loop Left
+ * Join over Result and CTE Scan on ins, test store_declared). The row checks that the
+ * session's statement_timeout, the one this statement runs under, is the one given, then
+ * sets idem.tenant (which row-level security reads) and lock_timeout for the rest of the
+ * transaction; a session found with another fails the statement before anything of it ran
+ * (IDEM__DECLARED_SESSION_CHANGED), and the attempt is made again with the settings' own
+ * statement. The same in a condition of the main query (an InitPlan) costs the server
+ * some 9,000 instructions more a call, for the subplan's parts. Where the settings'
+ * statement runs before it, the statement goes in its plain form, with an empty row. For
+ * a tool with an identity policy each form has a second one that writes the fields'
+ * digests too, the parameter after the store's own (identity.h). */
 #define OWN_PARAMS   14 /* in the checked form; the plain form takes the first 12 */
 #define PLAIN_PARAMS 12
 static const char declared_sql[] =
@@ -79,14 +81,15 @@ static const char declared_sql[] =
     " SELECT CASE WHEN i.response >= E'\\\\x01'::bytea THEN i.response"
     " ELSE idem.declared_outcome(i.response, CASE WHEN substr(i.response, 2, 1) = E'\\\\x6e'::bytea"
     " THEN convert_from(substr(i.response, 3), 'UTF8')::int8 ELSE 1 END, $%zu::timestamptz) END"
-    " FROM (SELECT) AS one LEFT JOIN ins i ON true";
+    " FROM %s AS one LEFT JOIN ins i ON true";
 
-/* The checked form's condition, after the above. */
-static const char session_check_sql[] =
-    " WHERE (SELECT CASE WHEN current_setting('statement_timeout') = $%zu::text"
+/* The row of the plain form, and the checked form's, which makes the settings. */
+static const char plain_row_sql[] = "(SELECT)";
+static const char session_row_sql[] =
+    "(SELECT CASE WHEN current_setting('statement_timeout') = $%zu::text"
     " THEN num_nulls(set_config('idem.tenant', $%zu, true), set_config('lock_timeout', $%zu, true))"
     " ELSE num_nulls(set_config('statement_timeout', '" IDEM__DECLARED_SESSION_CHANGED
-    "', true)) END) IS NOT NULL";
+    "', true)) END AS settings)";
 
 /* The statement's four forms: [with the identity's field digests][checked]. */
 struct idem_declared {
@@ -153,9 +156,9 @@ static size_t digests_param(size_t n, int id, int checked)
 /* One form of the store's statement around @inner (the tool's @n parameters first). */
 static char *wrap_sql(const char *inner, size_t n, int id, int checked)
 {
-    char column[24] = "", value[24] = "";
-    size_t digests_at = digests_param(n, id, checked), len;
-    size_t size = sizeof(declared_sql) + sizeof(session_check_sql) + strlen(inner) + 24 * 24;
+    char column[24] = "", value[24] = "", row[sizeof(session_row_sql) + 3 * 24];
+    size_t digests_at = digests_param(n, id, checked);
+    size_t size = sizeof(declared_sql) + sizeof(row) + strlen(inner) + 24 * 24;
     char *out = malloc(size);
 
     if (out == NULL)
@@ -164,11 +167,12 @@ static char *wrap_sql(const char *inner, size_t n, int id, int checked)
         snprintf(column, sizeof(column), ", identity_digests");
         snprintf(value, sizeof(value), ", $%zu", digests_at);
     }
-    len =
-        (size_t)snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5,
-                         n + 12, n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10);
     if (checked)
-        snprintf(out + len, size - len, session_check_sql, n + 14, n + 1, n + 13);
+        snprintf(row, sizeof(row), session_row_sql, n + 14, n + 1, n + 13);
+    else
+        snprintf(row, sizeof(row), "%s", plain_row_sql);
+    snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
+             n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10, row);
     return out;
 }
 
