@@ -10,8 +10,8 @@
 #include "store_internal.h"
 
 /* idem.declared_outcome() raises IDEM2 naming the rule the statement broke in the error's
- * constraint name (migration 0016); for a receipt over max_response_bytes its DETAIL starts
- * with the receipt's bytes. 0014's function names none: the three are then one failure. */
+ * constraint name (migrations 0016 and 0018); for a receipt over max_response_bytes its
+ * DETAIL starts with the receipt's bytes. */
 #define RULE_ONE_ROW      "declared_one_row"
 #define RULE_RECEIPT_JSON "declared_receipt_json"
 #define RULE_RECEIPT_SIZE "declared_receipt_size"
@@ -19,8 +19,8 @@
 #define KEY_TAKEN "IDEM1"
 
 /* The statement broke a rule of idem.declared_outcome() (IDEM2): say which in the words of
- * the callback path, by the rule the function names (0016), or all three when it names none
- * (0014's function). */
+ * the callback path, by the rule the function names; the count of rows is in the server's
+ * words already. */
 static void refused_receipt(call *c)
 {
     const char *rule = c->err->constraint;
@@ -34,11 +34,6 @@ static void refused_receipt(call *c)
         snprintf(c->err->message, sizeof(c->err->message),
                  "receipt: %lld bytes exceed the limit of %zu (max_response_bytes)",
                  strtoll(c->err->detail, NULL, 10), c->store->opts.max_response_bytes);
-    else
-        snprintf(c->err->message, sizeof(c->err->message),
-                 "the declared statement did not return exactly one row, or returned SQL NULL "
-                 "or a receipt over max_response_bytes (%zu); migration 0016 tells which",
-                 c->store->opts.max_response_bytes);
 }
 
 /* Row-level security refused a row the statement writes, the record or one of the tool's
@@ -63,11 +58,11 @@ static void record_refused(call *c)
 
 /* Whether idem's schema lacks what the declared statement needs (an older schema than this
  * library's: run idem-migrate up), asked of the server after a failure of the schema's
- * class, since its message names the missing object only in words: migration 0014's
- * function, the record's columns of 0012 and 0013, the table. The tool's own SQL naming a
- * missing object of the application's stays the effect's failure. */
+ * class, since its message names the missing object only in words: migration 0018's
+ * function (which needs 0014's), the record's columns of 0012 and 0013, the table. The
+ * tool's own SQL naming a missing object of the application's stays the effect's failure. */
 static const char schema_behind_sql[] =
-    "SELECT to_regprocedure('idem.declared_outcome(bytea,bigint,timestamptz)') IS NULL"
+    "SELECT to_regprocedure('idem.declared_outcome_marker(bytea,timestamptz)') IS NULL"
     " OR (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('idem.operations')"
     " AND attname IN ('receipt_canonical', 'identity_digests') AND NOT attisdropped) < 2";
 

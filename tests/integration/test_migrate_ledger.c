@@ -63,12 +63,12 @@ static int ledger_exists(void)
 
 /* 0009 and 0015 only grant (the roles may read the ledger; the operator may record the
  * providers' answers), 0016 only replaces a function's body: running them again is
- * harmless, so each stays pending when its ledger row is lost, and up runs it again. 0017
+ * harmless, so each stays pending when its ledger row is lost, and up runs it again. 0018
  * is the newest migration that creates something. */
 #define GRANT_ONLY_VERSION      9
 #define GRANT_ONLY_VERSION_2    15
 #define REPLACE_ONLY_VERSION    16
-#define NEWEST_CREATING_VERSION 17
+#define NEWEST_CREATING_VERSION 18
 #define STR_(x)                 #x
 #define STR(x)                  STR_(x)
 

@@ -216,20 +216,21 @@ Test(migrate_upgrade, a_schema_before_0013_is_refused_clearly_until_it_is_upgrad
     storetest_fini();
 }
 
-/* A declared effect's statement calls idem.declared_outcome() (migration 0014) when it
- * fails: on a schema at 0013 idem_migrate_check() refuses, and a declared call made all
- * the same ends misconfigured, naming the function and the fix, with nothing written (the
- * server refuses the statement before running any of it); the callback path, which does
- * not need 0014, still creates. Once upgraded, the declared call creates and replays. */
-Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_it_is_upgraded,
-     .timeout = 300)
+/* A declared effect's statement calls idem.declared_outcome_marker() (migration 0018) when
+ * it fails: on a schema at @version, without it, idem_migrate_check()
+ * refuses (@pending), and a declared call made all the same ends misconfigured, naming the
+ * function and the fix, with nothing written (the server refuses the statement before
+ * running any of it); the callback path, which does not need it, still creates. Once
+ * upgraded, the declared call creates and replays. */
+static void declared_calls_refused_until_upgraded(const char *name, int version,
+                                                  const char *pending)
 {
     idem_outcome out = IDEM_OUTCOME_INIT;
     idem_store_stats stats = IDEM_STORE_STATS_INIT;
     idem_error err = IDEM_ERROR_INIT;
     idem_declared *d = NULL;
 
-    open_schema_at("before14", 13, "0014_declared_outcome.sql");
+    open_schema_at(name, version, pending);
     d = storetest_declared_task();
     for (unsigned int attempt = 1; attempt <= 2; attempt++) {
         idem_request req = storetest_request("acme", "op-9", "{\"subject\":\"s\"}");
@@ -239,7 +240,7 @@ Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_
         cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), IDEM_ESCHEMA,
                      "attempt %u: %s", attempt, err.message);
         cr_assert_eq(out.status, IDEM_STATUS_MISCONFIGURED);
-        cr_assert_not_null(strstr(err.message, "declared_outcome"), "%s", err.message);
+        cr_assert_not_null(strstr(err.message, "declared_outcome_marker"), "%s", err.message);
         cr_assert_not_null(strstr(err.message, "run `idem-migrate up`"), "%s", err.message);
     }
     cr_assert_eq(storetest_operations(), 0);
@@ -255,39 +256,18 @@ Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_
     storetest_fini();
 }
 
-/* A declared call on a schema before 0016 fails the same: idem.declared_outcome() of 0014
- * names no rule, so the three it checks (one row, not SQL NULL, within max_response_bytes)
- * are said as one, not read from the count in its message; effect_failed, nothing written.
- * idem_migrate_check() names 0016 pending. Once upgraded, the message names the rule. */
-Test(migrate_upgrade, a_schema_before_0016_fails_declared_rules_the_same_saying_less,
+Test(migrate_upgrade, a_schema_before_0014_refuses_declared_calls_clearly_until_it_is_upgraded,
      .timeout = 300)
 {
-    idem_outcome out = IDEM_OUTCOME_INIT;
-    idem_error err = IDEM_ERROR_INIT;
-    idem_declared *d = NULL;
-    idem_request req = storetest_request("acme", "op-null", "{}");
+    declared_calls_refused_until_upgraded("before14", 13, "0014_declared_outcome.sql");
+}
 
-    open_schema_at("before16", 14, "0016_declared_outcome_fields.sql");
-    cr_assert_eq(idem_declared_new(&d, "SELECT NULL::json", NULL, 0, &err), 0, "%s", err.message);
-    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), IDEM_EEFFECT, "%s",
-                 err.message);
-    cr_assert_eq(out.status, IDEM_STATUS_EFFECT_FAILED);
-    cr_assert_str_eq(err.sqlstate, "IDEM2");
-    cr_assert_not_null(strstr(err.message, "did not return exactly one row, or returned SQL NULL"),
-                       "%s", err.message);
-    cr_assert_not_null(strstr(err.message, "migration 0016"), "%s", err.message);
-    cr_assert_eq(storetest_operations(), 0);
-    upgrade_and_reopen();
-    idem_outcome_clear(&out);
-    req.operation_id = "op-null-2";
-    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), IDEM_EEFFECT, "%s",
-                 err.message);
-    cr_assert_str_eq(err.constraint, "declared_receipt_json");
-    cr_assert_not_null(strstr(err.message, "returned SQL NULL instead of JSON"), "%s", err.message);
-    cr_assert_eq(storetest_operations(), 0);
-    idem_declared_free(d);
-    idem_outcome_clear(&out);
-    storetest_fini();
+/* At 0017 idem.declared_outcome() of 0014 and 0016 is there, but not the function this library's
+ * statement calls, which reads the record's marker. */
+Test(migrate_upgrade, a_schema_before_0018_refuses_declared_calls_clearly_until_it_is_upgraded,
+     .timeout = 300)
+{
+    declared_calls_refused_until_upgraded("before18", 17, "0018_declared_outcome_marker.sql");
 }
 
 static const char TABLE_SQL[] =

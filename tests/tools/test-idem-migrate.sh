@@ -50,9 +50,9 @@ expect status_fresh_up_would_not_refuse lacks "up would refuse"
 check status_fresh_json 3 "$tool" --dsn "dbname=$db" status --json
 expect status_fresh_json_no_refusal python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["up_would_refuse"] is None and not d["ledger"]' "$out"
 latest=$("$tool" --version | sed -n 's/.*schema version \([0-9]*\).*/\1/p')
-# The newest migration that creates something (0017); 0009 only grants, which up may run
+# The newest migration that creates something (0018); 0009 only grants, which up may run
 # again, so a ledger that lost its row leaves it pending rather than unrecorded.
-newest_creating=17
+newest_creating=18
 grant_only=9
 check baseline_not_applied 9 "$tool" --dsn "dbname=$db" baseline --to "$latest"
 expect baseline_not_applied_says_why err_contains "0001_operations.sql is not applied"
