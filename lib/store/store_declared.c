@@ -47,22 +47,22 @@
  * interval text (a bare number is seconds), not make_interval()'s seven arguments.
  *
  * Where the session's own statement_timeout is the call's (settings.h,
- * idem__tx_settings_session()), the statement makes the transaction's other settings
- * itself instead of a statement of their own before it, in its checked form: $n+13 the
+ * idem__tx_settings_session()), the statement makes the transaction's other settings itself
+ * instead of a statement of their own before it, in its checked form: $n+13 the
  * lock_timeout, $n+14 the statement_timeout as the server shows it. The one row the answer
  * is joined to makes them: the join has no condition a hash or merge join could use, so it
  * is a nested loop whose outer side is that row, read before the inner side, the record's
- * RETURNING, and so before the record or the tool's SQL runs (the plan is Nested Loop Left
- * Join over Result and CTE Scan on ins, test store_declared). The row checks that the
- * session's statement_timeout, the one this statement runs under, is the one given, then
- * sets idem.tenant (which row-level security reads) and lock_timeout for the rest of the
- * transaction; a session found with another fails the statement before anything of it ran
- * (IDEM__DECLARED_SESSION_CHANGED), and the attempt is made again with the settings' own
- * statement. The same in a condition of the main query (an InitPlan) costs the server
- * some 9,000 instructions more a call, for the subplan's parts. Where the settings'
- * statement runs before it, the statement goes in its plain form, with an empty row. For
- * a tool with an identity policy each form has a second one that writes the fields'
- * digests too, the parameter after the store's own (identity.h). */
+ * RETURNING, and so before the record or the tool's SQL runs (tests tx_settings and
+ * store_declared: the tool's SQL sees the call's tenant and lock_timeout). The row checks
+ * that the session's statement_timeout, the one this statement runs under, is the one
+ * given, then sets idem.tenant (which row-level security reads) and lock_timeout for the
+ * rest of the transaction; a session found with another fails the statement before anything
+ * of it ran (IDEM__DECLARED_SESSION_CHANGED), and the attempt is made again with the
+ * settings' own statement. The same in a condition of the main query (an InitPlan) costs
+ * the server some 9,000 instructions more a call, for the subplan's parts. Where the
+ * settings' statement runs before it, the statement goes in its plain form, with an empty
+ * row. For a tool with an identity policy each form has a second one that writes the
+ * fields' digests too, the parameter after the store's own (identity.h). */
 #define OWN_PARAMS   14 /* in the checked form; the plain form takes the first 12 */
 #define PLAIN_PARAMS 12
 static const char declared_sql[] =
