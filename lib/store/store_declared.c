@@ -170,10 +170,9 @@ static char *wrap_sql(const char *inner, size_t n, int id, int checked)
     }
     if (checked)
         snprintf(row, sizeof(row), session_row_sql, n + 14, n + 1, n + 13);
-    else
-        snprintf(row, sizeof(row), "%s", plain_row_sql);
     snprintf(out, size, declared_sql, inner, column, n + 1, n + 2, n + 3, n + 4, n + 5, n + 12,
-             n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10, row);
+             n + 6, n + 7, n + 8, n + 9, value, n + 10, n + 11, n + 10,
+             checked ? row : plain_row_sql);
     return out;
 }
 

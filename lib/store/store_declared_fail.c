@@ -10,8 +10,8 @@
 #include "store_internal.h"
 
 /* idem.declared_outcome() raises IDEM2 naming the rule the statement broke in the error's
- * constraint name (migrations 0016 and 0018); for a receipt over max_response_bytes its
- * DETAIL starts with the receipt's bytes. */
+ * constraint name (migration 0016; 0018's idem.declared_outcome_marker() raises through
+ * it); for a receipt over max_response_bytes its DETAIL starts with the receipt's bytes. */
 #define RULE_ONE_ROW      "declared_one_row"
 #define RULE_RECEIPT_JSON "declared_receipt_json"
 #define RULE_RECEIPT_SIZE "declared_receipt_size"
