@@ -63,9 +63,10 @@ static const char usage[] =
     "              for its run (a superuser's) and resets them at the end; as-is: the\n"
     "              server's settings (always so with --existing); the report says which\n"
     "  --statement-timeout-ms  every pool's statement_timeout_ms (include/idem/pool.h;\n"
-    "              default 0: the server's): below the store's deadline_ms (10000) by a\n"
-    "              second or more, a declared create leaves it to the session and sends\n"
-    "              one statement less (lib/README.md, \"Behind a connection pooler\")\n"
+    "              default 0: the server's, a declared create leaving its own on the\n"
+    "              session for the next): below the store's deadline_ms (10000) by a\n"
+    "              second or more, a declared create leaves that one to the session\n"
+    "              (lib/README.md, \"Behind a connection pooler\")\n"
     "  -h, --help  print this help\n"
     "  -V, --version\n"
     "              print the version\n";

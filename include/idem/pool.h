@@ -205,7 +205,11 @@ IDEM_API void idem_pool_free(idem_pool *pool);
 
 /**
  * Check out a connection, waiting up to acquire_timeout_ms for one. No deadline is put on
- * it: what you send on it is bounded by your own settings (statement_timeout_ms).
+ * it: what you send on it is bounded by your own settings (statement_timeout_ms). Its
+ * session has its own statement_timeout: where a store's declared call left one of its own
+ * there (with statement_timeout_ms 0, lib/README.md, "Behind a connection pooler"), it is
+ * put back first (RESET statement_timeout, bounded by connect_timeout_ms; a connection that
+ * fails to is closed and another one taken).
  *
  * @param out  on success, a connection for this thread's use; give it back with
  *             idem_pool_release(). Untouched on failure.

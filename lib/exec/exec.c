@@ -466,6 +466,27 @@ unsigned int idem__conn_session_statement_timeout_ms(const idem_conn *conn)
 
 void idem__conn_session_timeout_changed(idem_conn *conn)
 {
-    if (conn != NULL)
+    if (conn != NULL) {
         conn->session_timeout = 0;
+        conn->kept_timeout_ms = 0;
+    }
+}
+
+int idem__conn_may_keep_timeout(const idem_conn *conn)
+{
+    return conn != NULL && conn->statement_timeout_ms == 0 && !conn->unnamed && !conn->citus &&
+           !conn->keep_refused;
+}
+
+unsigned int idem__conn_kept_timeout_ms(const idem_conn *conn)
+{
+    return conn != NULL ? conn->kept_timeout_ms : 0;
+}
+
+void idem__conn_timeout_kept(idem_conn *conn, unsigned int ms)
+{
+    if (ms != 0)
+        conn->kept_timeout_ms = ms;
+    else
+        conn->keep_refused = 1;
 }

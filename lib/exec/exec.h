@@ -147,6 +147,22 @@ unsigned int idem__conn_session_statement_timeout_ms(const idem_conn *conn);
  * every transaction on the connection sets its own. */
 void idem__conn_session_timeout_changed(idem_conn *conn);
 
+/* Whether a store's transaction may leave its statement_timeout on @conn's session for the
+ * next (settings.h, idem__tx_settings_keep_cmd()): the pool has no statement_timeout_ms,
+ * the connection keeps its server session across transactions (no transaction pooler, not
+ * Citus), and no such transaction found the session unfit for it. */
+int idem__conn_may_keep_timeout(const idem_conn *conn);
+
+/* The statement_timeout a store's transaction left on the session (in ms), which the
+ * session has held since; 0: none. Cleared by idem__conn_session_timeout_changed(), and by
+ * the checkout of the connection for anything but a store's timed call (pool.c), which
+ * puts the session's own setting back first. */
+unsigned int idem__conn_kept_timeout_ms(const idem_conn *conn);
+
+/* A transaction that tried to leave its statement_timeout on the session committed: it did,
+ * @ms (> 0), or found it may not (0: the connection is not asked again). */
+void idem__conn_timeout_kept(idem_conn *conn, unsigned int ms);
+
 #ifdef IDEM_TESTING
 /* Forget that statements were prepared on this connection (after DISCARD ALL, say). Tests
  * only: compiled into the test library, never into the installed one. */

@@ -118,6 +118,16 @@ int idem__conn_alive(idem_conn *conn, int round_trip, unsigned int timeout_ms)
     return bounded_command(conn->pg, "", PGRES_EMPTY_QUERY, timeout_ms);
 }
 
+int idem__conn_reset_kept_timeout(idem_conn *conn, unsigned int timeout_ms)
+{
+    if (conn->kept_timeout_ms == 0)
+        return 1;
+    if (!bounded_command(conn->pg, "RESET statement_timeout", PGRES_COMMAND_OK, timeout_ms))
+        return 0;
+    conn->kept_timeout_ms = 0;
+    return 1;
+}
+
 enum idem__conn_state idem__conn_clean(idem_conn *conn, unsigned int timeout_ms)
 {
     if (conn->discard || PQstatus(conn->pg) != CONNECTION_OK ||

@@ -64,6 +64,12 @@ struct idem_conn {
                                           statement_timeout_ms: the pool opened it with the
                                           startup option (pool_setup.c builds it, pool.c sets
                                           this), and it has not been found otherwise since */
+    unsigned int kept_timeout_ms;      /* the statement_timeout a store's transaction left on
+                                          the session itself (settings.h,
+                                          idem__tx_settings_keep_cmd()); 0: none, the session
+                                          holds its own */
+    int keep_refused;                  /* that transaction found it may not: another
+                                          setting of the session's own, or a pooler */
     uint64_t deadline_ms;              /* the call's deadline, an idem__now_ms() time past which its
                                           waits give up; 0 = none; stamped by the checkout
                                           (idem__pool_checkout()), read by the execution layer,
@@ -106,6 +112,11 @@ int idem__pg_wait_ready(PGconn *pg, int for_result, long long deadline_ms);
 /* Whether a connection taken from the idle list can be handed out: round_trip asks the
  * server; otherwise only a connection with unexpected input waiting is asked. */
 int idem__conn_alive(idem_conn *conn, int round_trip, unsigned int timeout_ms);
+
+/* Put the session's own statement_timeout back where a store's transaction left one of its
+ * (kept_timeout_ms), waiting at most timeout_ms: 1 done (or nothing to do), 0 the
+ * connection failed to (the caller closes it). */
+int idem__conn_reset_kept_timeout(idem_conn *conn, unsigned int timeout_ms);
 
 /* Bring a released connection back to idle (rolling back an open transaction), or say
  * that it must be closed. Sends ROLLBACK only inside a transaction the server still

@@ -321,23 +321,34 @@ int idem__pool_open_in_slot(idem_conn **out, idem_pool *pool, int count_acquire,
     conn->unnamed = pool->unnamed;
     conn->statement_timeout_ms = pool->opts.statement_timeout_ms;
     conn->session_timeout = pool->pg_options != NULL && pool->opts.statement_timeout_ms > 0;
+    conn->kept_timeout_ms = 0;
+    conn->keep_refused = 0;
     *out = conn;
     return 0;
+}
+
+static unsigned int connect_limit(const idem_pool *pool, long long until)
+{
+    return step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms", until).ms;
 }
 
 /* Past health_check_idle_ms, a round trip. Below it, a look for input waiting (the
  * server saying goodbye), except on a connection released within the current clock tick:
  * that would cost a system call per acquire under load for almost nothing, and a
  * connection that fails in use is discarded anyway. */
-static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now, long long until)
+static int checkout_ok(const idem_pool *pool, idem_conn *conn, long long now, long long until,
+                       uint64_t deadline_ms)
 {
     long long idle = now - conn->idle_since_ms;
 
-    if (idle < 1)
-        return PQstatus(conn->pg) == CONNECTION_OK;
-    return idem__conn_alive(
-        conn, idle > (long long)pool->opts.health_check_idle_ms,
-        step_limit_for(pool->opts.connect_timeout_ms, 1, "connect_timeout_ms", until).ms);
+    if (idle < 1 ? PQstatus(conn->pg) != CONNECTION_OK
+                 : !idem__conn_alive(conn, idle > (long long)pool->opts.health_check_idle_ms,
+                                     connect_limit(pool, until)))
+        return 0;
+    /* Only a store's timed call runs under the statement_timeout one of them left on the
+     * session (exec.h): anything else gets the session's own back first. */
+    return deadline_ms != 0 || conn->kept_timeout_ms == 0 ||
+           idem__conn_reset_kept_timeout(conn, connect_limit(pool, until));
 }
 
 /* A connection failed its checkout check: close it, keeping its slot to open another. */
@@ -369,7 +380,7 @@ int idem__pool_checkout(idem_conn **out, idem_pool *pool, uint64_t deadline_ms, 
                                  "was created by the parent process; after fork(), the child "
                                  "must create its own pool");
     rc = checkout(&conn, &now, pool, until, err);
-    if (rc == 0 && conn != NULL && !checkout_ok(pool, conn, now, until)) {
+    if (rc == 0 && conn != NULL && !checkout_ok(pool, conn, now, until, deadline_ms)) {
         retire_unhealthy(pool, conn);
         conn = NULL;
     }

@@ -1,6 +1,7 @@
 /* Declared effects: one SQL statement of the tool's, run inside a statement of the store's
  * that also writes the record, so that a new key costs one round trip. */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +47,12 @@
  * still gets one (all NULL: the function's IDEM1); the windows are the seconds given as
  * interval text (a bare number is seconds), not make_interval()'s seven arguments.
  *
- * Where the session's own statement_timeout is the call's (settings.h,
- * idem__tx_settings_session()), the statement makes the transaction's other settings itself
- * instead of a statement of their own before it, in its checked form: $n+13 the
- * lock_timeout, $n+14 the statement_timeout as the server shows it. The one row the answer
+ * Where the session's own statement_timeout serves the call (settings.h,
+ * idem__tx_settings_session(): the pool's cap, or one that an earlier declared create on the
+ * connection kept there, idem__tx_settings_keep_cmd()), the statement makes the
+ * transaction's other settings itself instead of a statement of their own before it, in
+ * its checked form: $n+13 the lock_timeout, $n+14 the statement_timeout as the server
+ * shows it. The one row the answer
  * is joined to makes them: the join has no condition a hash or merge join could use, so it
  * is a nested loop whose outer side is that row, read before the inner side, the record's
  * RETURNING, and so before the record or the tool's SQL runs (tests tx_settings and
@@ -337,10 +340,12 @@ static int bind_params(call *c, const char **values, char **owned, idem_error *e
  * plain PostgreSQL one statement, or none when the session's statement_timeout serves and
  * the statement's checked form makes the others itself: above; on Citus IDEM__SET_PROPAGATE
  * and SET LOCAL statements: settings.h), the statement, COMMIT. Returns how many; *at is the
- * statement's index, *checked whether it went in its checked form. */
+ * statement's index, *checked whether it went in its checked form, *keep_at the index of
+ * the settings' statement where it offers to keep statement_timeout on the session
+ * (settings.h, idem__tx_settings_keep_cmd()), else left as it is. */
 #define DECLARED_CMDS (IDEM__SETTINGS_CMDS + 3)
 static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, const char **values,
-                            int *lengths, int *formats, size_t *at, int *checked)
+                            int *lengths, int *formats, size_t *at, int *checked, size_t *keep_at)
 {
     size_t n = c->declared->nparams, k = 0, digests_at;
     const char *session;
@@ -366,6 +371,8 @@ static size_t declared_cmds(call *c, idem_conn *conn, idem__pipe_cmd *cmds, cons
     if (*checked) {
         values[n + 12] = c->settings.lock_timeout;
         values[n + 13] = session;
+    } else if (plain && idem__tx_settings_keep_cmd(cmds + k, &c->settings, conn) == 1) {
+        *keep_at = k++;
     } else {
         k += idem__tx_settings_cmds(cmds + k, &c->settings,
                                     plain ? IDEM__SETTINGS_PLAIN : IDEM__SETTINGS_CITUS);
@@ -399,7 +406,8 @@ static enum step declared_done(call *c, const PGresult *res, int *out_rc)
 
 enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
 {
-    size_t n = c->declared->nparams, failed_at, at = 0, ncmds = 0, slots = n + OWN_PARAMS + 1;
+    size_t n = c->declared->nparams, failed_at, at = 0, ncmds = 0, slots = n + OWN_PARAMS + 1,
+           keep_at = SIZE_MAX;
     int checked = 0;
     /* The statement's values, the copies bound_params() makes, their lengths and formats:
      * one allocation, pointers first. */
@@ -422,8 +430,10 @@ enum step idem__store_declared_attempt(call *c, idem_conn *conn, int *out_rc)
         *out_rc = rc;
         goto done;
     }
-    ncmds = declared_cmds(c, conn, cmds, values, lengths, formats, &at, &checked);
+    ncmds = declared_cmds(c, conn, cmds, values, lengths, formats, &at, &checked, &keep_at);
     rc = idem__conn_pipeline(conn, cmds, ncmds, &failed_at, c->err);
+    if (rc == 0 && keep_at != SIZE_MAX)
+        idem__tx_settings_kept(&c->settings, conn, cmds[keep_at].result);
     if (rc == 0)
         step = declared_done(c, cmds[at].result, out_rc);
     else

@@ -1,6 +1,7 @@
 /* What a transaction sets (settings.h): the values, fixed once from the call's deadline, and
  * the commands that set them in each form. */
 #include <assert.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,7 +93,8 @@ void idem__tx_settings_init(idem__tx_settings *s, const char *tenant, uint64_t d
     ms_value(s->lock_timeout, lock);
     s->cap_ms =
         s->timed && statement_cap_ms > 0 && statement_cap_ms < statement ? statement_cap_ms : 0;
-    ms_value(s->statement_timeout, s->cap_ms > 0 ? s->cap_ms : statement);
+    s->statement_ms = s->cap_ms > 0 ? s->cap_ms : statement;
+    ms_value(s->statement_timeout, s->statement_ms);
 }
 
 /* @ms (> 0) as the server shows a setting in ms: in the largest unit that divides it. */
@@ -115,8 +117,13 @@ const char *idem__tx_settings_session(idem__tx_settings *s, idem_conn *conn)
 {
     unsigned int held = idem__conn_session_statement_timeout_ms(conn);
 
-    if (s->cap_ms == 0 || held != s->cap_ms)
-        return NULL;
+    if (s->cap_ms == 0 || held != s->cap_ms) {
+        /* Else a value kept there (idem__tx_settings_keep_cmd()): no longer than the
+         * transaction's own, and longer than its lock_timeout. */
+        held = idem__conn_kept_timeout_ms(conn);
+        if (!s->timed || s->cap_ms != 0 || held <= s->lock_ms || held > s->statement_ms)
+            return NULL;
+    }
     shown_ms(s->session_shown, held);
     return s->session_shown;
 }
@@ -146,6 +153,18 @@ static const idem__stmt set_timeouts = {"idem_settings_set_timeouts",
                                         2};
 static const idem__stmt set_tenant = {"idem_settings_set_tenant",
                                       "SELECT set_config('idem.tenant', $1, true)", 1};
+
+/* The plain form's statement that keeps statement_timeout on the session where it may
+ * (idem__tx_settings_keep_cmd()): whether it may is read once, in a subquery that is not
+ * pulled up (OFFSET 0), before the settings are made. */
+static const idem__stmt set_keep = {
+    "idem_settings_keep",
+    "SELECT k.keep, num_nulls(set_config('idem.tenant', $1, true),"
+    " set_config('lock_timeout', $2, true),"
+    " set_config('statement_timeout', CASE WHEN k.keep THEN $3 ELSE $4 END, NOT k.keep))"
+    " FROM (SELECT pg_backend_pid() = $5::int4"
+    " AND current_setting('statement_timeout') IN ('0', $6) AS keep OFFSET 0) AS k",
+    6};
 
 static idem__pipe_cmd text_cmd(const char *sql)
 {
@@ -212,6 +231,37 @@ size_t idem__tx_settings_cmds(idem__pipe_cmd *out, idem__tx_settings *s,
         out[n++] = set_local(s, 2, "statement_timeout", s->statement_timeout);
     }
     return n;
+}
+
+size_t idem__tx_settings_keep_cmd(idem__pipe_cmd *out, idem__tx_settings *s, idem_conn *conn)
+{
+    unsigned int kept = idem__conn_kept_timeout_ms(conn);
+
+    if (!s->timed || s->tenant == NULL || s->cap_ms != 0 || s->statement_ms < s->lock_ms + 2 ||
+        s->statement_ms > UINT_MAX || !idem__conn_may_keep_timeout(conn))
+        return 0;
+    s->keep_ms = (unsigned int)(s->statement_ms - (s->statement_ms - s->lock_ms) / 2);
+    ms_value(s->keep, s->keep_ms);
+    snprintf(s->pid, sizeof(s->pid), "%d", PQbackendPID(idem_conn_pg(conn)));
+    if (kept != 0)
+        shown_ms(s->kept_shown, kept);
+    else
+        memcpy(s->kept_shown, "0", 2);
+    s->values[0] = s->tenant;
+    s->values[1] = first_lock_timeout(s);
+    s->values[2] = s->keep;
+    s->values[3] = s->statement_timeout;
+    s->values[4] = s->pid;
+    s->values[5] = s->kept_shown;
+    *out = idem__pipe_stmt(&set_keep, s->values);
+    return 1;
+}
+
+void idem__tx_settings_kept(const idem__tx_settings *s, idem_conn *conn, const PGresult *res)
+{
+    int kept = res != NULL && PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+
+    idem__conn_timeout_kept(conn, kept ? s->keep_ms : 0);
 }
 
 void idem__tx_settings_after_claim(idem__pipe_cmd *out, idem__tx_settings *s)

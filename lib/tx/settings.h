@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libpq-fe.h>
+
 #include "citus.h"
 #include "idem/pool.h"
 
@@ -69,10 +71,13 @@ typedef struct idem__tx_settings {
     char lock_timeout[24]; /* set_config() values, "<ms>ms" */
     char claim_wait[24];   /* lock_timeout until a claim has run; "" for none */
     char statement_timeout[24];
-    unsigned int cap_ms;               /* statement_timeout is the pool's cap, this; 0: not */
-    char session_shown[24];            /* idem__tx_settings_session()'s answer */
-    const char *values[3];             /* the plain form's parameters */
-    char set[4][IDEM__SET_LOCAL_SIZE]; /* the SET LOCAL statements */
+    uint64_t statement_ms;                  /* statement_timeout, in ms */
+    unsigned int cap_ms;                    /* statement_timeout is the pool's cap, this; 0: not */
+    char session_shown[24];                 /* idem__tx_settings_session()'s answer */
+    const char *values[6];                  /* the plain form's parameters, or the keeping one's */
+    unsigned int keep_ms;                   /* what idem__tx_settings_keep_cmd() offers to keep */
+    char keep[24], pid[16], kept_shown[24]; /* its parameters */
+    char set[4][IDEM__SET_LOCAL_SIZE];      /* the SET LOCAL statements */
 } idem__tx_settings;
 
 /* The settings of a transaction run as @tenant (NULL for none; a valid tenant,
@@ -89,10 +94,38 @@ void idem__tx_settings_for(idem__tx_settings *s, idem_conn *conn, const char *te
 
 /* Whether the transaction may leave statement_timeout to the session: @s is timed, its
  * statement timeout is the pool's cap, and @conn's session holds that cap as its own
- * (exec.h, idem__conn_session_statement_timeout_ms()). Then returns the value as
+ * (exec.h, idem__conn_session_statement_timeout_ms()); or the pool has no cap and the
+ * session holds a value a store's transaction kept there, between @s's lock_timeout and
+ * its statement_timeout (idem__tx_settings_keep_cmd()). Then returns the value as
  * current_setting() shows it ("5s", "1500ms", "2min": the largest unit that divides it), kept
  * in @s, for a statement to check against the session before it relies on it; else NULL. */
 const char *idem__tx_settings_session(idem__tx_settings *s, idem_conn *conn);
+
+/* Where the pool has no statement_timeout_ms, a transaction that has to set its own (none
+ * kept on @conn's session fits it) may leave it on the session for the next ones instead:
+ * writes into @out the plain form's statement that does so (returns 1), or nothing (0)
+ * where it may not (exec.h, idem__conn_may_keep_timeout(); @s untimed, without a tenant,
+ * under the pool's cap, or with no room between its two timeouts). The statement sets the
+ * tenant and lock_timeout for the transaction, as the plain form's, and statement_timeout
+ * for the session, halfway between the transaction's lock_timeout and its own
+ * statement_timeout, where the session is PostgreSQL's own (its backend is the one the
+ * connection was opened to: no pooler in between) and holds no statement_timeout but one
+ * idem kept there (none at all, or that one); elsewhere it sets the transaction's, as the
+ * plain form does. It returns whether it kept it, for idem__tx_settings_kept().
+ *
+ * A later transaction then leaves statement_timeout to the session where the kept value
+ * lies between its own lock_timeout (excluded) and statement_timeout
+ * (idem__tx_settings_session()): its statement ends no later than its own would, and still
+ * after a lock wait would, sooner by half the margin at most (250 ms). Calls of one store
+ * that start with their whole deadline all fit. The session holds that setting between
+ * the store's calls only: the pool puts the session's own back before it hands the
+ * connection out for anything else (idem_pool_acquire(), a call without a deadline). */
+size_t idem__tx_settings_keep_cmd(idem__pipe_cmd *out, idem__tx_settings *s, idem_conn *conn);
+
+/* The transaction that ran idem__tx_settings_keep_cmd()'s statement committed, which
+ * answered @res: remember on @conn what the session now holds (exec.h,
+ * idem__conn_timeout_kept()). */
+void idem__tx_settings_kept(const idem__tx_settings *s, idem_conn *conn, const PGresult *res);
 
 /* Until a claim has run, lock_timeout is @wait_ms (no longer than the call's): the wait for
  * another attempt's uncommitted claim of the same key. */

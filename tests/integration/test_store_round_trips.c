@@ -124,11 +124,42 @@ Test(round_trips, a_new_key_whose_effect_sends_nothing_costs_one_round_trip)
     expect(counted(NO_STATEMENT, "rt-nothing", 1, IDEM_STATUS_CREATED), 1, 4, "no statement");
 }
 
+/* The first declared create on the connection leaves its statement_timeout on the session
+ * (settings.h, idem__tx_settings_keep_cmd()); the next ones leave it to the session. */
 Test(round_trips, a_new_key_with_a_declared_effect_costs_one_round_trip)
 {
-    /* [BEGIN, the settings, the statement, COMMIT] */
-    expect(counted(DECLARED, "rt-declared", 1, IDEM_STATUS_CREATED), 1, 4, "declared create");
+    /* [BEGIN, the statement, COMMIT]; behind PgBouncer [BEGIN, the settings, the
+     * statement, COMMIT] */
+    expect(counted(DECLARED, "rt-declared", 1, IDEM_STATUS_CREATED), 1,
+           pgtest_through_pgbouncer() ? 4 : 3, "declared create");
     cr_assert_eq(storetest_tasks(), 2);
+}
+
+/* A connection an application takes from the pool has the session's own statement_timeout,
+ * whatever a declared create left there; the next declared create on it leaves its own
+ * there again, with the settings' statement, once. */
+Test(round_trips, an_application_gets_the_sessions_own_statement_timeout_back)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    unsigned long direct = !pgtest_through_pgbouncer();
+    PGresult *res;
+    sent s;
+
+    expect(counted(DECLARED, "rt-kept", 1, IDEM_STATUS_CREATED), 1, direct ? 3 : 4,
+           "declared create");
+    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
+    res = pgtest_exec(idem_conn_pg(conn), "SHOW statement_timeout");
+    cr_assert_str_eq(PQgetvalue(res, 0, 0), "0", "the session's statement_timeout");
+    PQclear(res);
+    idem_pool_release(conn);
+    idem__exec_trace_take(&s.round_trips, &s.statements);
+    cr_assert_eq(call(DECLARED, "rt-kept-again", 1), IDEM_STATUS_CREATED);
+    idem__exec_trace_take(&s.round_trips, &s.statements);
+    expect(s, 1, 4, "the first declared create after the application's");
+    expect(counted(DECLARED, "rt-kept-after", 1, IDEM_STATUS_CREATED), 1, direct ? 3 : 4,
+           "the next");
+    cr_assert_eq(storetest_tasks(), 5);
 }
 
 /* With the pool's statement_timeout_ms the session's own (a startup option) and the call's
@@ -177,9 +208,10 @@ Test(round_trips, a_retry_of_a_key_without_a_record_looks_twice_then_writes)
      * INSERT] [the record, COMMIT] */
     expect(counted(CALLBACK, "rt-retry-absent", 2, IDEM_STATUS_CREATED), 4, 7,
            "callback retry of a key without a record");
-    /* [the lookup] [the lookup with the clock] [BEGIN, the settings, the statement, COMMIT] */
-    expect(counted(DECLARED, "rt-retry-absent-declared", 2, IDEM_STATUS_CREATED), 3, 6,
-           "declared retry of a key without a record");
+    /* [the lookup] [the lookup with the clock] [BEGIN, the statement, COMMIT] (behind
+     * PgBouncer the settings' statement too) */
+    expect(counted(DECLARED, "rt-retry-absent-declared", 2, IDEM_STATUS_CREATED), 3,
+           pgtest_through_pgbouncer() ? 6 : 5, "declared retry of a key without a record");
     cr_assert_eq(storetest_tasks(), 4);
 }
 

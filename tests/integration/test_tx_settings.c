@@ -81,7 +81,7 @@ static void execute(seen *s, const char *op)
 }
 
 /* The declared path: the statement returns what it sees. */
-static void execute_declared(seen *s, const char *op)
+static void execute_declared_on(idem_store *store, seen *s, const char *op)
 {
     idem_request req = storetest_request("acme", op, "{}");
     idem_outcome out = IDEM_OUTCOME_INIT;
@@ -96,7 +96,7 @@ static void execute_declared(seen *s, const char *op)
                                    " current_setting('statement_timeout'))",
                                    NULL, 0, &err),
                  0, "%s", err.message);
-    cr_assert_eq(idem_store_execute_declared(&out, fx.store, &req, d, &err), 0, "%s", err.message);
+    cr_assert_eq(idem_store_execute_declared(&out, store, &req, d, &err), 0, "%s", err.message);
     cr_assert_eq(out.attempts, 1, "%s: %u attempts", op, out.attempts);
     receipt = json_loadb(out.receipt, out.receipt_len, 0, NULL);
     cr_assert_not_null(receipt, "receipt %.*s", (int)out.receipt_len, out.receipt);
@@ -107,6 +107,11 @@ static void execute_declared(seen *s, const char *op)
     json_decref(receipt);
     idem_outcome_clear(&out);
     idem_declared_free(d);
+}
+
+static void execute_declared(seen *s, const char *op)
+{
+    execute_declared_on(fx.store, s, op);
 }
 
 /* The call's: its tenant; a lock wait that ends first, a margin before the deadline; a
@@ -195,4 +200,90 @@ Test(tx_settings, a_session_an_application_changed_is_found_out)
         expect_the_calls(&s, 700, "callback, the session changed");
     }
     cr_assert_eq(storetest_operations(), 5);
+}
+
+/* The session's statement_timeout as an application that takes the connection sees it. */
+static void expect_the_sessions(const char *want)
+{
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+    PGresult *res;
+
+    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
+    res = pgtest_exec(idem_conn_pg(conn), "SHOW statement_timeout");
+    cr_assert_str_eq(PQgetvalue(res, 0, 0), want, "the session's statement_timeout");
+    PQclear(res);
+    idem_pool_release(conn);
+}
+
+/* Without the pool's statement_timeout_ms, the first declared create on a connection
+ * leaves a statement_timeout on the session for the next (settings.h,
+ * idem__tx_settings_keep_cmd()): each runs under one between its lock_timeout and its own
+ * statement_timeout, and an application that takes the connection finds the session's
+ * own. */
+Test(tx_settings, declared_creates_run_under_their_own_timeouts_or_one_kept_between_them)
+{
+    seen s = {{0}, 0, 0};
+    char op[32];
+
+    open_store(0);
+    for (int i = 0; i < 3; i++) {
+        memset(&s, 0, sizeof(s));
+        snprintf(op, sizeof(op), "op-kept-%d", i);
+        execute_declared(&s, op);
+        expect_the_calls(&s, 0, "declared");
+    }
+    expect_the_sessions("0");
+    execute_declared(&s, "op-kept-after");
+    expect_the_calls(&s, 0, "declared, after the application");
+}
+
+/* A store with a longer deadline on the same pool runs under its own timeouts, not under
+ * the shorter one another store's call kept on the session; and the other way round. */
+Test(tx_settings, a_kept_statement_timeout_serves_only_calls_it_fits)
+{
+    idem_store_options opts = IDEM_STORE_OPTIONS_INIT;
+    idem_error err = IDEM_ERROR_INIT;
+    idem_store *longer = NULL;
+    seen s = {{0}, 0, 0};
+
+    open_store(0);
+    opts.deadline_ms = 6 * DEADLINE_MS;
+    cr_assert_eq(idem_store_new(&longer, fx.pool, &opts, &err), 0, "%s", err.message);
+    execute_declared(&s, "op-short-1");
+    execute_declared(&s, "op-short-2");
+    expect_the_calls(&s, 0, "declared, the shorter deadline");
+    for (int i = 0; i < 2; i++) {
+        memset(&s, 0, sizeof(s));
+        execute_declared_on(longer, &s, i == 0 ? "op-long-1" : "op-long-2");
+        cr_assert(s.lock_ms > 5 * DEADLINE_MS && s.statement_ms > s.lock_ms &&
+                      s.statement_ms < 6 * DEADLINE_MS,
+                  "the longer deadline: lock_timeout %ld ms, statement_timeout %ld ms", s.lock_ms,
+                  s.statement_ms);
+    }
+    memset(&s, 0, sizeof(s));
+    execute_declared(&s, "op-short-3");
+    expect_the_calls(&s, 0, "declared, the shorter deadline again");
+    idem_store_free(longer);
+}
+
+/* A session with a statement_timeout of its own (here an application's) keeps it: the
+ * calls set theirs for their transactions, and leave nothing on the session. */
+Test(tx_settings, a_session_with_a_statement_timeout_of_its_own_keeps_it)
+{
+    seen s = {{0}, 0, 0};
+    idem_error err = IDEM_ERROR_INIT;
+    idem_conn *conn = NULL;
+
+    open_store(0);
+    execute_declared(&s, "op-own-first");
+    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
+    PQclear(pgtest_exec(idem_conn_pg(conn), "SET statement_timeout = '3min'"));
+    idem_pool_release(conn);
+    for (int i = 0; i < 2; i++) {
+        memset(&s, 0, sizeof(s));
+        execute_declared(&s, i == 0 ? "op-own-1" : "op-own-2");
+        expect_the_calls(&s, 0, "declared, the session's own statement_timeout");
+    }
+    expect_the_sessions("3min");
 }

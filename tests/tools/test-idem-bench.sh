@@ -175,8 +175,10 @@ sides = {s["side"]: s for s in m["sides"]}
 for s in sides.values():
     assert s["statements"], s
     assert all(q["calls_per_op"] > 0 and q["us_per_call"] >= 0 for q in s["statements"]), s
+# The declared statement in its plain form behind the settings statement, on the first
+# create of a connection, and in its checked form on the others: one a create in all.
 declared = [q for q in sides["idem declared SQL"]["statements"] if "INSERT INTO idem.operations" in q["query"]]
-assert len(declared) == 1 and 0.9 < declared[0]["calls_per_op"] < 1.1, sides["idem declared SQL"]
+assert 1 <= len(declared) <= 2 and 0.9 < sum(q["calls_per_op"] for q in declared) < 1.1, sides["idem declared SQL"]
 assert any("bench_article_ops" in q["query"] for q in sides["floor"]["statements"]), sides["floor"]
 # The baselines are what a user writes: the floor one round trip of BEGIN, one statement
 # writing the effect and its record, COMMIT; the hand-written side the article statements.
