@@ -102,7 +102,9 @@ typedef struct idem_pool_options {
                                             the longest statement_timeout that a store's
                                             transaction sets (store.h: each sets what is
                                             left of its call's deadline, less half a
-                                            margin); 0 = the server's setting; default 0 */
+                                            margin); 0 = the server's setting (between a
+                                            store's declared calls, one of theirs: see
+                                            idem_pool_acquire()); default 0 */
     const char *application_name;      /**< reported to the server; default "idem" */
     idem_log_fn log;                   /**< optional logging hook; default none */
     void *log_ctx;                     /**< passed to @ref log */
