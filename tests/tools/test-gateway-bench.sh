@@ -20,7 +20,16 @@ need wrk "apt-get install wrk"
 
 bench() { python3 "$src/tools/bench/gateway.py" "$build" "$@"; }
 
-check "a short run" 0 bench --connections 2 --duration 1 --rounds 1 --pool 2
+check "a short run" 0 bench --connections 2 --duration 2 --rounds 2 --pool 2 --warm-up 0
+# Each round's CPU ratios said as it ends, the gateway's runs first in round 1 and second in
+# round 2 (next to the minimal server's, the order turned round).
+expect "the gateway first in round 1, second in round 2" python3 -c '
+import re, sys
+said = re.findall(r"^gateway bench: +CPU a call, gateway / minimal server \(the gateway"
+                  r" (first|second)\): new keys [\d.]+ \(.*\), replays [\d.]+ \(.*\)$",
+                  sys.argv[1], re.M)
+assert said == ["first", "second"], said
+' "$err"
 for what in "new keys" replays; do
     expect "a line for $what in the table" grep -Eq "^2 +$what " <<<"$out"
     expect "the check of $what passed" grep -q "^2 connections, $what: rows created .*: ok$" \
@@ -80,5 +89,8 @@ expect "the server's durability said" contains "fsync "
 leftover=$(q postgres "SELECT datname FROM pg_database WHERE datname LIKE 'idem_gwbench_%'")
 expect "the bench's database dropped" test -z "$leftover"
 
+expect "no warm-up said" contains "no run after a warm-up (--warm-up 0)"
+
 check "--connections 0 is a usage error" 2 bench --connections 0
+check "--warm-up -1 is a usage error" 2 bench --warm-up -1
 finish

@@ -3,7 +3,7 @@
 process through the library (idem-bench --mode gateway), in one run on one server.
 
     gateway.py BUILD-DIR [--connections 1,16,64] [--duration SECONDS] [--rounds N] [--pool N]
-                         [--statement-timeout-ms N] [--soak SECONDS]
+                         [--statement-timeout-ms N] [--warm-up SECONDS] [--soak SECONDS]
 
 Run under tools/with-postgres (the PG* variables name the server); tools/run bench
 --gateway and --gateway-soak run it at the server's default durability. It creates a
@@ -19,7 +19,10 @@ capped at --pool as the gateway's are), it runs the same wrk
 rounds against it, checks its answers as the gateway's (a 201 each, replays marked, its
 rows against its 201s), and prints each process's own CPU per answered call (user + system
 from /proc/PID/stat) side by side: idem-gateway / the minimal server, target at most 1.5
-for the median of the per-round ratios (each round's runs one right after the other).
+for the median of the per-round ratios (in each round the two servers' runs of a kind one
+right after the other, the gateway first in rounds 1, 3, ... and second in rounds 2, 4, ...;
+each measured run after --warm-up seconds (default 1; 0: none) of the same requests to the
+same server, not measured).
 For new keys it also runs the minimal server in its two record modes (the tool's INSERT
 and a record of the call in one pipelined SERIALIZABLE transaction, as idem-bench's create
 floor: on a lean table, and as a row of idem.operations, the database's work of the
@@ -291,6 +294,13 @@ def round_cpu_ratios(runs, floors):
     return [ratio(process_cpu_us([a]), process_cpu_us([b])) for a, b in zip(runs, floors)]
 
 
+def said_ratio(run, floor):
+    """One round's CPU ratio of @run to @floor, with each one's user and system µs a call."""
+    return "%.2f (%.1f/%.1f against %.1f/%.1f µs usr/sys)" % (
+        round_cpu_ratios([run], [floor])[0], *process_split_us([run]),
+        *process_split_us([floor]))
+
+
 def median(xs):
     xs = sorted(xs)
     n = len(xs)
@@ -425,12 +435,21 @@ def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
     records = {}  # the minimal server in each record mode, started on first use
     step = args.duration / args.rounds
 
+    def warmed_run(server, what, c):
+        # --warm-up seconds of the same requests to the same server first, not measured: its
+        # threads, connections and caches as under load, whatever ran before it. Without
+        # it a server that had just been idle through the other's run paid for that in its
+        # own (the gateway's CPU a new key higher in the rounds it ran second).
+        if args.warm_up > 0:
+            wrk(server.url(), what, token, c, args.warm_up, "warm" + secrets.token_hex(4))
+        return Run(server, db, token, what, c, step)
+
     def record_run(mode, c, k):
         if mode not in records:
             records[mode] = floor_record_start(mode)
         if k == 0:
             warm_up(records[mode], token, c)
-        return Run(records[mode], db, token, "new", c, step)
+        return warmed_run(records[mode], "new", c)
     for c in args.connections:
         new, replay = Cell(c, "new keys"), Cell(c, "replays")
         cells += [new, replay]
@@ -442,20 +461,36 @@ def measure(args, gw_start, db, token, pool, floor_start, floor_record_start):
                                            args.statement_timeout_ms)
             if gw is None:
                 gw = gw_start()
+            if floor is None and floor_start is not None:
+                floor = floor_start()
             if k == 0:  # not measured
                 warm_up(gw, token, c)
-            new_run = Run(gw, db, token, "new", c, step)
-            replay_run = Run(gw, db, token, "replay", c, step)
-            http = Run(gw, db, token, "healthz", c, step)
-            floor_new = floor_replay = floor_record_new = floor_idem_new = None
-            if floor_start is not None:
-                floor = floor or floor_start()
-                if k == 0:
+                if floor is not None:
                     warm_up(floor, token, c)
-                floor_new = Run(floor, db, token, "new", c, step)
-                floor_replay = Run(floor, db, token, "replay", c, step)
+            http = Run(gw, db, token, "healthz", c, step)
+            # Each kind of request on the two servers one right after the other, the
+            # gateway first in rounds 1, 3, ... and second in rounds 2, 4, ..., so that
+            # neither always runs nearer the in-process side's writes or after the other's.
+            gw_first = k % 2 == 0
+
+            def pair(what):
+                if floor is None:
+                    return warmed_run(gw, what, c), None
+                if gw_first:
+                    first = warmed_run(gw, what, c)
+                    return first, warmed_run(floor, what, c)
+                second = warmed_run(floor, what, c)
+                return warmed_run(gw, what, c), second
+            new_run, floor_new = pair("new")
+            replay_run, floor_replay = pair("replay")
+            floor_record_new = floor_idem_new = None
+            if floor is not None:
                 floor_record_new = record_run("record", c, k)
                 floor_idem_new = record_run("idem-record", c, k)
+                say("  CPU a call, gateway / minimal server (the gateway %s): new keys %s,"
+                    " replays %s" % ("first" if gw_first else "second",
+                                     said_ratio(new_run, floor_new),
+                                     said_ratio(replay_run, floor_replay)))
             new.add(new_run, new_in, load, http, floor_new, floor_record_new, floor_idem_new)
             replay.add(replay_run, replay_in, load, http, floor_replay)
     return cells, gw
@@ -502,7 +537,7 @@ def print_table(cells, pool, args):
 CPU_TARGET = 1.5
 
 
-def print_process_cpu(cells, pool):
+def print_process_cpu(cells, pool, warm_up):
     """idem-gateway's CPU per call beside the minimal libmicrohttpd server's, the same
     requests under wrk, each process alone (not wrk, not PostgreSQL)."""
     if not any(c.floor for c in cells):
@@ -516,8 +551,11 @@ def print_process_cpu(cells, pool):
           " the tool's INSERT for a new key, the receipt by primary key for a replay; no"
           " idempotency), target gateway / floor <= %.1f" % (pool, CPU_TARGET))
     print("(µs over all rounds; the ratio is the median of the per-round ratios [min-max], each"
-          " round's gateway run beside the minimal server's run right after it, and the"
-          " target is checked on it)")
+          " round's gateway run beside the minimal server's run next to it, the gateway first"
+          " in rounds 1, 3, ... and second in rounds 2, 4, ..., %s, and the"
+          " target is checked on it)" % (
+              "each run after %d s of the same requests, not measured" % warm_up if warm_up
+              else "no run after a warm-up (--warm-up 0)"))
     print("cpu %-5s %-8s %10s %10s %7s %-13s %-7s %s" % ("conns", "requests", "gateway", "floor",
                                                          "ratio", "[rounds]", "target",
                                                          "load average"))
@@ -624,15 +662,16 @@ def parse_args():
     p.add_argument("--statement-timeout-ms", type=int, default=0)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--soak", type=int, default=0)
+    p.add_argument("--warm-up", type=int, default=1)
     args = p.parse_args()
     try:
         args.connections = [int(c) for c in args.connections.split(",")]
     except ValueError:
         p.error("--connections: a comma-separated list of numbers")
     if (any(c < 1 or c > 64 for c in args.connections) or args.pool < 1 or args.rounds < 1 or
-            args.duration / max(args.rounds, 1) < 1):
+            args.duration / max(args.rounds, 1) < 1 or args.warm_up < 0):
         p.error("--connections 1 to 64 each, --pool and --rounds at least 1, --duration at"
-                " least 1 s per round")
+                " least 1 s per round, --warm-up 0 or more")
     return args
 
 
@@ -681,7 +720,7 @@ def main():
                                 lambda mode="record": floor_start(mode))
             print_table(cells, args.pool, args)
             print_targets(cells)
-            print_process_cpu(cells, args.pool)
+            print_process_cpu(cells, args.pool, args.warm_up)
             print("gateway RSS at the end: %d kB; load average at the end %s" % (
                 rss_kb(gw.proc.pid), loadavg()))
             print("\nchecks: the rows the gateway created against its non-replayed 201s")
