@@ -14,6 +14,7 @@
 
 #include "exec.h"
 #include "pgtest.h"
+#include "pooltest.h"
 #include "storetest.h"
 #include "support_tasks.h"
 
@@ -140,19 +141,15 @@ Test(round_trips, a_new_key_with_a_declared_effect_costs_one_round_trip)
  * there again, with the settings' statement, once. */
 Test(round_trips, an_application_gets_the_sessions_own_statement_timeout_back)
 {
-    idem_error err = IDEM_ERROR_INIT;
-    idem_conn *conn = NULL;
     unsigned long direct = !pgtest_through_pgbouncer();
-    PGresult *res;
+    char *timeout;
     sent s;
 
     expect(counted(DECLARED, "rt-kept", 1, IDEM_STATUS_CREATED), 1, direct ? 3 : 4,
            "declared create");
-    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
-    res = pgtest_exec(idem_conn_pg(conn), "SHOW statement_timeout");
-    cr_assert_str_eq(PQgetvalue(res, 0, 0), "0", "the session's statement_timeout");
-    PQclear(res);
-    idem_pool_release(conn);
+    timeout = pooltest_query_acquired(fx.pool, "SHOW statement_timeout");
+    cr_assert_str_eq(timeout, "0", "the session's statement_timeout");
+    free(timeout);
     idem__exec_trace_take(&s.round_trips, &s.statements);
     cr_assert_eq(call(DECLARED, "rt-kept-again", 1), IDEM_STATUS_CREATED);
     idem__exec_trace_take(&s.round_trips, &s.statements);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pooltest.h"
 #include "storetest.h"
 
 TestSuite(tx_settings, .init = storetest_init, .fini = storetest_fini, .timeout = 120);
@@ -183,15 +184,11 @@ Test(tx_settings, the_settings_end_with_the_transaction)
 Test(tx_settings, a_session_an_application_changed_is_found_out)
 {
     seen s = {{0}, 0, 0};
-    idem_error err = IDEM_ERROR_INIT;
-    idem_conn *conn = NULL;
 
     open_store(700);
     execute_declared(&s, "op-session-first");
     expect_the_calls(&s, 700, "declared, the session as opened");
-    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
-    PQclear(pgtest_exec(idem_conn_pg(conn), "SET statement_timeout = '3min'"));
-    idem_pool_release(conn);
+    free(pooltest_query_acquired(fx.pool, "SET statement_timeout = '3min'"));
     for (int i = 0; i < 2; i++) {
         memset(&s, 0, sizeof(s));
         execute_declared(&s, i == 0 ? "op-session-changed" : "op-session-changed-again");
@@ -205,15 +202,10 @@ Test(tx_settings, a_session_an_application_changed_is_found_out)
 /* The session's statement_timeout as an application that takes the connection sees it. */
 static void expect_the_sessions(const char *want)
 {
-    idem_error err = IDEM_ERROR_INIT;
-    idem_conn *conn = NULL;
-    PGresult *res;
+    char *timeout = pooltest_query_acquired(fx.pool, "SHOW statement_timeout");
 
-    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
-    res = pgtest_exec(idem_conn_pg(conn), "SHOW statement_timeout");
-    cr_assert_str_eq(PQgetvalue(res, 0, 0), want, "the session's statement_timeout");
-    PQclear(res);
-    idem_pool_release(conn);
+    cr_assert_str_eq(timeout, want, "the session's statement_timeout");
+    free(timeout);
 }
 
 /* Without the pool's statement_timeout_ms, the first declared create on a connection
@@ -272,14 +264,10 @@ Test(tx_settings, a_kept_statement_timeout_serves_only_calls_it_fits)
 Test(tx_settings, a_session_with_a_statement_timeout_of_its_own_keeps_it)
 {
     seen s = {{0}, 0, 0};
-    idem_error err = IDEM_ERROR_INIT;
-    idem_conn *conn = NULL;
 
     open_store(0);
     execute_declared(&s, "op-own-first");
-    cr_assert_eq(idem_pool_acquire(&conn, fx.pool, &err), 0, "%s", err.message);
-    PQclear(pgtest_exec(idem_conn_pg(conn), "SET statement_timeout = '3min'"));
-    idem_pool_release(conn);
+    free(pooltest_query_acquired(fx.pool, "SET statement_timeout = '3min'"));
     for (int i = 0; i < 2; i++) {
         memset(&s, 0, sizeof(s));
         execute_declared(&s, i == 0 ? "op-own-1" : "op-own-2");

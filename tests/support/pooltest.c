@@ -91,6 +91,15 @@ long pooltest_query_long(idem_conn *conn, const char *sql)
     return v;
 }
 
+char *pooltest_query_acquired(idem_pool *from, const char *sql)
+{
+    idem_conn *conn = pooltest_acquire(from);
+    char *value = pooltest_query(conn, sql);
+
+    idem_pool_release(conn);
+    return value;
+}
+
 long pooltest_backend_pid(idem_conn *conn)
 {
     return pooltest_query_long(conn, "SELECT pg_backend_pid()");

@@ -43,6 +43,10 @@ char *pooltest_query(idem_conn *conn, const char *sql);
 /* The first cell as a number. */
 long pooltest_query_long(idem_conn *conn, const char *sql);
 
+/* Run SQL as an application does on a connection it takes from @from (idem_pool_acquire(),
+ * then idem_pool_release()); returns the first cell as pooltest_query() does. */
+char *pooltest_query_acquired(idem_pool *from, const char *sql);
+
 /* The connection's server process. */
 long pooltest_backend_pid(idem_conn *conn);
 
