@@ -90,6 +90,56 @@ def check(name, data, want_line, want_type=None, port=None, half_close=False):
         print("ok: %s: %r" % (name, line))
 
 
+def read_answer(s):
+    """One answer from socket @s, framed by its Content-Length: (status, fields, body)."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before a head: %r" % got)
+        got += chunk
+    head, _, body = got.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    fields = {k.lower(): v for k, _, v in (h.partition(": ") for h in lines[1:])}
+    while len(body) < int(fields.get("content-length", "0")):
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed in a body: %r" % got)
+        body += chunk
+    return int(lines[0].split()[1]), fields, body
+
+
+def kept_alive(port, token):
+    """Requests one after another on one connection (each request's record is the one the
+    previous left): a long body, a short one, an empty one, a GET; each answered as alone."""
+    long_body = json.dumps({"text": "L" * 6000}).encode()
+    steps = [
+        ("a long body", post(token, "alive-1", [("Content-Length", str(len(long_body)))],
+                             long_body), 201),
+        ("a short body after it", post(token, "alive-2", [("Content-Length", "12")],
+                                       b'{"text":"s"}'), 201),
+        ("an empty body after it", post(token, "alive-3", [("Content-Length", "0")], b""), 400),
+        ("a GET after it", b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 200),
+    ]
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    try:
+        for name, data, want in steps:
+            s.sendall(data)
+            status, fields, body = read_answer(s)
+            if status != want:
+                return fail("kept alive, %s: %d, expected %d: %r" % (name, status, want, body))
+            if fields.get("connection", "").lower() == "close":
+                return fail("kept alive, %s: the connection closed" % name)
+            if name == "an empty body after it" and \
+                    json.loads(body)["type"] != "urn:idem:problem:invalid-arguments":
+                return fail("kept alive, %s: %r" % (name, body))
+            print("ok: kept alive, %s: %d" % (name, status))
+    except (OSError, ValueError) as e:
+        fail("kept alive: %s" % e)
+    finally:
+        s.close()
+
+
 def main():
     port, token = int(sys.argv[1]), sys.argv[2]
     bad, ni = "HTTP/1.1 400 Bad Request", "HTTP/1.1 501 Not Implemented"
@@ -162,6 +212,7 @@ def main():
     check("Transfer-Encoding: CHUNKED",
           post(token, "good-chunked", [(te, "CHUNKED"), ("Connection", "close")], chunked()),
           "HTTP/1.1 201 Created", None, port)
+    kept_alive(port, token)
     sys.exit(1 if failures else 0)
 
 

@@ -51,8 +51,10 @@ check framing 0 python3 "$here/gateway_framing.py" "$port" "$tok"
 echo "$out"
 expect no_operation_written is "$(q "$db" "SELECT count(*) FROM idem.operations WHERE operation_id LIKE 'frame-%'")" 0
 expect no_note_written is "$(q "$db" "SELECT count(*) FROM app.notes WHERE operation_id LIKE 'frame-%'")" 0
-expect sound_framing_written is "$(q "$db" "SELECT string_agg(operation_id, ' ' ORDER BY operation_id) FROM app.notes")" "good-chunked good-cl"
-expect operations_sound_only is "$(q "$db" "SELECT count(*) FROM idem.operations")" 2
+expect sound_framing_written is "$(q "$db" "SELECT string_agg(operation_id, ' ' ORDER BY operation_id) FROM app.notes WHERE operation_id NOT LIKE 'alive-%'")" "good-chunked good-cl"
+# One kept-alive connection's requests, each with its own body only.
+expect kept_alive_written is "$(q "$db" "SELECT string_agg(operation_id || ':' || length(text), ' ' ORDER BY operation_id) FROM app.notes WHERE operation_id LIKE 'alive-%'")" "alive-1:6000 alive-2:1"
+expect operations_sound_only is "$(q "$db" "SELECT count(*) FROM idem.operations")" 4
 kill -0 "$gw_pid"
 expect still_serving is $? 0
 

@@ -26,7 +26,9 @@ typedef struct gw_conn {
     /* The phase and when it began (idem__now_ms()) in one word, since_ms << 2 | phase:
      * its connection's thread writes it without the lock, the watchdog reads both at once. */
     _Atomic uint64_t state;
-    int cut; /* the watchdog shut it down */
+    int cut;     /* the watchdog shut it down */
+    void *spare; /* the server's, for its connection's next request (server.c); freed by it
+                    before gw_guard_closed() */
 } gw_conn;
 
 typedef struct gw_guard {

@@ -301,15 +301,18 @@ static void route(gw_server *s, struct MHD_Connection *c, request *q, const char
                " and " GW_METRICS_PATH);
 }
 
-static enum MHD_Result send_reply(gw_server *s, struct MHD_Connection *c, const request *q)
+/* Queue @q's answer; its body is handed to libmicrohttpd, which frees it. */
+static enum MHD_Result send_reply(gw_server *s, struct MHD_Connection *c, request *q)
 {
-    const gw_reply *r = &q->reply;
+    gw_reply *r = &q->reply;
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_COPY);
+        r->body != NULL ? MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE)
+                        : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     enum MHD_Result rc;
 
     if (resp == NULL)
         return MHD_NO;
+    r->body = NULL;
     if (r->content_type != NULL)
         MHD_add_response_header(resp, "Content-Type", r->content_type);
     for (size_t i = 0; i < r->nheaders; i++)
@@ -364,17 +367,58 @@ static gw_conn *connection_record(struct MHD_Connection *c)
     return info != NULL ? info->socket_context : NULL;
 }
 
+/* A connection's spare keeps a body's buffer up to this size; a larger one is freed with its
+ * request. */
+#define SPARE_BODY_MAX 65536
+
+/* A cleared request record: the one the previous request of connection @rec (NULL: not
+ * watched) left, so that the requests of a kept-alive connection allocate none, else a new
+ * one; NULL when out of memory. */
+static request *request_new(gw_conn *rec)
+{
+    request *q = rec != NULL ? rec->spare : NULL;
+    char *body;
+    size_t cap;
+
+    if (q == NULL)
+        return calloc(1, sizeof(*q));
+    rec->spare = NULL;
+    body = q->body;
+    cap = q->cap;
+    memset(q, 0, sizeof(*q));
+    q->body = body;
+    q->cap = cap;
+    return q;
+}
+
+/* @q is done: kept for its connection's next request, or freed. */
+static void request_done(gw_conn *rec, request *q)
+{
+    if (q->cap > SPARE_BODY_MAX) {
+        free(q->body);
+        q->body = NULL;
+        q->cap = 0;
+    }
+    if (rec != NULL && rec->spare == NULL) {
+        rec->spare = q;
+        return;
+    }
+    free(q->body);
+    free(q);
+}
+
 /* A request's headers are in: its generation, its ID, its framing (framing.h), then its
  * route and the checks. */
 static request *begin(gw_server *s, struct MHD_Connection *c, const char *url, const char *method)
 {
-    request *q = calloc(1, sizeof(*q));
+    gw_conn *rec = connection_record(c);
+    request *q = request_new(rec);
 
     if (q == NULL)
         return NULL;
     q->started = now_s();
     q->gen = gw_live_acquire(s->live);
-    q->conn = connection_record(c);
+    q->conn = rec;
     gw_guard_phase(&s->guard, q->conn, GW_BODY);
     gw_request_id(q->id, header(c, "X-Request-Id"));
     q->ctx.trace_id = q->id;
@@ -393,7 +437,7 @@ static void finish(request *q, struct MHD_Connection *c, const char *url)
 {
     const gw_config *cfg = q->gen->cfg;
     gw_mcp mcp = {cfg, q->gen->rt, &q->ctx, q->mcp_version, q->mcp_method};
-    const char *body = q->body != NULL ? q->body : "";
+    const char *body = q->len > 0 ? q->body : "";
 
     if (q->reply.status == 0 && q->too_large && q->mcp)
         mcp_too_large(&q->reply, cfg->max_body_bytes);
@@ -473,8 +517,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
     gw_guard_phase(&s->guard, q->conn, GW_WAITING);
     gw_gen_release(q->gen);
     gw_reply_clear(&q->reply);
-    free(q->body);
-    free(q);
+    request_done(q->conn, q);
     *state = NULL;
 }
 
@@ -488,7 +531,13 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
         info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         *socket_context = gw_guard_taken(&s->guard, info != NULL ? info->connect_fd : -1);
     } else {
-        gw_guard_closed(&s->guard, *socket_context);
+        gw_conn *rec = *socket_context;
+        request *spare = rec != NULL ? rec->spare : NULL;
+
+        if (spare != NULL)
+            free(spare->body);
+        free(spare);
+        gw_guard_closed(&s->guard, rec);
         *socket_context = NULL;
     }
 }
