@@ -40,6 +40,13 @@ static uint64_t allowed_ms(const gw_guard *g, gw_phase phase)
     return (uint64_t)g->request_s * 1000U;
 }
 
+/* When a phase began, and the watchdog's now: the coarse clock (within a few ms of the
+ * monotonic one, limits are seconds), read four times a request. */
+static uint64_t phase_clock(void)
+{
+    return (uint64_t)idem__coarse_ms();
+}
+
 static const char *const phase_names[] = {"its request's headers", "its request's body", "",
                                           "its answer"};
 
@@ -74,7 +81,7 @@ static void *watch(void *arg)
         struct timespec until = at_ms(idem__now_ms() + TICK_MS);
 
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
-        sweep(g, idem__now_ms());
+        sweep(g, phase_clock());
     }
     pthread_mutex_unlock(&g->lock);
     return NULL;
@@ -149,7 +156,7 @@ static gw_conn *record(gw_guard *g, gw_conn *c, int fd, int was_handed)
         g->open++;
     if (c != NULL) {
         c->fd = fd;
-        atomic_init(&c->state, state_of(GW_WAITING, idem__now_ms()));
+        atomic_init(&c->state, state_of(GW_WAITING, phase_clock()));
         c->next = g->head;
         if (g->head != NULL)
             g->head->prev = c;
@@ -236,7 +243,7 @@ void gw_guard_phase(gw_guard *g, gw_conn *c, gw_phase phase)
 
     if (c == NULL)
         return;
-    was = phase_of(atomic_exchange(&c->state, state_of(phase, idem__now_ms())));
+    was = phase_of(atomic_exchange(&c->state, state_of(phase, phase_clock())));
     if (phase != GW_WAITING && was == GW_WAITING) {
         atomic_fetch_add(&g->active, 1);
     } else if (phase == GW_WAITING && was != GW_WAITING && ended(g) && atomic_load(&g->draining)) {

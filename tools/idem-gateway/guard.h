@@ -23,7 +23,7 @@ typedef enum gw_phase { GW_WAITING, GW_BODY, GW_CALL, GW_ANSWER } gw_phase;
 typedef struct gw_conn {
     struct gw_conn *prev, *next;
     int fd;
-    /* The phase and when it began (idem__now_ms()) in one word, since_ms << 2 | phase:
+    /* The phase and when it began (idem__coarse_ms()) in one word, since_ms << 2 | phase:
      * its connection's thread writes it without the lock, the watchdog reads both at once. */
     _Atomic uint64_t state;
     int cut;     /* the watchdog shut it down */

@@ -77,7 +77,11 @@ int gw_problem(gw_reply *r, unsigned int status, const char *type, const char *t
 void gw_reply_clear(gw_reply *r)
 {
     free(r->body);
-    memset(r, 0, sizeof(*r));
+    r->status = 0;
+    r->content_type = NULL;
+    r->body = NULL;
+    r->len = 0;
+    r->nheaders = 0; /* the slots are not cleared: an answer's are 2 KiB */
 }
 
 const char *gw_printable(char *out, size_t size, const char *text)

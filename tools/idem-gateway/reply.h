@@ -26,7 +26,8 @@ typedef struct gw_reply {
 /* The prefix of every problem type: "urn:idem:problem:" then the name. */
 #define GW_PROBLEM_PREFIX "urn:idem:problem:"
 
-/* Add a header (dropped when the table is full: never more than the gateway sets). */
+/* Add a header (dropped when the table is full: never more than the gateway sets). Only
+ * headers[0 .. nheaders) are set; the other slots hold anything. */
 void gw_reply_header(gw_reply *r, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

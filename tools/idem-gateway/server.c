@@ -4,6 +4,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,8 @@ typedef struct request {
     const char *mcp_method;  /* its Mcp-Method header; NULL: none */
     int console;             /* a form posted to the console (console.h) */
 } request;
+
+_Static_assert(offsetof(request, reply) == 0, "request_new() clears what follows the reply");
 
 /* The same bytes for a missing and for an unknown token. */
 static const char unauthorized_body[] =
@@ -385,7 +388,10 @@ static request *request_new(gw_conn *rec)
     rec->spare = NULL;
     body = q->body;
     cap = q->cap;
-    memset(q, 0, sizeof(*q));
+    /* Zeroed but for the reply's header slots, which nheaders 0 empties (reply.h). */
+    memset(&q->reply, 0, offsetof(gw_reply, headers));
+    q->reply.nheaders = 0;
+    memset((char *)q + sizeof(q->reply), 0, sizeof(*q) - sizeof(q->reply));
     q->body = body;
     q->cap = cap;
     return q;
