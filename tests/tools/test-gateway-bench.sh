@@ -62,15 +62,17 @@ for l in rows:
 ' "$out"
 # And beside the minimal server in its record modes (the INSERT and a record of the call in
 # one transaction: on a lean table, as a row of idem.operations), for new keys only,
-# without a target; then each process's CPU per call as user and system time.
+# without a target, and the idem-record mode over the plain one; then each process's CPU per
+# call as user and system time.
 expect "the gateway's CPU per call beside the minimal server's record modes" python3 -c '
 import re, sys
 rows = [l for l in sys.argv[1].splitlines() if re.match(r"cpu-rec 2 +", l)]
 assert len(rows) == 1 and " new keys " in rows[0], rows
 m = re.search(r" ([\d.]+) +([\d.]+) +([\d.]+) +\[([\d.]+)-([\d.]+)\]"
-              r" +([\d.]+) +([\d.]+) +\[([\d.]+)-([\d.]+)\] +[\d.]+$", rows[0])
+              r" +([\d.]+) +([\d.]+) +\[([\d.]+)-([\d.]+)\]"
+              r" +([\d.]+) +\[([\d.]+)-([\d.]+)\] +[\d.]+$", rows[0])
 assert m and all(float(x) > 0 for x in m.groups()), rows[0]
-for at in (3, 7):
+for at in (3, 7, 10):
     assert float(m.group(at + 1)) <= float(m.group(at)) <= float(m.group(at + 2)), rows[0]
 ' "$out"
 expect "user and system CPU per call of each process" python3 -c '

@@ -572,20 +572,23 @@ def print_process_cpu(cells, pool, warm_up):
           " lean table of its own, floor+idem as a row of idem.operations (idem-bench's"
           " \"floor, idem's record\": the database's work of the gateway's call, without idem)."
           " On a virtual machine a process's CPU per call also counts the switches to its"
-          " threads as they wake, whose cost grows with the database's work per call")
-    print("cpu-rec %-5s %-8s %10s %10s %7s %-13s %10s %7s %-13s %s" % (
+          " threads as they wake, whose cost grows with the database's work per call; idem /"
+          " floor, floor+idem's CPU over the minimal server's with the INSERT alone, in each"
+          " round, is that share: the same server's code, idem's database work added")
+    print("cpu-rec %-5s %-8s %10s %10s %7s %-13s %10s %7s %-13s %10s %-13s %s" % (
         "conns", "requests", "gateway", "floor+rec", "ratio", "[rounds]", "floor+idem", "ratio",
-        "[rounds]", "load average"))
+        "[rounds]", "idem/floor", "[rounds]", "load average"))
     for c in cells:
         if c.floor_record:
             cols = []
-            for runs in (c.floor_record, c.floor_idem):
-                rounds = round_cpu_ratios(c.gw, runs)
+            for runs, over in ((c.floor_record, c.gw), (c.floor_idem, c.gw),
+                               (c.floor, c.floor_idem)):
+                rounds = round_cpu_ratios(over, runs)
                 cols += [process_cpu_us(runs), median(rounds),
                          "[%.2f-%.2f]" % (min(rounds), max(rounds)) if rounds else "-"]
-            print("cpu-rec %-5d %-8s %10.1f %10.1f %7.2f %-13s %10.1f %7.2f %-13s %s" % (
-                c.connections, c.what, process_cpu_us(c.gw), *cols,
-                c.floor_record[-1].load.split()[0]))
+            print("cpu-rec %-5d %-8s %10.1f %10.1f %7.2f %-13s %10.1f %7.2f %-13s %10.2f %-13s"
+                  " %s" % (c.connections, c.what, process_cpu_us(c.gw), *cols[:6], cols[7],
+                           cols[8], c.floor_record[-1].load.split()[0]))
     print("\nThe same CPU per call in its two parts, µs over all rounds (for information): user,"
           " the process's own work; system, the kernel's on its behalf (its system calls, and"
           " on a virtual machine above all the switches to its threads as they wake)")
