@@ -111,14 +111,18 @@ def read_answer(s):
 
 def kept_alive(port, token):
     """Requests one after another on one connection (each request's record is the one the
-    previous left): a long body, a short one, an empty one, a GET; each answered as alone."""
+    previous left, with its body's buffer up to 8 KiB): a long body, a longer one (its buffer
+    then freed), a short one, an empty one, a GET; each answered as alone."""
     long_body = json.dumps({"text": "L" * 6000}).encode()
+    longer_body = json.dumps({"text": "M" * 12000}).encode()
     steps = [
         ("a long body", post(token, "alive-1", [("Content-Length", str(len(long_body)))],
                              long_body), 201),
-        ("a short body after it", post(token, "alive-2", [("Content-Length", "12")],
+        ("a longer body after it",
+         post(token, "alive-2", [("Content-Length", str(len(longer_body)))], longer_body), 201),
+        ("a short body after it", post(token, "alive-3", [("Content-Length", "12")],
                                        b'{"text":"s"}'), 201),
-        ("an empty body after it", post(token, "alive-3", [("Content-Length", "0")], b""), 400),
+        ("an empty body after it", post(token, "alive-4", [("Content-Length", "0")], b""), 400),
         ("a GET after it", b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 200),
     ]
     s = socket.create_connection(("127.0.0.1", port), timeout=20)

@@ -53,8 +53,8 @@ expect no_operation_written is "$(q "$db" "SELECT count(*) FROM idem.operations 
 expect no_note_written is "$(q "$db" "SELECT count(*) FROM app.notes WHERE operation_id LIKE 'frame-%'")" 0
 expect sound_framing_written is "$(q "$db" "SELECT string_agg(operation_id, ' ' ORDER BY operation_id) FROM app.notes WHERE operation_id NOT LIKE 'alive-%'")" "good-chunked good-cl"
 # One kept-alive connection's requests, each with its own body only.
-expect kept_alive_written is "$(q "$db" "SELECT string_agg(operation_id || ':' || length(text), ' ' ORDER BY operation_id) FROM app.notes WHERE operation_id LIKE 'alive-%'")" "alive-1:6000 alive-2:1"
-expect operations_sound_only is "$(q "$db" "SELECT count(*) FROM idem.operations")" 4
+expect kept_alive_written is "$(q "$db" "SELECT string_agg(operation_id || ':' || length(text), ' ' ORDER BY operation_id) FROM app.notes WHERE operation_id LIKE 'alive-%'")" "alive-1:6000 alive-2:12000 alive-3:1"
+expect operations_sound_only is "$(q "$db" "SELECT count(*) FROM idem.operations")" 5
 kill -0 "$gw_pid"
 expect still_serving is $? 0
 

@@ -370,9 +370,10 @@ static gw_conn *connection_record(struct MHD_Connection *c)
     return info != NULL ? info->socket_context : NULL;
 }
 
-/* A connection's spare keeps a body's buffer up to this size; a larger one is freed with its
- * request. */
-#define SPARE_BODY_MAX 65536
+/* A connection's spare keeps a body's buffer up to this size (a tool call's arguments are
+ * mostly less); a larger one is freed with its request, so that an idle connection holds
+ * at most this more. */
+#define SPARE_BODY_MAX 8192
 
 /* A cleared request record: the one the previous request of connection @rec (NULL: not
  * watched) left, so that the requests of a kept-alive connection allocate none, else a new
