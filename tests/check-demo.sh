@@ -5,6 +5,9 @@
 # the same through PgBouncer in transaction mode (when tools/with-postgres --pgbouncer
 # started one), the schema applied directly with idem-migrate first.
 set -euo pipefail
+# Output is matched from here-strings, not "echo | grep -q": bash writes echo's lines one
+# by one, and grep -q, done at its match, can end the pipe before the last (SIGPIPE, which
+# pipefail makes the pipeline's failure).
 demo=$1 migrate=$2
 if ! psql -Atqc 'select 1' dbname=postgres >/dev/null 2>&1; then
     [ -n "${IDEM_REQUIRE_PG:-}" ] && { echo "PostgreSQL required but unreachable" >&2; exit 1; }
@@ -24,16 +27,16 @@ if [ "$(echo "$out" | head -n 5)" != "$expected" ]; then
     echo "$out" >&2
     exit 1
 fi
-echo "$out" | grep -q '^Tenant globex, same operation ID: created {"status": "created", "task_id": 2}' ||
+grep -q '^Tenant globex, same operation ID: created {"status": "created", "task_id": 2}' <<<"$out" ||
     { echo "tenant line missing: $out" >&2; exit 1; }
-echo "$out" | grep -q '^Second intent, same subject, new operation ID: created {"status": "created", "task_id": 3}' ||
+grep -q '^Second intent, same subject, new operation ID: created {"status": "created", "task_id": 3}' <<<"$out" ||
     { echo "second intent line missing: $out" >&2; exit 1; }
 # The durable intent: worker 2 recovers it after worker 1's crash and replays; one task.
-echo "$out" | grep -q '^Worker 1 approved a refund (intent approved), its effect committed, then the worker crashed$' ||
+grep -q '^Worker 1 approved a refund (intent approved), its effect committed, then the worker crashed$' <<<"$out" ||
     { echo "intent approval line missing: $out" >&2; exit 1; }
-echo "$out" | grep -q '^Worker 2 recovered it: replayed {"status": "created", "task_id": 4}, intent done$' ||
+grep -q '^Worker 2 recovered it: replayed {"status": "created", "task_id": 4}, intent done$' <<<"$out" ||
     { echo "intent recovery line missing: $out" >&2; exit 1; }
-echo "$out" | grep -q '^After recovery: tasks=1 operations=1$' ||
+grep -q '^After recovery: tasks=1 operations=1$' <<<"$out" ||
     { echo "intent counts line missing: $out" >&2; exit 1; }
 [ "$(psql -Atqc "select state from idem.intents" "dbname=$db")" = done ]
 # Nothing else was created: four tasks, four operations.
@@ -43,7 +46,7 @@ echo "$out" | grep -q '^After recovery: tasks=1 operations=1$' ||
 [ "$(psql -Atqc "select to_regclass('idem.support_tasks') is null" "dbname=$db")" = t ]
 # A second run against the same database is still correct (new operation IDs).
 out2=$("$demo" --dsn "dbname=$db")
-echo "$out2" | grep -q '^After retry: tasks=1 operations=1$' || { echo "$out2" >&2; exit 1; }
+grep -q '^After retry: tasks=1 operations=1$' <<<"$out2" || { echo "$out2" >&2; exit 1; }
 
 if [ -n "${IDEM_PGBOUNCER:-}" ]; then
     db="t_demo_pgb_$$_$SRANDOM"
@@ -61,7 +64,7 @@ if [ -n "${IDEM_PGBOUNCER:-}" ]; then
         echo "$out" >&2
         exit 1
     fi
-    echo "$out" | grep -q '^After recovery: tasks=1 operations=1$' || { echo "$out" >&2; exit 1; }
+    grep -q '^After recovery: tasks=1 operations=1$' <<<"$out" || { echo "$out" >&2; exit 1; }
     [ "$(psql -Atqc 'select count(*) from idem.operations' "dbname=$db")" = 4 ]
     echo "demo transcript as expected, directly and through PgBouncer"
 else

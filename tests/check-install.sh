@@ -57,7 +57,7 @@ done
 
 # The soname of the compatibility decision.
 [ -e "$libdir/libidem.so.2" ] || fail "libidem.so.2 not installed"
-readelf -d "$libdir/libidem.so.2" | grep -q 'Library soname: \[libidem.so.2\]' ||
+grep -q 'Library soname: \[libidem.so.2\]' <<<"$(readelf -d "$libdir/libidem.so.2")" ||
     fail "the installed library's soname is not libidem.so.2"
 # Test-only code stays out of the installed libraries.
 if nm "$libdir/libidem.a" 2>/dev/null | grep -E ' [TD] idem__(fault_|exec_trace|conn_forget_prepared)'; then

@@ -63,7 +63,7 @@ check_program() {
     esac
     [ -e "$dest$path" ] || return 0 # listed, not built: check_path looked it up
     [ -x "$dest$path" ] || fail "${unit##*/} runs $path, which is not executable"
-    readelf -d "$dest$path" | grep -q 'Shared library: \[libidem.so.2\]' || return 0
+    grep -q 'Shared library: \[libidem.so.2\]' <<<"$(readelf -d "$dest$path")" || return 0
     runpath=$(readelf -d "$dest$path" | sed -n 's/.*R\(UN\)\?PATH.*\[\(.*\)\]/\2/p')
     [ -e "$dest$runpath/libidem.so.2" ] ||
         fail "${unit##*/} runs $path, whose rpath '$runpath' has no libidem.so.2 in the install"
