@@ -307,6 +307,11 @@ def median(xs):
     return (xs[n // 2] + xs[(n - 1) // 2]) / 2 if n else float("nan")
 
 
+def median_range(xs):
+    """The median of @xs and their range as the tables print it, "[min-max]" ("-" for none)."""
+    return median(xs), "[%.2f-%.2f]" % (min(xs), max(xs)) if xs else "-"
+
+
 def ratio(a, b):
     return a / b if b else float("nan")
 
@@ -561,11 +566,10 @@ def print_process_cpu(cells, pool, warm_up):
                                                          "load average"))
     for c in cells:
         gw, fl, load = c.process_cpu_us()
-        rounds = round_cpu_ratios(c.gw, c.floor)
-        r = median(rounds)
+        r, spread = median_range(round_cpu_ratios(c.gw, c.floor))
         print("cpu %-5d %-8s %10.1f %10.1f %7.2f %-13s %-7s %s" % (
-            c.connections, c.what, gw, fl, r, "[%.2f-%.2f]" % (min(rounds), max(rounds)),
-            "met" if r <= CPU_TARGET else "MISSED", load))
+            c.connections, c.what, gw, fl, r, spread, "met" if r <= CPU_TARGET else "MISSED",
+            load))
     print("\nThe same for new keys beside idem-bench-http-floor in its record modes (for"
           " information, no target): the tool's INSERT and a record of the call in one"
           " pipelined SERIALIZABLE transaction, as idem-bench's create floor: floor+rec on a"
@@ -580,15 +584,13 @@ def print_process_cpu(cells, pool, warm_up):
         "[rounds]", "idem/floor", "[rounds]", "load average"))
     for c in cells:
         if c.floor_record:
-            cols = []
-            for runs, over in ((c.floor_record, c.gw), (c.floor_idem, c.gw),
-                               (c.floor, c.floor_idem)):
-                rounds = round_cpu_ratios(over, runs)
-                cols += [process_cpu_us(runs), median(rounds),
-                         "[%.2f-%.2f]" % (min(rounds), max(rounds)) if rounds else "-"]
+            rec, idem, share = (median_range(round_cpu_ratios(over, runs))
+                                for runs, over in ((c.floor_record, c.gw), (c.floor_idem, c.gw),
+                                                   (c.floor, c.floor_idem)))
             print("cpu-rec %-5d %-8s %10.1f %10.1f %7.2f %-13s %10.1f %7.2f %-13s %10.2f %-13s"
-                  " %s" % (c.connections, c.what, process_cpu_us(c.gw), *cols[:6], cols[7],
-                           cols[8], c.floor_record[-1].load.split()[0]))
+                  " %s" % (c.connections, c.what, process_cpu_us(c.gw),
+                           process_cpu_us(c.floor_record), *rec, process_cpu_us(c.floor_idem),
+                           *idem, *share, c.floor_record[-1].load.split()[0]))
     print("\nThe same CPU per call in its two parts, µs over all rounds (for information): user,"
           " the process's own work; system, the kernel's on its behalf (its system calls, and"
           " on a virtual machine above all the switches to its threads as they wake)")

@@ -389,18 +389,17 @@ static request *request_new(gw_conn *rec)
     rec->spare = NULL;
     body = q->body;
     cap = q->cap;
-    /* Zeroed but for the reply's header slots, which nheaders 0 empties (reply.h). */
-    memset(&q->reply, 0, offsetof(gw_reply, headers));
-    q->reply.nheaders = 0;
+    /* Its reply request_done() emptied (reply.h: nheaders 0 empties the header slots). */
     memset((char *)q + sizeof(q->reply), 0, sizeof(*q) - sizeof(q->reply));
     q->body = body;
     q->cap = cap;
     return q;
 }
 
-/* @q is done: kept for its connection's next request, or freed. */
+/* @q is done: its reply emptied, then kept for its connection's next request, or freed. */
 static void request_done(gw_conn *rec, request *q)
 {
+    gw_reply_clear(&q->reply);
     if (q->cap > SPARE_BODY_MAX) {
         free(q->body);
         q->body = NULL;
@@ -523,7 +522,6 @@ static void completed(void *cls, struct MHD_Connection *c, void **state,
     account(s, q);
     gw_guard_phase(&s->guard, q->conn, GW_WAITING);
     gw_gen_release(q->gen);
-    gw_reply_clear(&q->reply);
     request_done(q->conn, q);
     *state = NULL;
 }
